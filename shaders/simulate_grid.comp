@@ -1,0 +1,42 @@
+// simulate_grid.comp: steer and integrate with neighbours from the uniform grid.
+// agents_in is in cell order and cell_start[c] is where cell c begins in it, so each of the
+// nine (y, z) rows of the 3x3x3 block around an agent is one contiguous range. The new state
+// goes to agents_out in the same order; the new cell is counted (its rank kept) so that
+// scatter.comp can write the next step's input, sorted, after scan.comp.
+#include "boids.glsl"
+#include "grid.glsl"
+
+layout(local_size_x = LOCAL_SIZE) in;
+
+layout(std430, binding = 0) readonly buffer AgentsIn { Agent agents_in[]; };
+layout(std430, binding = 1) writeonly buffer AgentsOut { Agent agents_out[]; };
+layout(std430, binding = 2) readonly buffer CellStart { uint cell_start[]; };
+layout(std430, binding = 3) buffer CellCount { uint cell_count[]; };
+layout(std430, binding = 4) writeonly buffer AgentRank { uint agent_rank[]; };
+
+void main() {
+    uint i = global_index();
+    if (i >= u_count) return;
+    Agent self = agents_in[i];
+    float r2 = u_neighbor_radius * u_neighbor_radius;
+    float s2 = u_separation_radius * u_separation_radius;
+    Gather g = gather_begin();
+
+    ivec3 c = grid_cell(self.position.xyz);
+    ivec3 lo = max(c - 1, ivec3(0));
+    ivec3 hi = min(c + 1, u_grid_dims - 1);
+    for (int z = lo.z; z <= hi.z; z++) {
+        for (int y = lo.y; y <= hi.y; y++) {
+            uint first = cell_start[grid_index(ivec3(lo.x, y, z))];
+            uint last = cell_start[grid_index(ivec3(hi.x, y, z)) + 1u];
+            for (uint j = first; j < last; j++) {
+                if (j == i) continue;
+                gather(g, self.position.xyz, agents_in[j], r2, s2);
+            }
+        }
+    }
+
+    Agent o = steer_and_integrate(self, g);
+    agents_out[i] = o;
+    agent_rank[i] = atomicAdd(cell_count[grid_index(grid_cell(o.position.xyz))], 1u);
+}

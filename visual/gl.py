@@ -1,0 +1,168 @@
+"""GL plumbing shared by the swarm and the renderer: contexts, shader sources, dispatch, timers.
+
+Shader files live in the project's `shaders/` folder, found from this file, never from the working
+directory. `#include "name"` pulls a file in once and marks where it starts with `#line`, so that a
+compiler error can be mapped back to the right file and line. Main thread only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from pathlib import Path
+from typing import Any, Mapping
+
+import moderngl
+
+SHADER_DIR = Path(__file__).resolve().parent.parent / "shaders"
+GLSL_VERSION = "#version 430 core"
+MAX_GROUPS_X = 65535  # the minimum GL guarantees for GL_MAX_COMPUTE_WORK_GROUP_COUNT
+
+_INCLUDE = re.compile(r'^\s*#include\s+"([^"]+)"\s*$')
+
+
+class ShaderError(RuntimeError):
+    """A shader that failed to load, compile or link; the message names the file and line."""
+
+
+def create_headless_context() -> moderngl.Context:
+    """A standalone OpenGL 4.3+ context through EGL: no display needed."""
+    try:
+        return moderngl.create_context(standalone=True, backend="egl", require=430)
+    except Exception as exc:  # moderngl raises plain Exceptions for driver problems
+        raise RuntimeError(
+            f"could not create a headless OpenGL 4.3 context through EGL ({exc}); "
+            "install Mesa's EGL (Debian: libegl1 libgl1-mesa-dri) or a GPU driver"
+        ) from exc
+
+
+class ShaderSource:
+    """A shader's text with its includes expanded, and the files it came from, numbered."""
+
+    def __init__(self, name: str, defines: Mapping[str, Any] | None = None,
+                 shader_dir: Path = SHADER_DIR) -> None:
+        self.shader_dir = shader_dir
+        self.files: list[str] = []
+        body: list[str] = []
+        self._expand(name, body, set())
+        head = [GLSL_VERSION]
+        for key, value in (defines or {}).items():
+            head.append(f"#define {key} {value}")
+        self.text = "\n".join(head + body) + "\n"
+
+    def _expand(self, name: str, out: list[str], seen: set[str]) -> None:
+        if name in seen:
+            return
+        seen.add(name)
+        path = self.shader_dir / name
+        try:
+            lines = path.read_text().splitlines()
+        except OSError as exc:
+            raise ShaderError(f"{path}: cannot read shader file ({exc.strerror})") from exc
+        index = len(self.files)
+        self.files.append(name)
+        out.append(f"#line 1 {index}")
+        for number, line in enumerate(lines, start=1):
+            match = _INCLUDE.match(line)
+            if match:
+                self._expand(match.group(1), out, seen)
+                out.append(f"#line {number + 1} {index}")
+            else:
+                out.append(line)
+
+    def explain(self, log: str) -> str:
+        """Rewrite a driver's log so `0:12(3)` / `0(12)` read `boids.glsl:12`."""
+
+        def name(match: re.Match) -> str:
+            index = int(match.group(1))
+            file = self.files[index] if index < len(self.files) else f"<source {index}>"
+            return f"{file}:{match.group(2)}"
+
+        return re.sub(r"\b(\d+)[:(](\d+)\)?(?:\(\d+\))?", name, log, count=0)
+
+
+def compute_program(ctx: moderngl.Context, name: str,
+                    defines: Mapping[str, Any] | None = None) -> moderngl.ComputeShader:
+    source = ShaderSource(name, defines)
+    try:
+        return ctx.compute_shader(source.text)
+    except Exception as exc:
+        raise ShaderError(f"{name}: {source.explain(str(exc))}") from exc
+
+
+def set_uniforms(program: Any, values: Mapping[str, Any]) -> None:
+    """Set the uniforms a program uses; ones the compiler removed are skipped."""
+    for key, value in values.items():
+        try:
+            member = program[key]
+        except KeyError:
+            continue
+        member.value = value
+
+
+def dispatch_1d(program: moderngl.ComputeShader, items: int, local_size: int) -> None:
+    """Dispatch ceil(items / local_size) groups, folded into y past the x limit.
+
+    Shaders compute their index with `global_index()` from common.glsl and bound-check it.
+    """
+    groups = max(1, -(-items // local_size))
+    x = min(groups, MAX_GROUPS_X)
+    y = -(-groups // x)
+    program.run(x, y, 1)
+
+
+def is_software(ctx: moderngl.Context) -> bool:
+    """Mesa's llvmpipe / softpipe: compute runs on the CPU and timer queries read ~0 ns."""
+    renderer = ctx.info.get("GL_RENDERER", "").lower()
+    return "llvmpipe" in renderer or "softpipe" in renderer or "swrast" in renderer
+
+
+class GpuTimer:
+    """GL timer queries read a few frames late, so reading never stalls the frame.
+
+    `available` is False where the driver has no meaningful timer queries (software GL):
+    `last_ms` then stays None and callers fall back to wall time around `ctx.finish()`.
+    """
+
+    def __init__(self, ctx: moderngl.Context, depth: int = 3) -> None:
+        self.ctx = ctx
+        self._free = deque()
+        self.available = not is_software(ctx)
+        if self.available:
+            try:
+                self._free.extend(ctx.query(time=True) for _ in range(depth))
+            except Exception:
+                self.available = False
+        self._pending: deque = deque()
+        self.last_ms: float | None = None
+
+    def __enter__(self) -> "GpuTimer":
+        if self.available and self._free:
+            query = self._free.popleft()
+            self._pending.append(query)
+            self._active = query.__enter__()
+        else:
+            self._active = None
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._active is not None:
+            self._active.__exit__(*exc)
+        # Read the oldest query once every slot is in flight: it is a few frames old.
+        if self.available and not self._free and self._pending:
+            query = self._pending.popleft()
+            self.last_ms = query.elapsed / 1e6
+            self._free.append(query)
+
+    def flush(self) -> float | None:
+        """Read every pending query (waits for the GPU): for benchmarks and the end of a run."""
+        while self._pending:
+            query = self._pending.popleft()
+            self.last_ms = query.elapsed / 1e6
+            self._free.append(query)
+        return self.last_ms
+
+    def release(self) -> None:
+        # moderngl's Query has no release(); dropping the references frees them.
+        self._free.clear()
+        self._pending.clear()

@@ -1,0 +1,61 @@
+"""The lure: the point the swarm seeks (seed 000's target), and seed 002's influencer.
+
+Anything may move the lure (the mouse, later MIDI or audio) with `move_to`. When nothing has
+moved it for `idle_seconds`, it wanders on its own along a smooth path through the volume,
+blending in from where it was left so it never jumps. Time is simulated time, so a run with a
+fixed step is reproducible. Main thread only.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+# Incommensurate frequencies (rad/s) give a path that does not repeat for a long time.
+_FREQUENCIES = ((0.31, 0.17), (0.23, 0.41), (0.19, 0.29))
+_BLEND_SECONDS = 2.0
+
+
+def wander_point(t: float, radius: float, flat: bool = False) -> np.ndarray:
+    """Where the influencer is at time `t`: inside a sphere of 0.6 * radius (a disc in 2D)."""
+    axes = []
+    for slow, fast in _FREQUENCIES:
+        axes.append(0.7 * math.sin(slow * t + 1.3 * fast) + 0.3 * math.sin(fast * t))
+    point = np.array(axes) * 0.6 * radius / math.sqrt(3 if not flat else 2)
+    if flat:
+        point[2] = 0.0
+    return point
+
+
+class Lure:
+    def __init__(self, radius: float, flat: bool = False, idle_seconds: float = 3.0) -> None:
+        self.radius = radius
+        self.flat = flat
+        self.idle_seconds = idle_seconds
+        self._held: np.ndarray | None = None
+        self._held_at = -math.inf
+
+    def move_to(self, point, now: float) -> None:
+        """Place the lure at `point` (x, y, z) at simulated time `now`."""
+        self._held = np.array(point, dtype=float)
+        if self.flat:
+            self._held[2] = 0.0
+        self._held_at = now
+
+    @property
+    def wandering(self) -> bool:
+        return self._held is None
+
+    def position(self, now: float) -> np.ndarray:
+        wander = wander_point(now, self.radius, self.flat)
+        if self._held is None:
+            return wander
+        idle = now - self._held_at
+        if idle < self.idle_seconds:
+            return self._held.copy()
+        blend = min((idle - self.idle_seconds) / _BLEND_SECONDS, 1.0)
+        blend = blend * blend * (3 - 2 * blend)  # smoothstep
+        if blend >= 1.0:
+            self._held = None
+        return self._held * (1 - blend) + wander * blend if self._held is not None else wander

@@ -1,0 +1,342 @@
+"""The GPU swarm: agent buffers, the uniform grid and the simulation step (seed 000, 5.1-5.4).
+
+`Swarm` owns every GPU object of the simulation and releases them. Each step reads the current
+agents and writes the other buffer (the seed's ping-pong, 5.2). With `neighbors="grid"` the
+current buffer is kept in cell order:
+
+    simulate_grid  current -> scratch, counting each agent's new cell (rank = atomicAdd)
+    scan           cell counts -> cell starts (2-3 dispatches), zeroing the counts
+    scatter        scratch -> current at start[cell] + rank, sorted for the next step
+
+With `neighbors="brute"` the seed's tiled all-pairs kernel reads current, writes scratch and
+the two swap. Nothing is read back to the CPU per step. Main thread only.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import moderngl
+import numpy as np
+
+from control.params import MAX_COUNT, Params
+from visual.gl import compute_program, dispatch_1d, set_uniforms
+
+LOCAL_SIZE = 256
+SCAN_LOCAL_SIZE = 256
+SCAN_ITEMS = 4
+SCAN_BLOCK = SCAN_LOCAL_SIZE * SCAN_ITEMS
+MAX_CELLS = 1 << 24
+MAX_OBSTACLES = 8
+MAX_DT = 1.0 / 30.0  # the seed clamps a frame's step so a hitch does not explode the flock
+AGENT_BYTES = 32
+NEIGHBOR_MODES = ("grid", "brute")
+
+RULE_BITS = {"separation": 1, "alignment": 2, "cohesion": 4, "seek": 8, "containment": 16}
+
+
+@dataclass(frozen=True)
+class GridShape:
+    """Where the uniform grid lies: cells of `cell` units, `dims` of them, from `origin`."""
+
+    origin: tuple[float, float, float]
+    cell: float
+    dims: tuple[int, int, int]
+
+    @property
+    def cells(self) -> int:
+        return self.dims[0] * self.dims[1] * self.dims[2]
+
+
+def grid_shape(params: Params, max_cells: int = MAX_CELLS) -> GridShape:
+    """The grid for these parameters: it covers the containment sphere (or the wrap box).
+
+    Cells are `neighbor_radius` wide, or wider when that would need more than `max_cells`:
+    a wider cell is still exact (only slower), a narrower one would miss neighbours.
+    """
+    radius = params["contain_radius"]
+    extent = radius if params["boundary"] == "wrap" else radius * 1.25
+    flat = params["dimensions"] == 2
+    cell = params["neighbor_radius"]
+    per_axis = max_cells if flat else round(max_cells ** (1 / 3))
+    cell = max(cell, 2 * extent / per_axis * (1 + 1e-6))
+    if flat:
+        cell = max(cell, 2 * extent / math.isqrt(max_cells) * (1 + 1e-6))
+    n = max(1, math.ceil(2 * extent / cell))
+    dims = (n, n, 1 if flat else n)
+    origin = (-n * cell / 2, -n * cell / 2, 0.0 if flat else -n * cell / 2)
+    return GridShape(origin, cell, dims)
+
+
+def spawn_state(count: int, params: Params, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The seed's spawn: positions inside a sphere of spawn_radius, velocities on a sphere of
+    max_speed / 2 (a disc and a circle in 2D). Same seed, same start."""
+    rng = np.random.default_rng(seed)
+    flat = params["dimensions"] == 2
+    dims = 2 if flat else 3
+    direction = rng.normal(size=(count, dims))
+    direction /= np.maximum(np.linalg.norm(direction, axis=1, keepdims=True), 1e-12)
+    radius = params["spawn_radius"] * rng.random(count) ** (1.0 / dims)
+    position = np.zeros((count, 3), np.float32)
+    position[:, :dims] = direction * radius[:, None]
+    heading = rng.normal(size=(count, dims))
+    heading /= np.maximum(np.linalg.norm(heading, axis=1, keepdims=True), 1e-12)
+    velocity = np.zeros((count, 3), np.float32)
+    velocity[:, :dims] = heading * params["max_speed"] * 0.5
+    return position, velocity
+
+
+def pack_agents(position: np.ndarray, velocity: np.ndarray) -> np.ndarray:
+    """(N, 3) position and velocity -> the (N, 8) float32 GPU layout with ids in position.w."""
+    count = len(position)
+    agents = np.zeros((count, 8), np.float32)
+    agents[:, 0:3] = position
+    agents[:, 3] = np.arange(count, dtype=np.float32)
+    agents[:, 4:7] = velocity
+    return agents
+
+
+class Swarm:
+    """The simulated swarm on the GPU."""
+
+    def __init__(self, ctx: moderngl.Context, params: Params, *, neighbors: str = "grid",
+                 seed: int = 0, position: np.ndarray | None = None,
+                 velocity: np.ndarray | None = None) -> None:
+        if neighbors not in NEIGHBOR_MODES:
+            raise ValueError(f"neighbors must be one of {NEIGHBOR_MODES}, got {neighbors!r}")
+        self.ctx = ctx
+        self.params = params
+        self._neighbors = neighbors
+        self.steps = 0
+        self.obstacles: list[tuple[float, float, float, float]] = []
+        defines = {"LOCAL_SIZE": LOCAL_SIZE}
+        self._simulate = {
+            "brute": compute_program(ctx, "simulate_brute.comp", defines),
+            "grid": compute_program(ctx, "simulate_grid.comp", defines),
+        }
+        self._bin = compute_program(ctx, "bin.comp", defines)
+        self._scatter = compute_program(ctx, "scatter.comp", defines)
+        self._scan = compute_program(
+            ctx, "scan.comp", {"LOCAL_SIZE": SCAN_LOCAL_SIZE, "ITEMS": SCAN_ITEMS})
+        self._stats = ctx.buffer(reserve=16)
+        self._stats.clear()
+        self._grid: GridShape | None = None
+        self._grid_buffers: list[moderngl.Buffer] = []
+        self._current = self._scratch = self._rank = None
+        if position is None:
+            position, velocity = spawn_state(params["count"], params, seed)
+        self.set_state(position, velocity)
+
+    # ---- state ------------------------------------------------------------------------------
+
+    @property
+    def neighbors(self) -> str:
+        """How neighbours are found: "grid" (uniform grid) or "brute" (the seed's all pairs)."""
+        return self._neighbors
+
+    @neighbors.setter
+    def neighbors(self, mode: str) -> None:
+        if mode not in NEIGHBOR_MODES:
+            raise ValueError(f"neighbors must be one of {NEIGHBOR_MODES}, got {mode!r}")
+        if mode != self._neighbors:
+            self._neighbors = mode
+            self._grid = None  # brute steps do not keep cell order: re-sort first
+
+    @property
+    def count(self) -> int:
+        return self._count
+
+    @property
+    def current(self) -> moderngl.Buffer:
+        """The buffer holding the latest state (Agent[count], 32 bytes each)."""
+        return self._current
+
+    def set_state(self, position: np.ndarray, velocity: np.ndarray) -> None:
+        """Replace every agent (ids follow the row order); reallocates when the count changes."""
+        position = np.ascontiguousarray(position, np.float32).reshape(-1, 3)
+        velocity = np.ascontiguousarray(velocity, np.float32).reshape(-1, 3)
+        if len(position) != len(velocity) or not 1 <= len(position) <= MAX_COUNT:
+            raise ValueError(f"need 1..{MAX_COUNT} agents with matching position and velocity")
+        count = len(position)
+        if self._current is None or self._count != count:
+            for buffer in (self._current, self._scratch, self._rank):
+                if buffer is not None:
+                    buffer.release()
+            self._current = self.ctx.buffer(reserve=count * AGENT_BYTES)
+            self._scratch = self.ctx.buffer(reserve=count * AGENT_BYTES)
+            self._rank = self.ctx.buffer(reserve=count * 4)
+            self._count = count
+        self._current.write(pack_agents(position, velocity).tobytes())
+        self._grid = None  # re-sort on the next step
+
+    def read_state(self) -> tuple[np.ndarray, np.ndarray]:
+        """(position, velocity), (N, 3) float32, in id order. Waits for the GPU: not per frame."""
+        agents = np.frombuffer(self._current.read(), np.float32).reshape(-1, 8)
+        order = np.argsort(agents[:, 3], kind="stable")
+        agents = agents[order]
+        return agents[:, 0:3].copy(), agents[:, 4:7].copy()
+
+    def read_guarded(self) -> int:
+        """How many agents the non-finite guard has put back so far (waits for the GPU)."""
+        return int(np.frombuffer(self._stats.read(4), np.uint32)[0])
+
+    def set_obstacles(self, spheres: Sequence[Sequence[float]]) -> None:
+        """Up to eight (x, y, z, radius) spheres the agents steer around."""
+        spheres = [tuple(float(v) for v in s) for s in spheres]
+        if len(spheres) > MAX_OBSTACLES:
+            raise ValueError(f"at most {MAX_OBSTACLES} obstacles, got {len(spheres)}")
+        for sphere in spheres:
+            if len(sphere) != 4 or sphere[3] <= 0 or not all(map(math.isfinite, sphere)):
+                raise ValueError(f"an obstacle is x, y, z, radius > 0; got {sphere}")
+        self.obstacles = spheres
+
+    # ---- the step ---------------------------------------------------------------------------
+
+    def step(self, dt: float, target: Sequence[float] = (0.0, 0.0, 0.0),
+             speed_scale: float = 1.0) -> None:
+        """Advance one step of min(dt, 1/30) seconds towards `target` (the lure).
+
+        `speed_scale` multiplies max_speed (the audio boost: 1 + level * audio_speed_boost).
+        """
+        dt = min(max(float(dt), 0.0), MAX_DT)
+        uniforms = self._uniforms(dt, target, speed_scale)
+        simulate = self._simulate[self.neighbors]
+        set_uniforms(simulate, uniforms)
+        if self.neighbors == "brute":
+            self._current.bind_to_storage_buffer(0)
+            self._scratch.bind_to_storage_buffer(1)
+            self._stats.bind_to_storage_buffer(5)
+            dispatch_1d(simulate, self._count, LOCAL_SIZE)
+            self.ctx.memory_barrier()
+            self._current, self._scratch = self._scratch, self._current
+        else:
+            self._ensure_sorted()
+            counts, starts = self._grid_buffers[0], self._grid_buffers[1]
+            self._current.bind_to_storage_buffer(0)
+            self._scratch.bind_to_storage_buffer(1)
+            starts.bind_to_storage_buffer(2)
+            counts.bind_to_storage_buffer(3)
+            self._rank.bind_to_storage_buffer(4)
+            self._stats.bind_to_storage_buffer(5)
+            set_uniforms(simulate, self._grid_uniforms())
+            dispatch_1d(simulate, self._count, LOCAL_SIZE)
+            self.ctx.memory_barrier()
+            self._sort_scratch_into_current()
+        self.steps += 1
+
+    def _uniforms(self, dt: float, target: Sequence[float], speed_scale: float) -> dict:
+        p = self.params
+        rules = sum(bit for name, bit in RULE_BITS.items() if p[name])
+        obstacles = list(self.obstacles) + [(0.0, 0.0, 0.0, 0.0)] * (
+            MAX_OBSTACLES - len(self.obstacles))
+        return {
+            "u_count": self._count,
+            "u_dt": dt,
+            "u_neighbor_radius": p["neighbor_radius"],
+            "u_separation_radius": p["separation_radius"],
+            "u_separation_weight": p["separation_weight"],
+            "u_alignment_weight": p["alignment_weight"],
+            "u_cohesion_weight": p["cohesion_weight"],
+            "u_seek_weight": p["seek_weight"],
+            "u_max_speed": p["max_speed"] * max(float(speed_scale), 0.0),
+            "u_max_force": p["max_force"],
+            "u_target": tuple(float(v) for v in target),
+            "u_center": (0.0, 0.0, 0.0),
+            "u_contain_radius": p["contain_radius"],
+            "u_spawn_radius": p["spawn_radius"],
+            "u_rules": rules,
+            "u_wrap": p["boundary"] == "wrap",
+            "u_flat": p["dimensions"] == 2,
+            "u_obstacle_count": len(self.obstacles),
+            "u_obstacles": obstacles,
+            "u_obstacle_weight": p["obstacle_weight"],
+            "u_step": self.steps,
+        }
+
+    # ---- the grid ---------------------------------------------------------------------------
+
+    def _grid_uniforms(self) -> dict:
+        g = self._grid
+        return {"u_grid_origin": g.origin, "u_grid_inv_cell": 1.0 / g.cell, "u_grid_dims": g.dims,
+                "u_count": self._count}
+
+    def _ensure_sorted(self) -> None:
+        """Bring `current` into cell order when the state or the grid's shape has changed."""
+        shape = grid_shape(self.params)
+        if shape == self._grid:
+            return
+        if self._grid is None or shape.cells != self._grid.cells:
+            self._allocate_grid(shape.cells)
+        self._grid = shape
+        # Count the unsorted agents (in current), then sort them via scratch.
+        self._grid_buffers[0].clear()
+        self._current.bind_to_storage_buffer(1)
+        self._grid_buffers[0].bind_to_storage_buffer(3)
+        self._rank.bind_to_storage_buffer(4)
+        set_uniforms(self._bin, self._grid_uniforms())
+        dispatch_1d(self._bin, self._count, LOCAL_SIZE)
+        self.ctx.memory_barrier()
+        self._current, self._scratch = self._scratch, self._current
+        self._sort_scratch_into_current()
+
+    def _allocate_grid(self, cells: int) -> None:
+        for buffer in self._grid_buffers:
+            buffer.release()
+        n = cells + 1  # one more start: the end of the last cell
+        counts = self.ctx.buffer(reserve=n * 4)
+        counts.clear()
+        starts = self.ctx.buffer(reserve=n * 4)
+        self._grid_buffers = [counts, starts]
+        self._scan_sizes = [n]
+        while self._scan_sizes[-1] > SCAN_BLOCK:
+            self._scan_sizes.append(-(-self._scan_sizes[-1] // SCAN_BLOCK))
+        # sums[k] holds the block totals of level k (then scanned in place).
+        for size in self._scan_sizes:
+            self._grid_buffers.append(self.ctx.buffer(reserve=max(1, -(-size // SCAN_BLOCK)) * 4))
+
+    def _sort_scratch_into_current(self) -> None:
+        """scan counts -> starts (zeroing counts), then scatter scratch into current."""
+        self._scan_counts()
+        starts = self._grid_buffers[1]
+        self._current.bind_to_storage_buffer(0)
+        self._scratch.bind_to_storage_buffer(1)
+        starts.bind_to_storage_buffer(2)
+        self._rank.bind_to_storage_buffer(4)
+        set_uniforms(self._scatter, self._grid_uniforms())
+        dispatch_1d(self._scatter, self._count, LOCAL_SIZE)
+        self.ctx.memory_barrier()
+
+    def _scan_counts(self) -> None:
+        counts, starts, sums = self._grid_buffers[0], self._grid_buffers[1], self._grid_buffers[2:]
+        scan = self._scan
+        levels = len(self._scan_sizes)
+        # Down: scan each level in blocks, its block totals feed the next level.
+        for k, size in enumerate(self._scan_sizes):
+            source = counts if k == 0 else sums[k - 1]
+            target = starts if k == 0 else sums[k - 1]
+            source.bind_to_storage_buffer(0)
+            target.bind_to_storage_buffer(1)
+            sums[k].bind_to_storage_buffer(2)
+            set_uniforms(scan, {"u_n": size, "u_add": False, "u_clear_input": k == 0})
+            dispatch_1d(scan, size, SCAN_BLOCK)
+            self.ctx.memory_barrier()
+        # Up: add each level's scanned block totals back into the level below.
+        for k in range(levels - 2, -1, -1):
+            target = starts if k == 0 else sums[k - 1]
+            target.bind_to_storage_buffer(1)
+            sums[k].bind_to_storage_buffer(2)
+            set_uniforms(scan, {"u_n": self._scan_sizes[k], "u_add": True})
+            dispatch_1d(scan, self._scan_sizes[k], SCAN_BLOCK)
+            self.ctx.memory_barrier()
+
+    def release(self) -> None:
+        for program in [*self._simulate.values(), self._bin, self._scatter, self._scan]:
+            program.release()
+        for buffer in [self._current, self._scratch, self._rank, self._stats,
+                       *self._grid_buffers]:
+            if buffer is not None:
+                buffer.release()
+        self._grid_buffers = []
+        self._current = self._scratch = self._rank = None
