@@ -15,8 +15,9 @@ the two swap. Nothing is read back to the CPU per step. Main thread only.
 from __future__ import annotations
 
 import math
+from collections import ChainMap
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 import moderngl
 import numpy as np
@@ -195,13 +196,15 @@ class Swarm:
     # ---- the step ---------------------------------------------------------------------------
 
     def step(self, dt: float, target: Sequence[float] = (0.0, 0.0, 0.0),
-             speed_scale: float = 1.0) -> None:
+             speed_scale: float = 1.0, values: Mapping[str, Any] | None = None) -> None:
         """Advance one step of min(dt, 1/30) seconds towards `target` (the lure).
 
         `speed_scale` multiplies max_speed (the audio boost: 1 + level * audio_speed_boost).
+        `values` overrides parameters for this step only (modulated values); the registry's
+        own values are used for the rest. Count, boundary and dimensions come from the registry.
         """
         dt = min(max(float(dt), 0.0), MAX_DT)
-        uniforms = self._uniforms(dt, target, speed_scale)
+        uniforms = self._uniforms(dt, target, speed_scale, values or {})
         simulate = self._simulate[self.neighbors]
         set_uniforms(simulate, uniforms)
         if self.neighbors == "brute":
@@ -226,8 +229,9 @@ class Swarm:
             self._sort_scratch_into_current()
         self.steps += 1
 
-    def _uniforms(self, dt: float, target: Sequence[float], speed_scale: float) -> dict:
-        p = self.params
+    def _uniforms(self, dt: float, target: Sequence[float], speed_scale: float,
+                  values: Mapping[str, Any]) -> dict:
+        p = ChainMap(values, self.params.as_dict())  # modulated value where given
         rules = sum(bit for name, bit in RULE_BITS.items() if p[name])
         obstacles = list(self.obstacles) + [(0.0, 0.0, 0.0, 0.0)] * (
             MAX_OBSTACLES - len(self.obstacles))
