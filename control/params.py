@@ -22,7 +22,7 @@ class ParamError(ValueError):
 class Param:
     name: str
     default: Any
-    kind: str  # "float", "int", "bool" or "choice"
+    kind: str  # "float", "int", "bool", "choice" or "color"
     description: str
     lo: float | None = None
     hi: float | None = None
@@ -43,6 +43,8 @@ class Param:
                     return choice
             options = ", ".join(repr(c) for c in self.choices)
             raise ParamError(f"{at}'{self.name}' must be one of {options}, got {value!r}")
+        if self.kind == "color":
+            return _color(value, f"{at}'{self.name}'")
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ParamError(f"{at}'{self.name}' must be a number, got {value!r}")
         if not math.isfinite(value):
@@ -58,6 +60,25 @@ class Param:
                 f"{at}'{self.name}' = {value!r} is out of range [{self.lo:g}, {self.hi:g}]"
             )
         return value
+
+
+def _color(value: Any, what: str) -> tuple[float, float, float]:
+    """An RGB colour from [r, g, b] in 0..1 or "#rrggbb" (what presets and MIDI hand over)."""
+    if isinstance(value, str):
+        text = value.strip()
+        digits = text[1:] if text.startswith("#") else text
+        if len(digits) == 6:
+            try:
+                return tuple(int(digits[k:k + 2], 16) / 255.0 for k in (0, 2, 4))
+            except ValueError:
+                pass
+        raise ParamError(f"{what} must be \"#rrggbb\" or [r, g, b] in 0..1, got {value!r}")
+    if (not isinstance(value, (list, tuple)) or len(value) != 3
+            or any(isinstance(c, bool) or not isinstance(c, (int, float)) for c in value)):
+        raise ParamError(f"{what} must be \"#rrggbb\" or [r, g, b] in 0..1, got {value!r}")
+    if not all(math.isfinite(c) and 0.0 <= c <= 1.0 for c in value):
+        raise ParamError(f"{what} components must be within 0..1, got {value!r}")
+    return tuple(float(c) for c in value)
 
 
 def _f(name: str, default: float, lo: float, hi: float, description: str) -> Param:
@@ -93,6 +114,18 @@ REGISTRY: tuple[Param, ...] = (
           choices=("sphere", "wrap")),
     Param("dimensions", 3, "choice", "3: a volume; 2: a flat swarm with z fixed at 0",
           choices=(3, 2)),
+    Param("slow_color", (0.04, 0.32, 0.52), "color",
+          "colour of the slowest agents (speed 0): [r, g, b] in 0..1 or \"#rrggbb\""),
+    Param("fast_color", (1.0, 0.62, 0.22), "color",
+          "colour of agents at max_speed (and above, with the audio boost)"),
+    Param("telegraph_color", (1.0, 0.18, 0.30), "color",
+          "the tell: the swarm flashes towards this colour when seek_weight jumps up"),
+    _f("trail", 0, 0, 0.99,
+       "0: a clean frame each time; towards 0.99: the last frames fade slowly (trails)"),
+    _f("lure_radius", 10, 0, 100000, "agents within this distance of the lure are counted"),
+    _f("agent_size", 0.6, 0.01, 100, "length scale of each agent's cone, in swarm units"),
+    _f("lod_distance", 150, 0, 1e6,
+       "beyond this distance from the camera an agent is one triangle instead of a cone"),
 )
 
 BY_NAME: dict[str, Param] = {p.name: p for p in REGISTRY}
