@@ -1,0 +1,307 @@
+"""The GPU swarm against the numpy reference of seed 000's kernel, both neighbour paths."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import reference
+from control.params import Params
+from visual.swarm import MAX_CELLS, Swarm, grid_shape, pack_agents, spawn_state
+
+PATHS = ("grid", "brute")
+TOL = 2e-4  # positions and velocities are O(1..100); float32 rounding differs in sum order
+
+
+def crowded_state(count: int, params: Params, seed: int = 7):
+    """Spawned agents plus a crowded knot (many within separation radius), some agents far
+    outside the containment sphere, and a few exact duplicates."""
+    position, velocity = spawn_state(count, params, seed)
+    rng = np.random.default_rng(seed + 1)
+    knot = count // 10
+    position[:knot] = rng.normal(scale=0.4, size=(knot, 3)) + np.array([5.0, -3.0, 2.0])
+    far = count // 20
+    direction = rng.normal(size=(far, 3))
+    direction /= np.linalg.norm(direction, axis=1, keepdims=True)
+    position[knot:knot + far] = direction * params["contain_radius"] * rng.uniform(
+        1.05, 3.0, size=(far, 1))
+    position[knot + far:knot + far + 4] = position[knot + far + 4:knot + far + 8]
+    if params["dimensions"] == 2:
+        position[:, 2] = 0
+        velocity[:, 2] = 0
+    return position.astype(np.float32), velocity.astype(np.float32)
+
+
+def assert_matches(gpu, ref, margin, what: str, min_margin: float = 1e-4):
+    """Compare GPU and numpy states, leaving out agents with a pair so near a radius threshold
+    that float rounding could decide either way (counted, and required to be few)."""
+    certain = margin > min_margin
+    assert certain.mean() > 0.97, f"{what}: too many rounding-sensitive agents"
+    for name, g, r in zip(("position", "velocity"), gpu, ref):
+        error = np.abs(g - r)[certain]
+        scale = 1 + np.abs(r[certain])
+        assert np.all(error <= TOL * scale), (
+            f"{what}: {name} differs by up to {error.max():.3g} "
+            f"(agent {np.argmax(error.max(axis=1))})")
+
+
+@pytest.fixture(params=PATHS)
+def path(request):
+    return request.param
+
+
+def run_gpu(ctx, params, position, velocity, path, steps=1, dt=1 / 60, target=(4.0, 2.0, -1.0),
+            obstacles=()):
+    swarm = Swarm(ctx, params, neighbors=path, position=position, velocity=velocity)
+    try:
+        if obstacles:
+            swarm.set_obstacles(obstacles)
+        for _ in range(steps):
+            swarm.step(dt, target=target)
+        return swarm.read_state(), swarm.read_guarded()
+    finally:
+        swarm.release()
+
+
+def test_one_step_matches_seed_kernel(ctx, path):
+    params = Params({"count": 2000})
+    position, velocity = crowded_state(2000, params)
+    (x, v), guarded = run_gpu(ctx, params, position, velocity, path)
+    rx, rv, margin = reference.step(position, velocity, params, 1 / 60, target=(4.0, 2.0, -1.0))
+    assert guarded == 0
+    assert_matches((x, v), (rx, rv), margin, f"{path} one step")
+    # The step really moved the agents and the crowded knot really separated.
+    assert np.abs(x - position).max() > 0.01
+
+
+def test_every_step_of_a_trajectory_matches(ctx, path):
+    """Ten steps on the GPU; each step checked against numpy from the GPU's previous state,
+    so ping-pong, the re-sort and the grid's counts are exercised across steps."""
+    params = Params({"count": 1500})
+    position, velocity = crowded_state(1500, params, seed=3)
+    swarm = Swarm(ctx, params, neighbors=path, position=position, velocity=velocity)
+    try:
+        state = swarm.read_state()
+        for k in range(10):
+            target = (10.0 * np.sin(k), 0.0, 5.0)
+            swarm.step(1 / 50, target=target)
+            after = swarm.read_state()
+            rx, rv, margin = reference.step(*state, params, 1 / 50, target=target)
+            assert_matches(after, (rx, rv), margin, f"{path} step {k}")
+            state = after
+    finally:
+        swarm.release()
+
+
+def test_several_steps_match_directly(ctx, path):
+    """Three steps on both sides from one start, on a calm state with no pair near a radius."""
+    params = Params({"count": 800})
+    rng = np.random.default_rng(11)
+    # A jittered lattice, spacing 1.6: pairs are far from the 1 and 3 unit thresholds.
+    grid = np.stack(np.meshgrid(*[np.arange(10)] * 3, indexing="ij"), -1).reshape(-1, 3)
+    position = ((grid[:800] - 4.5) * 1.6 + rng.uniform(-0.05, 0.05, (800, 3))).astype(np.float32)
+    velocity = rng.normal(scale=0.5, size=(800, 3)).astype(np.float32)
+    (x, v), _ = run_gpu(ctx, params, position, velocity, path, steps=3, dt=0.01)
+    rx, rv = position, velocity
+    for _ in range(3):
+        rx, rv, margin = reference.step(rx, rv, params, 0.01, target=(4.0, 2.0, -1.0))
+        assert margin.min() > 1e-3
+    assert_matches((x, v), (rx, rv), np.ones(800), f"{path} three steps")
+
+
+def test_grid_and_brute_force_agree(ctx):
+    params = Params({"count": 3000})
+    position, velocity = crowded_state(3000, params, seed=5)
+    (gx, gv), _ = run_gpu(ctx, params, position, velocity, "grid", steps=2)
+    (bx, bv), _ = run_gpu(ctx, params, position, velocity, "brute", steps=2)
+    _, _, margin = reference.step(position, velocity, params, 1 / 60)
+    assert_matches((gx, gv), (bx, bv), margin, "grid vs brute")
+
+
+RULES = ("separation", "alignment", "cohesion", "seek", "containment")
+
+
+@pytest.mark.parametrize("rule", RULES)
+def test_each_rule_on_its_own(ctx, rule):
+    """Only `rule` switched on: the GPU matches numpy, and the rule changes the velocities."""
+    only = {name: name == rule for name in RULES}
+    params = Params({"count": 1500, **only})
+    position, velocity = crowded_state(1500, params, seed=9)
+    rx, rv, margin = reference.step(position, velocity, params, 1 / 30, target=(20.0, 0, 0))
+    for path in PATHS:
+        (x, v), _ = run_gpu(ctx, params, position, velocity, path, dt=1 / 30,
+                            target=(20.0, 0, 0))
+        assert_matches((x, v), (rx, rv), margin, f"{rule} alone, {path}")
+    changed = np.linalg.norm(rv - velocity, axis=1)
+    assert changed.max() > 0.05, f"{rule} alone changed nothing"
+    if rule == "seek":  # every agent turns towards the target
+        toward = np.einsum("ij,ij->i", rv - velocity, np.array([20.0, 0, 0]) - position)
+        assert (toward > 0).mean() > 0.99
+    if rule == "containment":  # only agents outside the sphere are pushed, inwards
+        outside = np.linalg.norm(position, axis=1) > params["contain_radius"]
+        assert np.allclose(rv[~outside], velocity[~outside], atol=1e-5)
+        inward = np.einsum("ij,ij->i", rv[outside] - velocity[outside], position[outside])
+        assert np.all(inward < 0)
+    if rule == "separation":  # the crowded knot spreads out
+        knot = slice(0, 150)
+        spread = lambda p: np.linalg.norm(p[knot] - p[knot].mean(0), axis=1).mean()  # noqa: E731
+        (x, _), _ = run_gpu(ctx, params, position, velocity, "grid", steps=10, dt=1 / 30)
+        assert spread(x) > spread(position) * 1.2
+
+
+def test_all_rules_off_is_straight_motion(ctx, path):
+    params = Params({"count": 500, **{name: False for name in RULES}})
+    position, velocity = crowded_state(500, params)
+    (x, v), _ = run_gpu(ctx, params, position, velocity, path, dt=0.02)
+    speed = np.linalg.norm(velocity, axis=1, keepdims=True)
+    limited = velocity * np.minimum(1, params["max_speed"] / speed)
+    np.testing.assert_allclose(v, limited, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(x, position + limited * 0.02, rtol=1e-5, atol=1e-4)
+
+
+def test_wrap_moves_agents_to_the_other_side(ctx, path):
+    params = Params({"count": 1000, "boundary": "wrap", "contain_radius": 20})
+    position, velocity = spawn_state(1000, params, 2)
+    position *= 20 / 30
+    # Agents at the +x face heading out must come back in at -x.
+    position[:50] = [19.95, 0.0, 0.0] + np.random.default_rng(0).uniform(-5, 5, (50, 3)) * [0, 1, 1]
+    velocity[:50] = [8.0, 0.0, 0.0]
+    (x, v), _ = run_gpu(ctx, params, position, velocity, path, dt=1 / 30)
+    rx, rv, margin = reference.step(position, velocity, params, 1 / 30, target=(4.0, 2.0, -1.0))
+    assert_matches((x, v), (rx, rv), margin, "wrap")
+    assert np.all(x[:50, 0] < -19.0), "agents leaving at +x did not reappear at -x"
+    assert np.all(np.abs(x) <= 20.0 + 1e-4)
+
+
+def test_flat_swarm_stays_in_the_plane(ctx, path):
+    params = Params({"count": 1200, "dimensions": 2})
+    position, velocity = crowded_state(1200, params)
+    assert np.all(position[:, 2] == 0)
+    (x, v), _ = run_gpu(ctx, params, position, velocity, path, steps=4, target=(10, 5, 0))
+    assert np.all(x[:, 2] == 0) and np.all(v[:, 2] == 0)
+    rx, rv, margin = reference.step(position, velocity, params, 1 / 60, target=(10, 5, 0))
+    (x1, v1), _ = run_gpu(ctx, params, position, velocity, path, target=(10, 5, 0))
+    assert_matches((x1, v1), (rx, rv), margin, "2D")
+
+
+def test_obstacles_are_avoided(ctx, path):
+    obstacles = [(0.0, 0.0, 0.0, 6.0), (15.0, 0.0, 0.0, 3.0)]
+    params = Params({"count": 1500})
+    position, velocity = crowded_state(1500, params, seed=4)
+    (x, v), _ = run_gpu(ctx, params, position, velocity, path, obstacles=obstacles)
+    rx, rv, margin = reference.step(position, velocity, params, 1 / 60,
+                                    target=(4.0, 2.0, -1.0), obstacles=obstacles)
+    assert_matches((x, v), (rx, rv), margin, "obstacles")
+    # Agents that start heading straight at the big sphere steer out of it over time.
+    ring = np.array([[12.0 * np.cos(a), 12.0 * np.sin(a), 0.0]
+                     for a in np.linspace(0, 2 * np.pi, 64, endpoint=False)], np.float32)
+    calm = Params({"count": 64, "seek": False, "cohesion": False, "alignment": False})
+    (x, _), _ = run_gpu(ctx, calm, ring, -ring / 12 * 8, path, steps=60, dt=1 / 30,
+                        obstacles=obstacles[:1])
+    assert np.linalg.norm(x, axis=1).min() > 6.0, "an agent went through the obstacle"
+
+
+def test_guard_puts_back_non_finite_agents(ctx, path):
+    params = Params({"count": 1000})
+    position, velocity = spawn_state(1000, params, 1)
+    swarm = Swarm(ctx, params, neighbors=path, position=position, velocity=velocity)
+    try:
+        swarm.step(1 / 60)
+        # Poison three agents in the live buffer, as a driver fault or a bad write would.
+        agents = np.frombuffer(swarm.current.read(), np.float32).reshape(-1, 8).copy()
+        agents[[5, 300, 999], 0] = np.nan
+        agents[300, 5] = np.inf
+        swarm.current.write(agents.tobytes())
+        for _ in range(3):
+            swarm.step(1 / 60)
+        x, v = swarm.read_state()
+        assert np.isfinite(x).all() and np.isfinite(v).all()
+        assert swarm.read_guarded() == 3
+        assert np.linalg.norm(x, axis=1).max() < params["contain_radius"] * 2
+        assert len(np.unique(np.frombuffer(swarm.current.read(), np.float32)[3::8])) == 1000
+    finally:
+        swarm.release()
+
+
+def test_grid_follows_a_changed_neighbor_radius(ctx):
+    params = Params({"count": 1500})
+    position, velocity = crowded_state(1500, params)
+    swarm = Swarm(ctx, params, position=position, velocity=velocity)
+    try:
+        swarm.step(1 / 60)
+        params["neighbor_radius"] = 5.5  # the grid changes shape between steps
+        before = swarm.read_state()
+        swarm.step(1 / 60)
+        rx, rv, margin = reference.step(*before, params, 1 / 60)
+        assert_matches(swarm.read_state(), (rx, rv), margin, "new radius")
+        swarm.neighbors = "brute"
+        swarm.step(1 / 60)
+        swarm.neighbors = "grid"  # switching back re-sorts
+        before = swarm.read_state()
+        swarm.step(1 / 60)
+        rx, rv, margin = reference.step(*before, params, 1 / 60)
+        assert_matches(swarm.read_state(), (rx, rv), margin, "brute then grid")
+    finally:
+        swarm.release()
+
+
+def test_fine_grid_with_three_scan_levels(ctx):
+    """A tiny radius in a big sphere: 16M cells, three levels of prefix sum."""
+    params = Params({"count": 2000, "neighbor_radius": 0.4, "separation_radius": 0.2})
+    shape = grid_shape(params)
+    assert shape.cells + 1 > 1024 * 1024 and shape.cells <= MAX_CELLS
+    position, velocity = crowded_state(2000, params)
+    (x, v), _ = run_gpu(ctx, params, position, velocity, "grid")
+    rx, rv, margin = reference.step(position, velocity, params, 1 / 60, target=(4.0, 2.0, -1.0))
+    assert_matches((x, v), (rx, rv), margin, "fine grid")
+
+
+def test_grid_shape_is_exact_and_bounded():
+    for radius in (0.01, 0.5, 3.0, 50.0):
+        for dims in (2, 3):
+            params = Params({"neighbor_radius": radius, "dimensions": dims})
+            shape = grid_shape(params)
+            assert shape.cell >= radius  # narrower cells would miss neighbours
+            assert shape.cells <= MAX_CELLS
+            extent = params["contain_radius"] * 1.25
+            assert shape.dims[0] * shape.cell >= 2 * extent
+            assert (shape.dims[2] == 1) == (dims == 2)
+
+
+def test_time_step_is_clamped_to_a_thirtieth(ctx):
+    params = Params({"count": 300})
+    position, velocity = spawn_state(300, params, 0)
+    (x_big, _), _ = run_gpu(ctx, params, position, velocity, "grid", dt=1.0)
+    (x_30, _), _ = run_gpu(ctx, params, position, velocity, "grid", dt=1 / 30)
+    np.testing.assert_allclose(x_big, x_30, atol=1e-4)
+
+
+def test_spawn_is_reproducible():
+    params = Params()
+    a = spawn_state(1000, params, 42)
+    b = spawn_state(1000, params, 42)
+    c = spawn_state(1000, params, 43)
+    np.testing.assert_array_equal(a[0], b[0])
+    assert not np.array_equal(a[0], c[0])
+    assert np.linalg.norm(a[0], axis=1).max() <= params["spawn_radius"] + 1e-4
+    np.testing.assert_allclose(np.linalg.norm(a[1], axis=1), params["max_speed"] / 2, rtol=1e-5)
+    flat = spawn_state(100, Params({"dimensions": 2}), 1)
+    assert np.all(flat[0][:, 2] == 0) and np.all(flat[1][:, 2] == 0)
+
+
+def test_audio_speed_scale_raises_the_speed_limit(ctx):
+    params = Params({"count": 200, **{name: False for name in RULES}})
+    position, velocity = spawn_state(200, params, 0)
+    velocity *= 10  # 40 units/s, over max_speed 8
+    swarm = Swarm(ctx, params, position=position, velocity=velocity)
+    try:
+        swarm.step(0.01, speed_scale=1 + 0.5 * params["audio_speed_boost"])  # level 0.5 -> x2
+        _, v = swarm.read_state()
+    finally:
+        swarm.release()
+    np.testing.assert_allclose(np.linalg.norm(v, axis=1), 16.0, rtol=1e-5)
+
+
+def test_ids_survive_reordering():
+    agents = pack_agents(np.zeros((5, 3)), np.ones((5, 3)))
+    assert agents.shape == (5, 8) and list(agents[:, 3]) == [0, 1, 2, 3, 4]
