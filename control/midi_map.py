@@ -1,0 +1,453 @@
+"""The MIDI mapping: which knob drives which parameter, and the maths from knob to value.
+
+Pure functions and plain data, no device and no thread of its own: the main thread's
+`MidiController` uses them, and so do the mapping files (`load_mapping`, `save_mapping`).
+
+Knob position: a 7-bit value v reads as x = v / 127, a 14-bit (MSB, LSB) pair as
+x = (MSB * 128 + LSB) / 16383, so both reach exactly 0 and 1. `invert` turns x into 1 - x.
+Curves from x in [0, 1] to a value in [lo, hi] (the parameter's range unless the binding
+narrows it with lo / hi):
+- "linear": lo + x * (hi - lo).
+- "exp" with lo > 0: lo * (hi / lo) ** x, geometric: equal turns multiply the value by equal
+  ratios, which suits radii and speeds that matter in proportion.
+- "exp" with lo <= 0 (a geometric curve cannot start at 0): lo + x**2 * (hi - lo), squared:
+  fine control near the bottom, the same idea for ranges that start at zero.
+int parameters round to the nearest whole number; bool parameters are on in the upper half of
+the knob (x >= 0.5, so 7-bit values 64-127); choice parameters split the knob into equal parts,
+one per choice, in the registry's order.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Iterable
+
+from control.files import FileProblem, read_json
+from control.params import Param, ParamError, param
+
+CURVES = ("linear", "exp")
+ACTIONS = ("respawn", "separation_burst", "recall_preset")
+STEPS_7BIT = 127
+STEPS_14BIT = 16383
+
+
+class MappingError(FileProblem):
+    """A mapping (file or entry) that cannot be used; the message names the file and key."""
+
+
+class _EntryError(ValueError):
+    """A bad field of one entry; `key` is the field, so a file loader can name its path."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+def _check_int(key: str, value: Any, lo: int, hi: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise _EntryError(key, f"must be a whole number from {lo} to {hi}, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class Binding:
+    """One knob (a controller on a channel, channels counted 1-16) driving one parameter.
+
+    `fine_controller` makes it a 14-bit knob: `controller` sends the MSB, `fine_controller`
+    the LSB (by convention controller + 32). `lo` / `hi` narrow the parameter's range: a
+    weight that may go to 100 is easier to play over 0-5.
+    """
+
+    channel: int
+    controller: int
+    param: str
+    curve: str = "linear"
+    invert: bool = False
+    fine_controller: int | None = None
+    lo: float | None = None
+    hi: float | None = None
+
+    def __post_init__(self) -> None:
+        _check_int("channel", self.channel, 1, 16)
+        _check_int("controller", self.controller, 0, 127)
+        if self.fine_controller is not None:
+            _check_int("fine_controller", self.fine_controller, 0, 127)
+            if self.fine_controller == self.controller:
+                raise _EntryError("fine_controller", "must differ from 'controller' (it is the "
+                                  "LSB of a 14-bit pair, usually controller + 32)")
+        if not isinstance(self.param, str):
+            raise _EntryError("param", f"must be a parameter name, got {self.param!r}")
+        try:
+            spec = param(self.param)
+        except ParamError as exc:
+            raise _EntryError("param", str(exc)) from None
+        if self.curve not in CURVES:
+            raise _EntryError("curve", f"must be one of {', '.join(CURVES)}, got {self.curve!r}")
+        if not isinstance(self.invert, bool):
+            raise _EntryError("invert", f"must be true or false, got {self.invert!r}")
+        if spec.kind in ("bool", "choice"):
+            for key in ("lo", "hi"):
+                if getattr(self, key) is not None:
+                    raise _EntryError(key, f"'{spec.name}' is a {spec.kind} parameter: it has "
+                                      "no range to narrow")
+            return
+        for key in ("lo", "hi"):
+            value = getattr(self, key)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                    math.isfinite(value) and spec.lo <= value <= spec.hi):
+                raise _EntryError(key, f"must be a number within '{spec.name}''s range "
+                                  f"[{spec.lo:g}, {spec.hi:g}], got {value!r}")
+        if not self.range[0] < self.range[1]:
+            raise _EntryError("hi", f"must be above lo (got lo {self.range[0]:g}, hi "
+                              f"{self.range[1]:g}); use \"invert\": true to turn the knob round")
+
+    @property
+    def spec(self) -> Param:
+        return param(self.param)
+
+    @property
+    def range(self) -> tuple[float, float]:
+        spec = self.spec
+        lo = spec.lo if self.lo is None else float(self.lo)
+        hi = spec.hi if self.hi is None else float(self.hi)
+        return lo, hi
+
+    @property
+    def steps(self) -> int:
+        """Knob steps from 0 to 1: the resolution that 'touching' a value is measured in."""
+        return STEPS_7BIT if self.fine_controller is None else STEPS_14BIT
+
+    def label(self) -> str:
+        fine = f"/{self.fine_controller}" if self.fine_controller is not None else ""
+        return f"ch{self.channel} CC{self.controller}{fine}"
+
+    def value(self, position: float) -> Any:
+        """The parameter value for a knob position in [0, 1]."""
+        x = min(max(position, 0.0), 1.0)
+        if self.invert:
+            x = 1.0 - x
+        spec = self.spec
+        if spec.kind == "bool":
+            return x >= 0.5
+        if spec.kind == "choice":
+            return spec.choices[min(int(x * len(spec.choices)), len(spec.choices) - 1)]
+        lo, hi = self.range
+        if self.curve == "linear":
+            value = lo + x * (hi - lo)
+        elif lo > 0:
+            value = lo * (hi / lo) ** x
+        else:
+            value = lo + x * x * (hi - lo)
+        value = min(max(value, lo), hi)  # pow and rounding may overshoot by an ulp
+        if spec.kind == "int":
+            return int(min(max(round(value), math.ceil(lo)), math.floor(hi)))
+        return value
+
+    def position(self, value: Any) -> float:
+        """The knob position in [0, 1] that gives `value` (clamped into the knob's range);
+        for bool and choice, the middle of the value's part of the knob."""
+        return self.window(value)[0]
+
+    def window(self, value: Any) -> tuple[float, float]:
+        """(position, tolerance): a knob within tolerance of position 'touches' `value`.
+
+        Continuous values: half a knob step. bool and choice: half the value's part of the
+        knob, so being anywhere on the right part counts.
+        """
+        spec = self.spec
+        if spec.kind in ("bool", "choice"):
+            options = (False, True) if spec.kind == "bool" else spec.choices
+            index = options.index(value) if value in options else 0
+            x, tolerance = (index + 0.5) / len(options), 0.5 / len(options)
+        else:
+            lo, hi = self.range
+            value = min(max(float(value), lo), hi)
+            if self.curve == "linear":
+                x = (value - lo) / (hi - lo)
+            elif lo > 0:
+                x = math.log(value / lo) / math.log(hi / lo)
+            else:
+                x = math.sqrt((value - lo) / (hi - lo))
+            tolerance = 0.5 / self.steps
+        x = min(max(x, 0.0), 1.0)
+        return (1.0 - x if self.invert else x), tolerance
+
+
+def position_7bit(value: int) -> float:
+    return value / STEPS_7BIT
+
+
+def position_14bit(msb: int, lsb: int) -> float:
+    return (msb * 128 + lsb) / STEPS_14BIT
+
+
+@dataclass(frozen=True)
+class ActionRule:
+    """A note or program change that triggers an action. `number` None means any note or
+    program; `channel` None means any channel. For "recall_preset", `preset` fixes the preset
+    index; without it a program change recalls preset number = program (0-based)."""
+
+    trigger: str  # "note" or "program"
+    number: int | None
+    action: str
+    channel: int | None = None
+    preset: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.trigger not in ("note", "program"):
+            raise _EntryError("trigger", "an action needs a \"note\" or a \"program\" key")
+        if self.number is not None:
+            _check_int(self.trigger, self.number, 0, 127)
+        if self.action not in ACTIONS:
+            raise _EntryError("action", f"must be one of {', '.join(ACTIONS)}, "
+                              f"got {self.action!r}")
+        if self.channel is not None:
+            _check_int("channel", self.channel, 1, 16)
+        if self.preset is not None:
+            if self.action != "recall_preset":
+                raise _EntryError("preset", "only a recall_preset action takes a preset")
+            _check_int("preset", self.preset, 0, 127)
+
+    def matches(self, trigger: str, channel: int, number: int) -> bool:
+        return (self.trigger == trigger and self.number in (None, number)
+                and self.channel in (None, channel))
+
+
+@dataclass(frozen=True)
+class MidiMapping:
+    """Bindings plus note / program actions. Immutable: learn builds a new mapping, so the
+    one in use is never half-changed."""
+
+    bindings: tuple[Binding, ...] = ()
+    actions: tuple[ActionRule, ...] = ()
+    about: str = ""
+    _index: dict[tuple[int, int], tuple[Binding, bool]] = field(
+        init=False, repr=False, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        index: dict[tuple[int, int], tuple[Binding, bool]] = {}
+        for number, binding in enumerate(self.bindings):
+            keys = [((binding.channel, binding.controller), False)]
+            if binding.fine_controller is not None:
+                keys.append(((binding.channel, binding.fine_controller), True))
+            for key, fine in keys:
+                if key in index:
+                    other = index[key][0]
+                    raise _EntryError(
+                        f"[{number}]", f"ch{key[0]} CC{key[1]} is already bound to "
+                        f"'{other.param}' ({other.label()}); a controller drives one parameter")
+                index[key] = (binding, fine)
+        object.__setattr__(self, "_index", index)
+
+    def lookup(self, channel: int, controller: int) -> tuple[Binding, bool] | None:
+        """(binding, is_lsb) for a controller, or None when it is not bound."""
+        return self._index.get((channel, controller))
+
+    def binding_for(self, name: str) -> Binding | None:
+        return next((b for b in self.bindings if b.param == name), None)
+
+    def with_binding(self, binding: Binding) -> MidiMapping:
+        """A copy where `binding` replaces the parameter's old binding and anything else on its
+        controllers: learn moves a parameter to the knob just turned."""
+        taken = {(binding.channel, binding.controller)}
+        if binding.fine_controller is not None:
+            taken.add((binding.channel, binding.fine_controller))
+
+        def clashes(other: Binding) -> bool:
+            mine = {(other.channel, other.controller)}
+            if other.fine_controller is not None:
+                mine.add((other.channel, other.fine_controller))
+            return other.param == binding.param or bool(mine & taken)
+
+        kept = tuple(b for b in self.bindings if not clashes(b))
+        return replace(self, bindings=kept + (binding,))
+
+    def actions_for(self, trigger: str, channel: int, number: int) -> list[ActionRule]:
+        return [rule for rule in self.actions if rule.matches(trigger, channel, number)]
+
+
+# ----- files -----
+
+_BINDING_KEYS = ("channel", "controller", "fine_controller", "param", "curve", "invert",
+                 "lo", "hi")
+_ACTION_KEYS = ("note", "program", "channel", "action", "preset")
+_TOP_KEYS = ("about", "bindings", "actions")
+
+
+def _unknown_keys(entry: dict, known: Iterable[str], where: str) -> None:
+    for key in entry:
+        if key not in known:
+            raise MappingError(f"{where}: unknown key '{key}' (known: {', '.join(known)})")
+
+
+def mapping_from_json(data: Any, source: str) -> MidiMapping:
+    """Build a mapping from parsed JSON; errors name `source` and the key path."""
+    if not isinstance(data, dict):
+        raise MappingError(f"{source}: a MIDI mapping is a JSON object with \"bindings\" and "
+                           "\"actions\" lists")
+    _unknown_keys(data, _TOP_KEYS, source)
+    about = data.get("about", "")
+    if not isinstance(about, str):
+        raise MappingError(f"{source}: about: must be text")
+    bindings = []
+    entries = data.get("bindings", [])
+    if not isinstance(entries, list):
+        raise MappingError(f"{source}: bindings: must be a list of objects")
+    for number, entry in enumerate(entries):
+        where = f"{source}: bindings[{number}]"
+        if not isinstance(entry, dict):
+            raise MappingError(f"{where}: must be an object like "
+                               "{\"channel\": 1, \"controller\": 70, \"param\": \"max_speed\"}")
+        _unknown_keys(entry, _BINDING_KEYS, where)
+        for key in ("channel", "controller", "param"):
+            if key not in entry:
+                raise MappingError(f"{where}: missing '{key}'")
+        try:
+            bindings.append(Binding(**entry))
+        except _EntryError as exc:
+            raise MappingError(f"{where}.{exc.key}: {exc}") from None
+    actions = []
+    entries = data.get("actions", [])
+    if not isinstance(entries, list):
+        raise MappingError(f"{source}: actions: must be a list of objects")
+    for number, entry in enumerate(entries):
+        where = f"{source}: actions[{number}]"
+        if not isinstance(entry, dict):
+            raise MappingError(f"{where}: must be an object like "
+                               "{\"note\": 36, \"action\": \"respawn\"}")
+        _unknown_keys(entry, _ACTION_KEYS, where)
+        if ("note" in entry) == ("program" in entry):
+            raise MappingError(f"{where}: needs exactly one of \"note\" or \"program\"")
+        if "action" not in entry:
+            raise MappingError(f"{where}: missing 'action' ({', '.join(ACTIONS)})")
+        trigger = "note" if "note" in entry else "program"
+        number_value = entry[trigger]
+        try:
+            actions.append(ActionRule(
+                trigger, None if number_value == "any" else number_value, entry["action"],
+                entry.get("channel"), entry.get("preset")))
+        except _EntryError as exc:
+            raise MappingError(f"{where}.{exc.key}: {exc}"
+                               + (" (or \"any\")" if exc.key == trigger else "")) from None
+    try:
+        return MidiMapping(tuple(bindings), tuple(actions), about)
+    except _EntryError as exc:
+        raise MappingError(f"{source}: bindings{exc.key}: {exc}") from None
+
+
+def mapping_to_json(mapping: MidiMapping) -> dict[str, Any]:
+    """The file form of a mapping; defaults are left out so files stay short."""
+    bindings = []
+    for b in mapping.bindings:
+        entry: dict[str, Any] = {"channel": b.channel, "controller": b.controller}
+        if b.fine_controller is not None:
+            entry["fine_controller"] = b.fine_controller
+        entry["param"] = b.param
+        if b.curve != "linear":
+            entry["curve"] = b.curve
+        if b.invert:
+            entry["invert"] = True
+        for key in ("lo", "hi"):
+            if getattr(b, key) is not None:
+                entry[key] = getattr(b, key)
+        bindings.append(entry)
+    actions = []
+    for rule in mapping.actions:
+        entry = {rule.trigger: "any" if rule.number is None else rule.number}
+        if rule.channel is not None:
+            entry["channel"] = rule.channel
+        entry["action"] = rule.action
+        if rule.preset is not None:
+            entry["preset"] = rule.preset
+        actions.append(entry)
+    data: dict[str, Any] = {}
+    if mapping.about:
+        data["about"] = mapping.about
+    data["bindings"] = bindings
+    data["actions"] = actions
+    return data
+
+
+def _format(data: dict[str, Any]) -> str:
+    """JSON with one binding or action a line: easy to read and to diff."""
+    lines = ["{"]
+    items = list(data.items())
+    for number, (key, value) in enumerate(items):
+        comma = "," if number < len(items) - 1 else ""
+        if isinstance(value, list):
+            lines.append(f"  {json.dumps(key)}: [")
+            lines += [f"    {json.dumps(entry)}" + ("," if i < len(value) - 1 else "")
+                      for i, entry in enumerate(value)]
+            lines.append(f"  ]{comma}")
+        else:
+            lines.append(f"  {json.dumps(key)}: {json.dumps(value)}{comma}")
+    return "\n".join(lines + ["}", ""])
+
+
+def load_mapping(path: str | os.PathLike) -> MidiMapping:
+    """Read a mapping file; a MappingError names the file and the line (bad JSON) or the key."""
+    try:
+        data = read_json(path)
+    except MappingError:
+        raise
+    except FileProblem as exc:
+        raise MappingError(str(exc)) from None
+    return mapping_from_json(data, str(path))
+
+
+def save_mapping(path: str | os.PathLike, mapping: MidiMapping) -> None:
+    """Write atomically (temporary file in the same folder, fsync, rename), keeping the file it
+    replaces as PATH.bak, so a crash or a full disk never leaves a half-written mapping."""
+    path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    text = _format(mapping_to_json(mapping))
+    try:
+        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    except OSError as exc:
+        raise MappingError(f"{path}: cannot write there ({exc.strerror})") from None
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
+        if path.exists():
+            shutil.copy2(path, path.with_name(path.name + ".bak"))
+        os.replace(temporary, path)
+    except OSError as exc:
+        raise MappingError(f"{path}: cannot write it ({exc.strerror})") from None
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+
+
+@dataclass
+class Pickup:
+    """Soft takeover for one knob: after `arm()`, the knob changes its parameter only once it
+    has crossed or touched the parameter's current value, so nothing jumps on stage."""
+
+    picked_up: bool = True
+    last_position: float | None = None
+
+    def arm(self) -> None:
+        self.picked_up = False
+        self.last_position = None
+
+    def follow(self, position: float, target: float, tolerance: float = 0.0) -> bool:
+        """Record the knob at `position`; True when it now drives the parameter, whose current
+        value sits at `target` on the knob. The first position after arm() only counts if it
+        touches; after that, moving from one side of the target to the other picks it up."""
+        if not self.picked_up:
+            touching = abs(position - target) <= tolerance
+            last = self.last_position
+            crossed = last is not None and (last - target) * (position - target) <= 0
+            self.picked_up = touching or crossed
+        self.last_position = position
+        return self.picked_up
