@@ -1,0 +1,153 @@
+"""Camera maths for the renderer: projection, view, frustum planes and mouse picking.
+
+Pure numpy, so it is tested without a GPU. Matrices follow OpenGL: column vectors, a point p
+goes to clip space as `M @ [x, y, z, 1]`, depth -1..1. Upload a matrix to GLSL with
+`matrix_bytes(M)` (GLSL reads column-major). `OrbitCamera` circles the swarm slowly on its own
+so a performer gets motion and depth without touching anything. Main thread only.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+WORLD_UP = np.array([0.0, 1.0, 0.0])
+
+
+def perspective(fov_y_degrees: float, aspect: float, near: float, far: float) -> np.ndarray:
+    """The OpenGL perspective projection (gluPerspective): a 4x4 float64 matrix."""
+    if not (0.0 < fov_y_degrees < 180.0 and aspect > 0.0 and 0.0 < near < far):
+        raise ValueError(f"bad projection: fov {fov_y_degrees}, aspect {aspect}, "
+                         f"near {near}, far {far}")
+    f = 1.0 / math.tan(math.radians(fov_y_degrees) / 2.0)
+    m = np.zeros((4, 4))
+    m[0, 0] = f / aspect
+    m[1, 1] = f
+    m[2, 2] = (far + near) / (near - far)
+    m[2, 3] = 2.0 * far * near / (near - far)
+    m[3, 2] = -1.0
+    return m
+
+
+def look_at(eye, target, up=WORLD_UP) -> np.ndarray:
+    """The view matrix of a camera at `eye` looking at `target` (gluLookAt): world -> eye."""
+    eye = np.asarray(eye, float)
+    forward = np.asarray(target, float) - eye
+    forward /= np.linalg.norm(forward)
+    side = np.cross(forward, np.asarray(up, float))
+    if np.linalg.norm(side) < 1e-9:  # looking straight along `up`: any side will do
+        side = np.cross(forward, np.array([0.0, 0.0, 1.0]))
+    side /= np.linalg.norm(side)
+    true_up = np.cross(side, forward)
+    m = np.eye(4)
+    m[0, :3], m[1, :3], m[2, :3] = side, true_up, -forward
+    m[:3, 3] = -m[:3, :3] @ eye
+    return m
+
+
+def frustum_planes(view_projection: np.ndarray) -> np.ndarray:
+    """The six planes (left, right, bottom, top, near, far) of a view-projection matrix.
+
+    Gribb and Hartmann's extraction: each row is (nx, ny, nz, w) with |n| = 1 and n pointing
+    inwards, so a sphere of `radius` at p is at least partly inside plane k when
+    dot(n, p) + w >= -radius (the seed's CSCull test). Shape (6, 4), float64.
+    """
+    m = np.asarray(view_projection, float)
+    rows = [m[3] + m[0], m[3] - m[0], m[3] + m[1], m[3] - m[1], m[3] + m[2], m[3] - m[2]]
+    planes = np.array(rows)
+    planes /= np.linalg.norm(planes[:, :3], axis=1, keepdims=True)
+    return planes
+
+
+def sphere_visible(planes: np.ndarray, points: np.ndarray, radius: float) -> np.ndarray:
+    """Which of `points` (N, 3) pass every plane within `radius`: the cull test, in numpy."""
+    points = np.asarray(points, float).reshape(-1, 3)
+    distances = points @ planes[:, :3].T + planes[:, 3]
+    return np.all(distances >= -radius, axis=1)
+
+
+def matrix_bytes(m: np.ndarray) -> bytes:
+    """A 4x4 matrix as a GLSL mat4 uniform wants it: float32, column-major."""
+    return np.asarray(m, np.float32).T.tobytes()
+
+
+@dataclass
+class OrbitCamera:
+    """A camera circling `target` slowly: azimuth = azimuth + orbit_speed * time.
+
+    `time` is set by the frame loop (simulated seconds), so a fixed-step offline render orbits
+    the same way every run. `distance` is the zoom; `zoom()` scales it within limits.
+    """
+
+    distance: float = 110.0       # frames the spawn sphere (30) with room to spread to 60
+    fov_y: float = 50.0            # degrees, vertical
+    elevation: float = 20.0        # degrees above the orbit's equator
+    azimuth: float = 0.0           # degrees at time 0
+    orbit_speed: float = 4.0       # degrees a second; 0 holds the camera still
+    target: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    near: float = 0.5
+    far_margin: float = 1000.0     # the far plane sits this far beyond the target
+    min_distance: float = 5.0
+    max_distance: float = 5000.0
+    time: float = 0.0
+
+    def orbit_angle(self, time: float | None = None) -> float:
+        """The azimuth in degrees at `time` (default: the camera's own time)."""
+        t = self.time if time is None else time
+        return (self.azimuth + self.orbit_speed * t) % 360.0
+
+    def zoom(self, factor: float) -> None:
+        """Move in (factor < 1) or out (> 1), kept within [min_distance, max_distance]."""
+        self.distance = float(np.clip(self.distance * factor, self.min_distance,
+                                      self.max_distance))
+
+    @property
+    def eye(self) -> np.ndarray:
+        """Where the camera is, in the swarm's space."""
+        azimuth = math.radians(self.orbit_angle())
+        elevation = math.radians(self.elevation)
+        direction = np.array([math.cos(elevation) * math.sin(azimuth), math.sin(elevation),
+                              math.cos(elevation) * math.cos(azimuth)])
+        return np.asarray(self.target, float) + direction * self.distance
+
+    @property
+    def forward(self) -> np.ndarray:
+        """The unit direction the camera looks in."""
+        d = np.asarray(self.target, float) - self.eye
+        return d / np.linalg.norm(d)
+
+    def view(self) -> np.ndarray:
+        return look_at(self.eye, self.target)
+
+    def projection(self, aspect: float) -> np.ndarray:
+        return perspective(self.fov_y, aspect, self.near, self.distance + self.far_margin)
+
+    def view_projection(self, aspect: float) -> np.ndarray:
+        return self.projection(aspect) @ self.view()
+
+    def frustum(self, aspect: float) -> np.ndarray:
+        """The (6, 4) normalised planes the cull pass tests against."""
+        return frustum_planes(self.view_projection(aspect))
+
+    def screen_ray(self, x: float, y: float, width: int, height: int
+                   ) -> tuple[np.ndarray, np.ndarray]:
+        """The ray (origin, unit direction) through pixel (x, y), origin at the bottom left as
+        pyglet reports the mouse."""
+        ndc = np.array([2.0 * x / width - 1.0, 2.0 * y / height - 1.0])
+        inverse = np.linalg.inv(self.view_projection(width / height))
+        near = inverse @ np.array([ndc[0], ndc[1], -1.0, 1.0])
+        far = inverse @ np.array([ndc[0], ndc[1], 1.0, 1.0])
+        near, far = near[:3] / near[3], far[:3] / far[3]
+        direction = far - near
+        return near, direction / np.linalg.norm(direction)
+
+    def screen_to_swarm(self, x: float, y: float, width: int, height: int) -> np.ndarray:
+        """The point under pixel (x, y) on the plane through `target` that faces the camera:
+        where the mouse puts the lure. The plane always faces the camera, so the ray meets it."""
+        origin, direction = self.screen_ray(x, y, width, height)
+        normal = self.forward
+        target = np.asarray(self.target, float)
+        t = np.dot(target - origin, normal) / np.dot(direction, normal)
+        return origin + direction * t
