@@ -1,0 +1,87 @@
+// cull.comp: seed 000's CSCull (part 6) for the indirect draw, plus the near-lure count.
+// Each agent is tested against the six frustum planes (a sphere of u_cull_radius). Visible
+// agents are appended to one of two lists by distance from the camera (the level of detail):
+// near ones to visible[0 ..), drawn as cones, far ones to visible[u_far_base ..), drawn as one
+// triangle. Appending uses ONE global atomic per list per workgroup: invocations take a slot
+// with an atomic on shared memory, one invocation adds the workgroup's total to the global
+// count, and everyone writes at that base + their slot. The near-lure count (the seed's damage
+// hook) is aggregated the same way.
+#include "common.glsl"
+
+layout(local_size_x = LOCAL_SIZE) in;
+
+layout(std430, binding = 0) readonly buffer Agents { Agent agents[]; };
+layout(std430, binding = 1) writeonly buffer Visible { uint visible[]; };
+
+// Two DrawArraysIndirectCommand, padded to 5 uints each because moderngl's render_indirect
+// reads commands with a 20-byte stride:
+//     struct DrawArraysIndirectCommand {
+//         uint count;          // vertices of the mesh (cone or triangle)
+//         uint instanceCount;  // visible agents of this level of detail: written here
+//         uint first;          // the mesh's first vertex in the shared mesh buffer
+//         uint baseInstance;   // 0
+//         uint pad;            // 0
+//     };
+// draw[0..4] is the near (cone) command, draw[5..9] the far (triangle) one. The renderer
+// resets the instance counts to 0 (a GPU copy) before this pass; near_lure follows them.
+layout(std430, binding = 2) buffer DrawState {
+    uint draw[10];
+    uint near_lure;
+};
+
+uniform uint u_count;
+uniform vec4 u_planes[6];      // xyz inward unit normal, w distance (see visual/camera.py)
+uniform float u_cull_radius;   // bounding radius of an agent's mesh
+uniform vec3 u_camera;         // eye position, for the level of detail
+uniform float u_lod_distance;  // farther than this: the far list
+uniform uint u_far_base;       // where the far list starts in visible[]
+uniform vec3 u_lure;
+uniform float u_lure_radius;
+
+shared uint s_near;
+shared uint s_far;
+shared uint s_lure;
+shared uint s_near_base;
+shared uint s_far_base;
+
+void main() {
+    uint i = global_index();
+    uint t = gl_LocalInvocationIndex;
+    if (t == 0u) {
+        s_near = 0u;
+        s_far = 0u;
+        s_lure = 0u;
+    }
+    barrier();
+
+    // No early return: every invocation must reach every barrier.
+    bool in_range = i < u_count;
+    bool inside = in_range;
+    bool is_far = false;
+    uint slot = 0u;
+    if (in_range) {
+        vec3 p = agents[i].position.xyz;
+        for (int k = 0; k < 6; k++)
+            inside = inside && dot(u_planes[k].xyz, p) + u_planes[k].w >= -u_cull_radius;
+        vec3 to_lure = p - u_lure;
+        if (dot(to_lure, to_lure) <= u_lure_radius * u_lure_radius) atomicAdd(s_lure, 1u);
+        if (inside) {
+            vec3 to_camera = p - u_camera;
+            is_far = dot(to_camera, to_camera) > u_lod_distance * u_lod_distance;
+            slot = is_far ? atomicAdd(s_far, 1u) : atomicAdd(s_near, 1u);
+        }
+    }
+    barrier();
+
+    if (t == 0u) {
+        s_near_base = s_near > 0u ? atomicAdd(draw[1], s_near) : 0u;
+        s_far_base = s_far > 0u ? atomicAdd(draw[6], s_far) : 0u;
+        if (s_lure > 0u) atomicAdd(near_lure, s_lure);
+    }
+    barrier();
+
+    if (inside) {
+        if (is_far) visible[u_far_base + s_far_base + slot] = i;
+        else visible[s_near_base + slot] = i;
+    }
+}
