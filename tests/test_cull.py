@@ -1,0 +1,231 @@
+"""The camera maths and the GPU cull pass: frustum planes, picking, the indirect command's counts,
+the near/far lists of the level of detail, the near-lure count and its late read-back.
+
+GPU tests compare the cull pass with the same test done in numpy on the same planes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from control.params import Params
+from visual.camera import OrbitCamera, frustum_planes, look_at, perspective, sphere_visible
+from visual.renderer import Renderer
+from visual.swarm import Swarm, pack_agents
+
+SIZE = (64, 48)  # the cull tests only need a draw to happen, not to look at it
+
+
+class AgentBuffer:
+    """Stands in for a Swarm: agents written straight into Swarm's GPU layout."""
+
+    def __init__(self, ctx, position: np.ndarray, velocity: np.ndarray | None = None) -> None:
+        position = np.asarray(position, np.float32)
+        if velocity is None:
+            velocity = np.tile(np.array([1.0, 0.0, 0.0], np.float32), (len(position), 1))
+        self.count = len(position)
+        self.current = ctx.buffer(pack_agents(position, velocity).tobytes())
+
+    def write(self, position: np.ndarray, velocity: np.ndarray) -> None:
+        self.current.write(pack_agents(position, velocity).tobytes())
+
+    def release(self) -> None:
+        self.current.release()
+
+
+def clear_of_planes(points: np.ndarray, planes: np.ndarray, radius: float,
+                    margin: float = 1e-2) -> np.ndarray:
+    """Points not within `margin` of a plane's cull boundary: float32 vs float64 cannot
+    disagree about them, so counts can be compared exactly."""
+    distances = points @ planes[:, :3].T + planes[:, 3] + radius
+    return np.all(np.abs(distances) > margin, axis=1)
+
+
+# ---- camera maths (no GPU) ------------------------------------------------------------------
+
+def test_look_at_and_perspective_put_the_target_in_the_middle():
+    eye, target = np.array([10.0, 20.0, 30.0]), np.array([1.0, -2.0, 3.0])
+    clip = perspective(50, 1.5, 0.5, 500) @ look_at(eye, target) @ np.append(target, 1.0)
+    ndc = clip[:3] / clip[3]
+    assert ndc[:2] == pytest.approx([0.0, 0.0], abs=1e-12)
+    assert -1.0 < ndc[2] < 1.0
+
+
+def test_frustum_planes_agree_with_clip_space():
+    camera = OrbitCamera(time=7.0)
+    vp = camera.view_projection(16 / 9)
+    planes = frustum_planes(vp)
+    assert np.linalg.norm(planes[:, :3], axis=1) == pytest.approx(np.ones(6))
+    rng = np.random.default_rng(1)
+    points = rng.uniform(-300, 300, size=(20000, 3))
+    clip = np.c_[points, np.ones(len(points))] @ vp.T
+    inside_clip = np.all(np.abs(clip[:, :3]) <= clip[:, 3:4], axis=1) & (clip[:, 3] > 0)
+    inside_planes = sphere_visible(planes, points, 0.0)
+    assert 1000 < inside_clip.sum() < 19000  # both outcomes are well represented
+    assert np.array_equal(inside_clip, inside_planes)
+    # A radius lets a sphere just outside a plane through.
+    left = planes[0]
+    outside = -left[:3] * (left[3] + 0.5)  # 0.5 beyond the left plane, on its normal line
+    assert sphere_visible(planes[:1], outside, 0.6)[0]
+    assert not sphere_visible(planes[:1], outside, 0.4)[0]
+
+
+def test_orbit_turns_with_time_and_keeps_its_distance():
+    camera = OrbitCamera(distance=100, orbit_speed=10.0, azimuth=5.0)
+    first = camera.eye
+    camera.time = 9.0
+    assert camera.orbit_angle() == pytest.approx(95.0)
+    assert np.linalg.norm(camera.eye) == pytest.approx(100.0)
+    assert camera.eye[1] == pytest.approx(first[1])  # same height (elevation)
+    horizontal = [0, 2]
+    assert np.dot(first[horizontal], camera.eye[horizontal]) == pytest.approx(0.0, abs=1e-9)
+    camera.zoom(0.5)
+    assert camera.distance == pytest.approx(50.0)
+    camera.zoom(1e-6)
+    assert camera.distance == camera.min_distance
+
+
+def test_screen_point_maps_onto_the_plane_facing_the_camera():
+    camera = OrbitCamera(time=3.0)
+    width, height = 800, 600
+    middle = camera.screen_to_swarm(width / 2, height / 2, width, height)
+    assert middle == pytest.approx([0.0, 0.0, 0.0], abs=1e-9)
+    point = camera.screen_to_swarm(600, 450, width, height)
+    assert np.dot(point, camera.forward) == pytest.approx(0.0, abs=1e-9)  # on the plane
+    clip = camera.view_projection(width / height) @ np.append(point, 1.0)
+    ndc = clip[:2] / clip[3]
+    pixel = (ndc + 1.0) / 2.0 * [width, height]
+    assert pixel == pytest.approx([600, 450], abs=1e-6)  # and under the mouse
+    assert point[1] > 0  # the top half of the screen (pyglet's y grows upwards) is up
+
+
+# ---- the cull pass on the GPU ---------------------------------------------------------------
+
+def test_visible_count_in_the_indirect_command_matches_numpy(ctx):
+    params = Params({"agent_size": 0.6, "lod_distance": 120.0})
+    camera = OrbitCamera(time=11.0)
+    planes = camera.frustum(SIZE[0] / SIZE[1])
+    rng = np.random.default_rng(2)
+    points = rng.uniform(-200, 200, size=(40000, 3)).astype(np.float32)
+    points = points[clear_of_planes(points.astype(float), planes, 0.6)][:5037]  # 20 groups, ragged
+    far_ok = np.abs(np.linalg.norm(points - camera.eye, axis=1) - 120.0) > 1e-2
+    points = points[far_ok]
+    agents = AgentBuffer(ctx, points)
+    renderer = Renderer(ctx, params)
+    framebuffer = renderer.offscreen_framebuffer(SIZE)
+    try:
+        renderer.render(agents, camera, framebuffer)
+        counts = renderer.read_counts_now()
+        expected = sphere_visible(planes, points.astype(float), 0.6)
+        far = np.linalg.norm(points - camera.eye, axis=1) > 120.0
+        assert 0 < expected.sum() < len(points)
+        assert counts.visible == expected.sum()
+        assert counts.near == (expected & ~far).sum()
+        assert counts.far == (expected & far).sum()
+        assert counts.far > 0 and counts.near > 0
+        # The draw command itself, as glDrawArraysIndirect reads it.
+        near_indices, far_indices = renderer.read_visible_now()
+        assert sorted(near_indices) == list(np.flatnonzero(expected & ~far))
+        assert sorted(far_indices) == list(np.flatnonzero(expected & far))
+    finally:
+        renderer.release()
+        agents.release()
+
+
+def test_indirect_commands_hold_the_mesh_and_the_counts(ctx):
+    points = np.zeros((300, 3), np.float32)
+    agents = AgentBuffer(ctx, points)
+    renderer = Renderer(ctx, Params())
+    try:
+        renderer.render(agents, OrbitCamera(), renderer.offscreen_framebuffer(SIZE))
+        ctx.finish()
+        words = np.frombuffer(renderer._draw_state.read(), np.uint32)
+        # DrawArraysIndirectCommand x 2: count, instanceCount, first, baseInstance, pad
+        assert list(words[0:5]) == [renderer.near_vertices, 300, 0, 0, 0]
+        assert list(words[5:10]) == [renderer.far_vertices, 0, renderer.near_vertices, 0, 0]
+        assert 8 * 3 <= renderer.near_vertices <= 12 * 3 and renderer.far_vertices == 3
+    finally:
+        renderer.release()
+        agents.release()
+
+
+def test_nothing_visible_draws_nothing(ctx):
+    camera = OrbitCamera()
+    behind = np.asarray(camera.eye) * 1.5  # behind the camera
+    agents = AgentBuffer(ctx, np.tile(behind, (1000, 1)))
+    renderer = Renderer(ctx, Params())
+    try:
+        renderer.render(agents, camera, renderer.offscreen_framebuffer(SIZE))
+        assert renderer.read_counts_now().visible == 0
+    finally:
+        renderer.release()
+        agents.release()
+
+
+def test_near_lure_count_matches_numpy_and_ignores_visibility(ctx):
+    params = Params({"lure_radius": 12.0})
+    rng = np.random.default_rng(3)
+    points = rng.uniform(-30, 30, size=(8000, 3)).astype(np.float32)
+    lure = np.array([10.0, -5.0, 3.0])
+    distance = np.linalg.norm(points - lure, axis=1)
+    points = points[np.abs(distance - 12.0) > 1e-3]
+    agents = AgentBuffer(ctx, points)
+    renderer = Renderer(ctx, params)
+    try:
+        # A camera looking away from the swarm: nothing visible, the count still holds.
+        away = OrbitCamera(distance=100.0)
+        away.target = -away.eye * 3.0  # the eye is then 200 out, the swarm behind it
+        renderer.render(agents, away, renderer.offscreen_framebuffer(SIZE), lure=lure)
+        counts = renderer.read_counts_now()
+        expected = int((np.linalg.norm(points - lure, axis=1) <= 12.0).sum())
+        assert counts.visible == 0
+        assert counts.near_lure == expected > 100
+        params["lure_radius"] = 0.0
+        renderer.render(agents, away, renderer.offscreen_framebuffer(SIZE), lure=lure)
+        assert renderer.read_counts_now().near_lure == 0
+    finally:
+        renderer.release()
+        agents.release()
+
+
+def test_counts_arrive_two_frames_late_without_waiting(ctx):
+    camera = OrbitCamera()
+    agents = AgentBuffer(ctx, np.zeros((1000, 3), np.float32))
+    renderer = Renderer(ctx, Params({"lure_radius": 1.0}))
+    framebuffer = renderer.offscreen_framebuffer(SIZE)
+    hidden = np.tile(np.asarray(camera.eye) * 1.5, (1000, 1))
+    velocity = np.ones((1000, 3), np.float32)
+    # Frame k shows 1000 - 100 k agents: the rest are hidden behind the camera.
+    seen = []
+    try:
+        for k in range(5):
+            position = np.zeros((1000, 3), np.float32)
+            position[: 100 * k] = hidden[: 100 * k]
+            agents.write(position, velocity)
+            renderer.render(agents, camera, framebuffer)
+            seen.append((renderer.visible, renderer.near_lure))
+        assert seen[0] == seen[1] == (None, None)
+        assert seen[2:] == [(1000, 1000), (900, 900), (800, 800)]
+    finally:
+        renderer.release()
+        agents.release()
+
+
+def test_cull_reads_a_stepped_swarm(ctx):
+    params = Params({"count": 2000})
+    swarm = Swarm(ctx, params, seed=4)
+    renderer = Renderer(ctx, params)
+    try:
+        for _ in range(3):
+            swarm.step(1 / 30)
+        renderer.render(swarm, OrbitCamera(), renderer.offscreen_framebuffer(SIZE), lure=(0, 0, 0))
+        counts = renderer.read_counts_now()
+        position, _ = swarm.read_state()
+        assert counts.visible == 2000  # the whole swarm is in view of the default camera
+        expected = int((np.linalg.norm(position, axis=1) <= params["lure_radius"]).sum())
+        assert abs(counts.near_lure - expected) <= 1  # an agent may sit on the sphere
+        assert counts.near_lure > 0
+    finally:
+        renderer.release()
+        swarm.release()
