@@ -25,7 +25,7 @@ uniform float u_size;            // agent_size: the mesh's length scale
 uniform int u_near_vertices;     // the cone's vertex count: the far triangle starts there
 uniform uint u_far_base;         // where the far list starts in visible[]
 uniform float u_inv_max_speed;
-uniform float u_color_gamma;      // the speed -> colour curve (see renderer.py)
+uniform vec2 u_speed_ramp;         // speed / max_speed from x (slow colour) to y (fast colour)
 uniform vec3 u_slow_color;
 uniform vec3 u_fast_color;
 uniform vec3 u_telegraph_color;
@@ -56,8 +56,7 @@ void main() {
     vec3 world = p + basis * in_position * u_size;
     gl_Position = u_view_projection * vec4(world, 1.0);
 
-    float t = clamp(speed * u_inv_max_speed, 0.0, 1.0);
-    t = pow(t, u_color_gamma);
+    float t = smoothstep(u_speed_ramp.x, u_speed_ramp.y, speed * u_inv_max_speed);
     vec3 color = mix(u_slow_color, u_fast_color, t);
     color = mix(color, u_telegraph_color, u_telegraph * (0.4 + 0.6 * t));
     vec3 normal = basis * in_normal;

@@ -38,9 +38,10 @@ TELEGRAPH_JUMP = 0.25       # seek_weight rising more than this in one frame is 
 TELEGRAPH_SECONDS = 0.5     # how long the colour shift takes to fade out
 COUNTER_RING = 3            # counter copies in flight: the one read is two frames old
 FOG_START, FOG_END = 1.2, 3.5  # fog, in multiples of the camera's distance to its target
-# Colour = mix(slow, fast, (speed / max_speed) ** COLOR_CURVE): cruising agents (0.5-0.8 of
-# max_speed) stay near the slow colour and only bursts (or the audio speed boost) glow hot.
-COLOR_CURVE = 2.5
+# Colour = mix(slow, fast, smoothstep(SPEED_RAMP, speed / max_speed)): a flock cruises at
+# about 0.4-0.7 of max_speed, in the lower middle of the ramp, so bursts (and the audio speed
+# boost, which lets agents pass max_speed) glow towards the fast colour.
+SPEED_RAMP = (0.25, 0.95)
 
 # glMemoryBarrier bits: the cull pass writes through shader storage what the draw then reads
 # as commands (indirect), through shader storage (vertex pulling) and with a buffer copy.
@@ -316,7 +317,7 @@ class Renderer:
             "u_near_vertices": self.near_vertices,
             "u_far_base": self._far_base,
             "u_inv_max_speed": 1.0 / max(float(p["max_speed"]), 1e-6),
-            "u_color_gamma": COLOR_CURVE,
+            "u_speed_ramp": SPEED_RAMP,
             "u_slow_color": tuple(p["slow_color"]),
             "u_fast_color": tuple(p["fast_color"]),
             "u_telegraph_color": tuple(p["telegraph_color"]),
