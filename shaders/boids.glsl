@@ -51,16 +51,20 @@ Gather gather_begin() {
     return g;
 }
 
-// One candidate neighbour, exactly as the seed's inner loop.
-void gather(inout Gather g, vec3 self_position, Agent other, float r2, float s2) {
-    vec3 d = other.position.xyz - self_position;
+// One candidate neighbour, exactly as the seed's inner loop, but reading only its position:
+// the caller adds the neighbour's velocity to g.ali when this returns true, so candidates that
+// are not neighbours (most of them in the grid's 27 cells) cost 16 bytes, not 32.
+bool gather_position(inout Gather g, vec3 self_position, vec3 other_position, float r2,
+                     float s2) {
+    vec3 d = other_position - self_position;
     float dist2 = dot(d, d);
     if (dist2 < r2) {
-        g.ali += other.velocity.xyz;
-        g.coh += other.position.xyz;
+        g.coh += other_position;
         g.neighbors++;
         if (dist2 < s2) g.sep -= d / max(dist2, 1e-4);
+        return true;
     }
+    return false;
 }
 
 vec3 limit_length(vec3 v, float max_length) {

@@ -1,8 +1,10 @@
-// scan.comp: exclusive prefix sum in blocks of LOCAL_SIZE * ITEMS values.
+// scan.comp: exclusive prefix sum in blocks of BLOCK = LOCAL_SIZE * ITEMS values.
 // Pass "block" (u_add == false): each workgroup scans its block of data_in into data_out and
 // writes the block's total to block_sums; with u_clear_input it also zeroes what it read (the
 // cell counts, ready for the next step, saving a clear). Pass "add" (u_add == true): adds the
 // scanned block sums back to every value of each block. The caller recurses over the block sums.
+// Global memory is read and written coalesced (consecutive invocations, consecutive values);
+// the scan itself runs in shared memory.
 #include "common.glsl"
 
 layout(local_size_x = LOCAL_SIZE) in;
@@ -15,31 +17,34 @@ uniform uint u_n;
 uniform bool u_add;
 uniform bool u_clear_input;
 
-shared uint partial[LOCAL_SIZE];
-
 const uint BLOCK = uint(LOCAL_SIZE * ITEMS);
+
+shared uint values[BLOCK];
+shared uint partial[LOCAL_SIZE];
 
 void main() {
     uint block = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
     uint t = gl_LocalInvocationIndex;
-    uint base = block * BLOCK + t * uint(ITEMS);
+    uint first = block * BLOCK;
     if (u_add) {
         uint offset = block_sums[block];
-        for (uint k = 0u; k < uint(ITEMS); k++)
-            if (base + k < u_n) data_out[base + k] += offset;
+        for (uint k = 0u; k < uint(ITEMS); k++) {
+            uint i = first + k * uint(LOCAL_SIZE) + t;
+            if (i < u_n) data_out[i] += offset;
+        }
         return;
     }
-    uint values[ITEMS];
-    uint sum = 0u;
     for (uint k = 0u; k < uint(ITEMS); k++) {
-        uint v = base + k < u_n ? data_in[base + k] : 0u;
-        values[k] = v;
-        sum += v;
+        uint local_i = k * uint(LOCAL_SIZE) + t;
+        uint i = first + local_i;
+        values[local_i] = i < u_n ? data_in[i] : 0u;
+        if (u_clear_input && i < u_n) data_in[i] = 0u;
     }
-    if (u_clear_input)
-        for (uint k = 0u; k < uint(ITEMS); k++)
-            if (base + k < u_n) data_in[base + k] = 0u;
-    // Inclusive Hillis-Steele scan of the per-invocation sums.
+    barrier();
+    // Each invocation sums its ITEMS consecutive values...
+    uint sum = 0u;
+    for (uint k = 0u; k < uint(ITEMS); k++) sum += values[t * uint(ITEMS) + k];
+    // ...the sums are scanned across the workgroup (Hillis-Steele, inclusive)...
     partial[t] = sum;
     barrier();
     for (uint step = 1u; step < uint(LOCAL_SIZE); step <<= 1) {
@@ -48,10 +53,18 @@ void main() {
         partial[t] += add;
         barrier();
     }
-    uint running = partial[t] - sum;  // exclusive
+    // ...and each invocation writes its values' exclusive prefixes back.
+    uint running = partial[t] - sum;
     for (uint k = 0u; k < uint(ITEMS); k++) {
-        if (base + k < u_n) data_out[base + k] = running;
-        running += values[k];
+        uint v = values[t * uint(ITEMS) + k];
+        values[t * uint(ITEMS) + k] = running;
+        running += v;
     }
     if (t == uint(LOCAL_SIZE) - 1u) block_sums[block] = partial[t];
+    barrier();
+    for (uint k = 0u; k < uint(ITEMS); k++) {
+        uint local_i = k * uint(LOCAL_SIZE) + t;
+        uint i = first + local_i;
+        if (i < u_n) data_out[i] = values[local_i];
+    }
 }

@@ -33,7 +33,8 @@ void main() {
             uint tile_count = min(uint(LOCAL_SIZE), u_count - tile_start);
             for (uint k = 0u; k < tile_count; k++) {
                 if (tile_start + k == i) continue;
-                gather(g, self.position.xyz, tile[k], r2, s2);
+                if (gather_position(g, self.position.xyz, tile[k].position.xyz, r2, s2))
+                    g.ali += tile[k].velocity.xyz;
             }
         }
         barrier();

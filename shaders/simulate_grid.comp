@@ -31,7 +31,8 @@ void main() {
             uint last = cell_start[grid_index(ivec3(hi.x, y, z)) + 1u];
             for (uint j = first; j < last; j++) {
                 if (j == i) continue;
-                gather(g, self.position.xyz, agents_in[j], r2, s2);
+                if (gather_position(g, self.position.xyz, agents_in[j].position.xyz, r2, s2))
+                    g.ali += agents_in[j].velocity.xyz;
             }
         }
     }

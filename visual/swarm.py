@@ -172,8 +172,14 @@ class Swarm:
         self._current.write(pack_agents(position, velocity).tobytes())
         self._grid = None  # re-sort on the next step
 
+    def _barrier(self) -> None:
+        """Between compute passes: shader storage writes become visible to the next pass (and to
+        the renderer's cull and vertex shaders). Narrower than all bits: cheaper on NVIDIA."""
+        self.ctx.memory_barrier(moderngl.SHADER_STORAGE_BARRIER_BIT)
+
     def read_state(self) -> tuple[np.ndarray, np.ndarray]:
         """(position, velocity), (N, 3) float32, in id order. Waits for the GPU: not per frame."""
+        self.ctx.memory_barrier()  # buffer reads need BUFFER_UPDATE, not only shader storage
         agents = np.frombuffer(self._current.read(), np.float32).reshape(-1, 8)
         order = np.argsort(agents[:, 3], kind="stable")
         agents = agents[order]
@@ -181,6 +187,7 @@ class Swarm:
 
     def read_guarded(self) -> int:
         """How many agents the non-finite guard has put back so far (waits for the GPU)."""
+        self.ctx.memory_barrier()
         return int(np.frombuffer(self._stats.read(4), np.uint32)[0])
 
     def set_obstacles(self, spheres: Sequence[Sequence[float]]) -> None:
@@ -212,7 +219,7 @@ class Swarm:
             self._scratch.bind_to_storage_buffer(1)
             self._stats.bind_to_storage_buffer(5)
             dispatch_1d(simulate, self._count, LOCAL_SIZE)
-            self.ctx.memory_barrier()
+            self._barrier()
             self._current, self._scratch = self._scratch, self._current
         else:
             self._ensure_sorted()
@@ -225,7 +232,7 @@ class Swarm:
             self._stats.bind_to_storage_buffer(5)
             set_uniforms(simulate, self._grid_uniforms())
             dispatch_1d(simulate, self._count, LOCAL_SIZE)
-            self.ctx.memory_barrier()
+            self._barrier()
             self._sort_scratch_into_current()
         self.steps += 1
 
@@ -281,7 +288,7 @@ class Swarm:
         self._rank.bind_to_storage_buffer(4)
         set_uniforms(self._bin, self._grid_uniforms())
         dispatch_1d(self._bin, self._count, LOCAL_SIZE)
-        self.ctx.memory_barrier()
+        self._barrier()
         self._current, self._scratch = self._scratch, self._current
         self._sort_scratch_into_current()
 
@@ -310,7 +317,7 @@ class Swarm:
         self._rank.bind_to_storage_buffer(4)
         set_uniforms(self._scatter, self._grid_uniforms())
         dispatch_1d(self._scatter, self._count, LOCAL_SIZE)
-        self.ctx.memory_barrier()
+        self._barrier()
 
     def _scan_counts(self) -> None:
         counts, starts, sums = self._grid_buffers[0], self._grid_buffers[1], self._grid_buffers[2:]
@@ -325,7 +332,7 @@ class Swarm:
             sums[k].bind_to_storage_buffer(2)
             set_uniforms(scan, {"u_n": size, "u_add": False, "u_clear_input": k == 0})
             dispatch_1d(scan, size, SCAN_BLOCK)
-            self.ctx.memory_barrier()
+            self._barrier()
         # Up: add each level's scanned block totals back into the level below.
         for k in range(levels - 2, -1, -1):
             target = starts if k == 0 else sums[k - 1]
@@ -333,7 +340,7 @@ class Swarm:
             sums[k].bind_to_storage_buffer(2)
             set_uniforms(scan, {"u_n": self._scan_sizes[k], "u_add": True})
             dispatch_1d(scan, self._scan_sizes[k], SCAN_BLOCK)
-            self.ctx.memory_barrier()
+            self._barrier()
 
     def release(self) -> None:
         for program in [*self._simulate.values(), self._bin, self._scatter, self._scan]:
