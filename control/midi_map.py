@@ -24,14 +24,16 @@ import math
 import os
 import shutil
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from control.files import FileProblem, read_json
 from control.params import Param, ParamError, param
 
 CURVES = ("linear", "exp")
+KNOB_KINDS = ("float", "int", "bool", "choice")  # a colour is three numbers: not one knob
 ACTIONS = ("respawn", "separation_burst", "recall_preset")
 STEPS_7BIT = 127
 STEPS_14BIT = 16383
@@ -87,6 +89,9 @@ class Binding:
             spec = param(self.param)
         except ParamError as exc:
             raise _EntryError("param", str(exc)) from None
+        if spec.kind not in KNOB_KINDS:
+            raise _EntryError("param", f"'{spec.name}' is a {spec.kind} parameter; a knob can "
+                              f"drive {', '.join(KNOB_KINDS)} parameters")
         if self.curve not in CURVES:
             raise _EntryError("curve", f"must be one of {', '.join(CURVES)}, got {self.curve!r}")
         if not isinstance(self.invert, bool):

@@ -9,8 +9,15 @@ from pathlib import Path
 import pytest
 
 from control.midi_map import (
-    ActionRule, Binding, MappingError, MidiMapping, Pickup, load_mapping, position_7bit,
-    position_14bit, save_mapping,
+    ActionRule,
+    Binding,
+    MappingError,
+    MidiMapping,
+    Pickup,
+    load_mapping,
+    position_7bit,
+    position_14bit,
+    save_mapping,
 )
 from control.params import param
 
@@ -105,6 +112,7 @@ def test_choice_picks_by_position():
     ({"lo": -1}, "lo"),
     ({"lo": 5, "hi": 2}, "hi"),
     ({"invert": "yes"}, "invert"),
+    ({"param": "slow_color"}, "param"),
 ])
 def test_bad_bindings_name_their_field(fields, key):
     entry = {"channel": 1, "controller": 70, "param": "max_speed", **fields}
