@@ -1,0 +1,140 @@
+"""The instrument's MIDI as one object: input ports, the controller and the mapping files.
+
+Main thread only (the input's rtmidi callback is the one exception, inside MidiInput). Each
+frame's update step calls `Midi.update(now)` and acts on the actions it returns; the HUD and
+telemetry read `state()`. Learn saves the mapping at once, so a learned knob survives a crash.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from os import PathLike
+from pathlib import Path
+from typing import Any, Protocol
+
+from control.midi_controller import Action, MidiController
+from control.midi_map import MappingError, MidiMapping, load_mapping, save_mapping
+from control.params import Params
+
+PRESETS = Path(__file__).resolve().parent.parent / "presets"
+DEFAULT_MAPPING = PRESETS / "midi-default.json"  # shipped: an 8-knob controller
+USER_MAPPING = PRESETS / "midi.json"  # written by learn, read at start when present
+
+
+class MessageSource(Protocol):
+    """What Midi needs from an input; MidiInput is the real one, tests pass a fake."""
+
+    def poll(self, now: float) -> None: ...
+    def drain(self) -> list[tuple[bytes, float]]: ...
+    def status(self) -> dict[str, Any]: ...
+    def close(self) -> None: ...
+
+
+def _report_stderr(text: str) -> None:
+    print(f"midi: {text}", file=sys.stderr)
+
+
+class Midi:
+    """Input + controller + mapping files, for the frame loop."""
+
+    def __init__(self, params: Params, source: MessageSource | None,
+                 mapping_path: str | PathLike | None = None,
+                 save_path: str | PathLike | None = USER_MAPPING,
+                 report: Callable[[str], None] = _report_stderr) -> None:
+        """`mapping_path` None: the learned mapping at `save_path` if there is one, else the
+        shipped default. A file that fails to load is reported and the default used instead."""
+        self.source = source
+        self.report = report
+        self.save_path = Path(save_path) if save_path is not None else None
+        self.save_error: str | None = None
+        self.mapping_path, mapping = self._first_mapping(mapping_path)
+        self.controller = MidiController(params, mapping)
+
+    def _first_mapping(self, path: str | PathLike | None) -> tuple[Path | None, MidiMapping]:
+        candidates: list[Path] = []
+        if path is not None:
+            candidates.append(Path(path))
+        elif self.save_path is not None and self.save_path.exists():
+            candidates.append(self.save_path)
+        candidates.append(DEFAULT_MAPPING)
+        for candidate in candidates:
+            try:
+                return candidate, load_mapping(candidate)
+            except MappingError as exc:
+                self.report(f"{exc}; MIDI mapping not loaded")
+        return None, MidiMapping()
+
+    @classmethod
+    def open(cls, params: Params, ports: Sequence[str | int] | None = None,
+             virtual: str | None = None, api: str | None = None,
+             mapping_path: str | PathLike | None = None,
+             save_path: str | PathLike | None = USER_MAPPING,
+             client_name: str = "swarm-instrument",
+             report: Callable[[str], None] = _report_stderr) -> Midi:
+        """Open the ports (--midi-port selectors, None for every input; --midi-virtual NAME;
+        --midi-api) and load the mapping. Without rtmidi or a MIDI system it still returns a
+        Midi, one that reports why once and receives nothing."""
+        from control.midi_input import MidiInput
+
+        source = MidiInput(ports, virtual, api, client_name, report)
+        return cls(params, source, mapping_path, save_path, report)
+
+    def update(self, now: float) -> list[Action]:
+        """Once a frame: hot-plug poll, then every queued message through the mapping."""
+        actions: list[Action] = []
+        if self.source is None:
+            return actions
+        self.source.poll(now)
+        for message, when in self.source.drain():
+            actions += self.controller.handle(message, when)
+        if any(action.kind == "learned" for action in actions):
+            self.save()
+        return actions
+
+    def save(self) -> None:
+        """Write the mapping in use to save_path; a failure is reported, never raised."""
+        if self.save_path is None:
+            return
+        try:
+            save_mapping(self.save_path, self.controller.mapping)
+            self.save_error = None
+        except MappingError as exc:
+            self.save_error = str(exc)
+            self.report(f"{exc}; the learned mapping is in use but not saved")
+
+    def reload_mapping(self, path: str | PathLike | None = None) -> str | None:
+        """Reload (default: the file in use); on a bad file the mapping in use stays and the
+        error is returned and reported."""
+        path = path if path is not None else self.mapping_path or DEFAULT_MAPPING
+        error = self.controller.reload(path)
+        if error:
+            self.report(f"{error}; keeping the MIDI mapping in use")
+        else:
+            self.mapping_path = Path(path)
+        return error
+
+    def start_learn(self, name: str) -> None:
+        self.controller.start_learn(name)
+
+    def cancel_learn(self) -> None:
+        self.controller.cancel_learn()
+
+    def preset_recalled(self) -> None:
+        """Call after applying a preset so knobs pick up its values instead of jumping."""
+        self.controller.arm_pickup()
+
+    def state(self) -> dict[str, Any]:
+        """Telemetry's `midi` object: ports, counts, last message, learn and pickup state."""
+        state: dict[str, Any] = {"api": None, "ports_open": [], "state": "MIDI off"}
+        if self.source is not None:
+            state.update(self.source.status())
+        state.update(self.controller.state())
+        state["mapping_file"] = str(self.mapping_path) if self.mapping_path else None
+        state["save_error"] = self.save_error
+        return state
+
+    def close(self) -> None:
+        if self.source is not None:
+            self.source.close()
+            self.source = None
