@@ -5,7 +5,9 @@
 // triangle. Appending uses ONE global atomic per list per workgroup: invocations take a slot
 // with an atomic on shared memory, one invocation adds the workgroup's total to the global
 // count, and everyone writes at that base + their slot. The near-lure count (the seed's damage
-// hook) is aggregated the same way.
+// hook) is aggregated the same way, and so are the sums (in fixed point, relative to u_center)
+// of the agents' offsets and squared distances, from which the renderer gets the swarm's centre
+// and RMS radius for the camera to frame it.
 #include "common.glsl"
 
 layout(local_size_x = LOCAL_SIZE) in;
@@ -27,6 +29,10 @@ layout(std430, binding = 1) writeonly buffer Visible { uint visible[]; };
 layout(std430, binding = 2) buffer DrawState {
     uint draw[10];
     uint near_lure;
+    uint spread;    // sum of round(min(|p - u_center|^2, u_spread_max) * u_spread_scale)
+    uint offset[3]; // sums of round((clamp(p - u_center, -u_reach, u_reach) + u_reach)
+                    //               * u_offset_scale), per axis
+    uint pad;
 };
 
 uniform uint u_count;
@@ -37,10 +43,17 @@ uniform float u_lod_distance;  // farther than this: the far list
 uniform uint u_far_base;       // where the far list starts in visible[]
 uniform vec3 u_lure;
 uniform float u_lure_radius;
+uniform vec3 u_center;         // the camera's orbit centre
+uniform float u_spread_max;    // squared distances are clamped to this...
+uniform float u_spread_scale;  // ...and scaled so that count of them fit in a uint
+uniform float u_reach;         // offsets from u_center are clamped to +-this...
+uniform float u_offset_scale;  // ...and scaled likewise
 
 shared uint s_near;
 shared uint s_far;
 shared uint s_lure;
+shared uint s_spread;
+shared uint s_offset[3];
 shared uint s_near_base;
 shared uint s_far_base;
 
@@ -51,6 +64,10 @@ void main() {
         s_near = 0u;
         s_far = 0u;
         s_lure = 0u;
+        s_spread = 0u;
+        s_offset[0] = 0u;
+        s_offset[1] = 0u;
+        s_offset[2] = 0u;
     }
     barrier();
 
@@ -65,6 +82,15 @@ void main() {
             inside = inside && dot(u_planes[k].xyz, p) + u_planes[k].w >= -u_cull_radius;
         vec3 to_lure = p - u_lure;
         if (dot(to_lure, to_lure) <= u_lure_radius * u_lure_radius) atomicAdd(s_lure, 1u);
+        vec3 from_center = p - u_center;
+        float d2 = dot(from_center, from_center);
+        d2 = d2 < u_spread_max ? d2 : u_spread_max;  // also turns NaN into the clamp
+        atomicAdd(s_spread, uint(d2 * u_spread_scale + 0.5));
+        vec3 offset = (clamp(from_center, -u_reach, u_reach) + u_reach) * u_offset_scale + 0.5;
+        if (!all_finite(offset)) offset = vec3(u_reach * u_offset_scale);
+        atomicAdd(s_offset[0], uint(offset.x));
+        atomicAdd(s_offset[1], uint(offset.y));
+        atomicAdd(s_offset[2], uint(offset.z));
         if (inside) {
             vec3 to_camera = p - u_camera;
             is_far = dot(to_camera, to_camera) > u_lod_distance * u_lod_distance;
@@ -77,6 +103,9 @@ void main() {
         s_near_base = s_near > 0u ? atomicAdd(draw[1], s_near) : 0u;
         s_far_base = s_far > 0u ? atomicAdd(draw[6], s_far) : 0u;
         if (s_lure > 0u) atomicAdd(near_lure, s_lure);
+        if (s_spread > 0u) atomicAdd(spread, s_spread);
+        for (int k = 0; k < 3; k++)
+            if (s_offset[k] > 0u) atomicAdd(offset[k], s_offset[k]);
     }
     barrier();
 

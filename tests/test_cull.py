@@ -86,6 +86,27 @@ def test_orbit_turns_with_time_and_keeps_its_distance():
     assert camera.distance == camera.min_distance
 
 
+def test_follow_frames_the_swarm_and_keeps_the_users_zoom():
+    camera = OrbitCamera(fov_y=50.0, fill=0.7)  # not the default, to see it is used
+    radius = 20.0
+    distance = camera.fit_distance(radius)
+    # The ball's silhouette (tangent rays from the eye) sits at 70 % of the half-height.
+    half_angle = np.arcsin(radius / distance)
+    assert np.tan(half_angle) / np.tan(np.radians(25.0)) == pytest.approx(0.7)
+    rms = radius / np.sqrt(5 / 3)  # a uniform ball of radius 20
+    camera.follow(rms, dt=1.5)  # one time constant: 63 % of the way
+    assert camera.distance == pytest.approx(110 + (distance - 110) * (1 - np.exp(-1)))
+    for _ in range(100):
+        camera.follow(rms, dt=0.5)
+    assert camera.distance == pytest.approx(distance)
+    camera.zoom(2.0)
+    for _ in range(100):
+        camera.follow(rms, dt=0.5)
+    assert camera.distance == pytest.approx(2 * distance)
+    camera.follow(None, dt=1.0)  # nothing measured yet: stay
+    assert camera.distance == pytest.approx(2 * distance)
+
+
 def test_screen_point_maps_onto_the_plane_facing_the_camera():
     camera = OrbitCamera(time=3.0)
     width, height = 800, 600
@@ -184,6 +205,41 @@ def test_near_lure_count_matches_numpy_and_ignores_visibility(ctx):
         params["lure_radius"] = 0.0
         renderer.render(agents, away, renderer.offscreen_framebuffer(SIZE), lure=lure)
         assert renderer.read_counts_now().near_lure == 0
+    finally:
+        renderer.release()
+        agents.release()
+
+
+def test_swarm_centre_and_radius_match_numpy(ctx):
+    rng = np.random.default_rng(5)
+    centre = np.array([30.0, -20.0, 10.0])
+    points = (centre + rng.normal(scale=12.0, size=(7000, 3))).astype(np.float32)
+    agents = AgentBuffer(ctx, points)
+    renderer = Renderer(ctx, Params())
+    camera = OrbitCamera()
+    try:
+        renderer.render(agents, camera, renderer.offscreen_framebuffer(SIZE))
+        counts = renderer.read_counts_now()
+        mean = points.astype(float).mean(axis=0)
+        rms = np.sqrt(((points - mean) ** 2).sum(axis=1).mean())
+        assert counts.center == pytest.approx(mean, abs=1e-2)
+        assert counts.rms_radius == pytest.approx(rms, rel=1e-3)
+        assert renderer.swarm_center == counts.center
+        # An agent gone astray (or not finite) counts as 4 x contain_radius away at most.
+        points[0] = (1e9, 0.0, 0.0)
+        points[1] = (np.nan, 0.0, 0.0)
+        agents.write(points, np.ones_like(points))
+        renderer.render(agents, camera, renderer.offscreen_framebuffer(SIZE))
+        counts = renderer.read_counts_now()
+        assert np.all(np.isfinite(counts.center)) and np.isfinite(counts.rms_radius)
+        assert np.abs(np.subtract(counts.center, mean)).max() < 2 * 4 * 60.0 / 7000 + 0.05
+        assert counts.rms_radius == pytest.approx(rms, rel=0.05)
+        # The camera eases onto the swarm: centred on it, framing it.
+        for _ in range(60):
+            camera.follow(counts.rms_radius, 0.5, counts.center)
+        assert camera.target == pytest.approx(counts.center)
+        assert camera.distance == pytest.approx(
+            camera.fit_distance(counts.rms_radius * np.sqrt(5 / 3)))
     finally:
         renderer.release()
         agents.release()

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 WORLD_UP = np.array([0.0, 1.0, 0.0])
+BALL_FROM_RMS = math.sqrt(5.0 / 3.0)  # a uniform ball's radius is this times its RMS radius
 
 
 def perspective(fov_y_degrees: float, aspect: float, near: float, far: float) -> np.ndarray:
@@ -78,7 +79,10 @@ class OrbitCamera:
     """A camera circling `target` slowly: azimuth = azimuth + orbit_speed * time.
 
     `time` is set by the frame loop (simulated seconds), so a fixed-step offline render orbits
-    the same way every run. `distance` is the zoom; `zoom()` scales it within limits.
+    the same way every run. `distance` is the zoom; `zoom()` scales it within limits. A flock
+    settles much smaller than it spawns and a big one fills its container, so `follow()` eases
+    the distance to frame the swarm's measured size (the renderer's `swarm_radius`), the user's
+    zoom kept on top as `zoom_scale`.
     """
 
     distance: float = 110.0       # frames the spawn sphere (30) with room to spread to 60
@@ -92,6 +96,28 @@ class OrbitCamera:
     min_distance: float = 5.0
     max_distance: float = 5000.0
     time: float = 0.0
+    zoom_scale: float = 1.0        # the user's zoom relative to the framed distance
+    fill: float = 0.6              # follow() makes the swarm this fraction of the frame's height
+    follow_seconds: float = 1.5    # follow()'s time constant: slow enough not to breathe
+
+    def fit_distance(self, radius: float) -> float:
+        """The distance at which a ball of `radius` spans `fill` of the frame's height."""
+        half_angle = math.atan(self.fill * math.tan(math.radians(self.fov_y) / 2.0))
+        return radius / math.sin(half_angle)
+
+    def follow(self, rms_radius: float | None, dt: float, center=None) -> None:
+        """Ease towards framing a swarm: `distance` to fit a ball of this RMS radius, and the
+        orbit's `target` to `center` where given (the renderer's swarm_radius and
+        swarm_center). None (nothing measured yet) leaves that part still."""
+        blend = 1.0 - math.exp(-max(dt, 0.0) / self.follow_seconds)
+        if center is not None and np.all(np.isfinite(center)):
+            target = np.asarray(self.target, float)
+            self.target = target + (np.asarray(center, float) - target) * blend
+        if rms_radius is None or not math.isfinite(rms_radius) or rms_radius <= 0.0:
+            return
+        goal = self.fit_distance(rms_radius * BALL_FROM_RMS) * self.zoom_scale
+        goal = min(max(goal, self.min_distance), self.max_distance)
+        self.distance += (goal - self.distance) * blend
 
     def orbit_angle(self, time: float | None = None) -> float:
         """The azimuth in degrees at `time` (default: the camera's own time)."""
@@ -99,9 +125,11 @@ class OrbitCamera:
         return (self.azimuth + self.orbit_speed * t) % 360.0
 
     def zoom(self, factor: float) -> None:
-        """Move in (factor < 1) or out (> 1), kept within [min_distance, max_distance]."""
+        """Move in (factor < 1) or out (> 1), kept within [min_distance, max_distance];
+        follow() keeps the same zoom relative to the swarm."""
         self.distance = float(np.clip(self.distance * factor, self.min_distance,
                                       self.max_distance))
+        self.zoom_scale = float(np.clip(self.zoom_scale * factor, 0.02, 50.0))
 
     @property
     def eye(self) -> np.ndarray:

@@ -51,7 +51,8 @@ GL_SHADER_STORAGE_BARRIER_BIT = 0x00002000
 CULL_TO_DRAW_BARRIERS = (GL_COMMAND_BARRIER_BIT | GL_BUFFER_UPDATE_BARRIER_BIT
                          | GL_SHADER_STORAGE_BARRIER_BIT)
 
-DRAW_STATE_UINTS = 12  # two 5-uint commands, near_lure, one pad (see cull.comp)
+DRAW_STATE_UINTS = 16  # two 5-uint commands, near_lure, spread, offset[3], pad (cull.comp)
+SUM_BUDGET = 4.0e9     # fixed-point scales keep the spread and offset sums below 2^32
 
 
 def cone_mesh(sides: int = 6, tip: float = 1.0, tail: float = -0.8, radius: float = 0.28
@@ -88,15 +89,29 @@ def far_triangle() -> tuple[np.ndarray, np.ndarray]:
 
 @dataclass(frozen=True)
 class CullCounts:
-    """What one cull pass counted: visible agents by level of detail, agents near the lure."""
+    """What one cull pass counted: visible agents by level of detail, agents near the lure,
+    and where the swarm is (mean position, RMS distance from it) for the camera to frame."""
 
     near: int
     far: int
     near_lure: int
+    center: tuple[float, float, float]
+    rms_radius: float
 
     @property
     def visible(self) -> int:
         return self.near + self.far
+
+
+@dataclass(frozen=True)
+class _SumScales:
+    """How a frame's fixed-point sums were made, to decode them when they are read back."""
+
+    count: int
+    center: tuple[float, float, float]
+    reach: float
+    spread_scale: float
+    offset_scale: float
 
 
 def _program(ctx: moderngl.Context, vertex: str, fragment: str) -> moderngl.Program:
@@ -110,9 +125,10 @@ def _program(ctx: moderngl.Context, vertex: str, fragment: str) -> moderngl.Prog
 class Renderer:
     """Culls and draws a `Swarm` each frame; owns every GPU object it uses (`release()`).
 
-    After `render`, `visible` and `near_lure` hold counts from two frames earlier (None until
-    then), `gpu_ms` the GPU time of the cull and draw passes where the driver can time them,
-    and `telegraph` the current strength (0..1) of the telegraph colour shift.
+    After `render`, `visible`, `near_lure`, `swarm_center` and `swarm_radius` hold what the
+    cull pass measured two frames earlier (None until then); `gpu_ms` the GPU time of the cull
+    and draw passes where the driver can time them; `telegraph` the current strength (0..1) of
+    the telegraph colour shift.
     """
 
     def __init__(self, ctx: moderngl.Context, params: Params, *, samples: int = 0) -> None:
@@ -142,6 +158,8 @@ class Renderer:
         self._draw_template = ctx.buffer(template.tobytes())
         self._draw_state = ctx.buffer(template.tobytes())
         self._ring = [ctx.buffer(template.tobytes()) for _ in range(COUNTER_RING)]
+        self._last_scales = _SumScales(1, (0.0, 0.0, 0.0), 1.0, 1.0, 1.0)
+        self._ring_scales = [self._last_scales] * COUNTER_RING
         self._frames = 0
         self._visible_buffer: moderngl.Buffer | None = None
         self._capacity = 0
@@ -172,15 +190,33 @@ class Renderer:
         """Agents within lure_radius of the lure in a recent frame, None until known."""
         return None if self.counts is None else self.counts.near_lure
 
+    @property
+    def swarm_center(self) -> tuple[float, float, float] | None:
+        """The agents' mean position a few frames ago (None until known): `OrbitCamera.follow`
+        can keep it in the middle of the frame."""
+        return None if self.counts is None else self.counts.center
+
+    @property
+    def swarm_radius(self) -> float | None:
+        """The agents' RMS distance from their mean position a few frames ago (None until
+        known): `OrbitCamera.follow` frames a ball of that size."""
+        return None if self.counts is None else self.counts.rms_radius
+
     @staticmethod
-    def _decode(data: bytes) -> CullCounts:
+    def _decode(data: bytes, frame: _SumScales) -> CullCounts:
         words = np.frombuffer(data, np.uint32)
-        return CullCounts(near=int(words[1]), far=int(words[6]), near_lure=int(words[10]))
+        count = max(frame.count, 1)
+        mean_square = int(words[11]) / frame.spread_scale / count  # E|p - c|^2
+        offset = words[12:15].astype(float) / frame.offset_scale / count - frame.reach  # E(p - c)
+        variance = max(mean_square - float(np.dot(offset, offset)), 0.0)
+        center = tuple(float(v) for v in np.asarray(frame.center) + offset)
+        return CullCounts(near=int(words[1]), far=int(words[6]), near_lure=int(words[10]),
+                          center=center, rms_radius=math.sqrt(variance))
 
     def read_counts_now(self) -> CullCounts:
         """The last rendered frame's counts, waiting for the GPU: for tests, not per frame."""
         self.ctx.finish()
-        self.counts = self._decode(self._draw_state.read())
+        self.counts = self._decode(self._draw_state.read(), self._last_scales)
         return self.counts
 
     def read_visible_now(self) -> tuple[np.ndarray, np.ndarray]:
@@ -276,6 +312,10 @@ class Renderer:
         view_projection = camera.view_projection(aspect)
         planes = camera.frustum(aspect)
         cull_radius = float(p["agent_size"])  # the meshes lie within 1 of the agent
+        reach = 4.0 * float(p["contain_radius"])  # beyond this, an agent counts as this far
+        scales = _SumScales(count=count, center=tuple(float(v) for v in camera.target),
+                            reach=reach, spread_scale=SUM_BUDGET / (count * reach * reach),
+                            offset_scale=SUM_BUDGET / (count * 2.0 * reach))
 
         # 1. cull: reset the two commands' instance counts and near_lure (a GPU-side copy).
         ctx.copy_buffer(self._draw_state, self._draw_template)
@@ -291,6 +331,11 @@ class Renderer:
             "u_far_base": self._far_base,
             "u_lure": tuple(float(v) for v in lure),
             "u_lure_radius": float(p["lure_radius"]),
+            "u_center": scales.center,
+            "u_spread_max": reach * reach,
+            "u_spread_scale": scales.spread_scale,
+            "u_reach": reach,
+            "u_offset_scale": scales.offset_scale,
         })
         with self._cull_timer:
             dispatch_1d(self._cull, count, CULL_LOCAL_SIZE)
@@ -337,9 +382,11 @@ class Renderer:
         framebuffer.use()
         slot = self._frames % COUNTER_RING
         ctx.copy_buffer(self._ring[slot], self._draw_state)
+        self._ring_scales[slot] = self._last_scales = scales
         self._frames += 1
         if self._frames >= COUNTER_RING:
-            self.counts = self._decode(self._ring[self._frames % COUNTER_RING].read())
+            oldest = self._frames % COUNTER_RING
+            self.counts = self._decode(self._ring[oldest].read(), self._ring_scales[oldest])
         self.gpu_ms = {"cull": self._cull_timer.last_ms, "draw": self._draw_timer.last_ms}
 
     def _fade(self, target: moderngl.Framebuffer, trail: float) -> None:
