@@ -64,7 +64,7 @@ void main() {
     // Cheap light: a little ambient, a diffuse term, a touch of rim so the cones read as 3D.
     float diffuse = max(dot(normal, u_light), 0.0);
     float rim = pow(1.0 - abs(dot(normal, to_camera)), 3.0);
-    vec3 lit = color * (0.28 + 0.85 * diffuse) + color * rim * 0.35;
+    vec3 lit = color * (0.42 + 0.75 * diffuse) + color * rim * 0.35;
     float distance_to_camera = length(u_camera - p);
     float fog = smoothstep(u_fog.x, u_fog.y, distance_to_camera) * 0.65;
     v_color = clamp(mix(lit, u_background, fog), 0.0, 1.0);  // what shows: what trails fade

@@ -324,3 +324,15 @@ def test_stepped_swarm_renders(ctx, renderer_for):
         assert swarm_pixels(image)[100:140, 140:180].mean() > 0.2
     finally:
         swarm.release()
+
+
+def test_offscreen_framebuffers_of_two_sizes_coexist(ctx, renderer_for):
+    """A preview and a full-size render: asking for one size must not free the other."""
+    renderer = renderer_for(colour_params())
+    agents = renderer_for.agents(*ball(500, 15.0, 8.0))
+    big = renderer.offscreen_framebuffer((160, 120))
+    small = render_offscreen(ctx, renderer, agents, OrbitCamera(), (80, 60))
+    renderer.render(agents, OrbitCamera(), big)
+    assert renderer.offscreen_framebuffer((160, 120)) is big
+    image = np.frombuffer(big.read(components=3), np.uint8).reshape(120, 160, 3)
+    assert swarm_pixels(image).any() and swarm_pixels(small).any()

@@ -167,8 +167,7 @@ class Renderer:
 
         self._accumulation: moderngl.Framebuffer | None = None
         self._accumulation_parts: list[Any] = []
-        self._offscreen: moderngl.Framebuffer | None = None
-        self._offscreen_parts: list[Any] = []
+        self._offscreen: dict[tuple[int, int], tuple[moderngl.Framebuffer, list[Any]]] = {}
 
         self._cull_timer = GpuTimer(ctx)
         self._draw_timer = GpuTimer(ctx)
@@ -280,14 +279,14 @@ class Renderer:
         parts.clear()
 
     def offscreen_framebuffer(self, size: tuple[int, int]) -> moderngl.Framebuffer:
-        """An RGBA8 framebuffer with depth of `size`, reused while the size stays the same."""
-        if self._offscreen is None or self._offscreen.size != size:
-            self._release_parts(self._offscreen, self._offscreen_parts)
+        """An RGBA8 framebuffer with depth of `size`: one a size, kept until `release()`, so a
+        caller may hold several (a preview and a full-size render)."""
+        size = (int(size[0]), int(size[1]))
+        if size not in self._offscreen:
             color = self.ctx.renderbuffer(size, 4)
             depth = self.ctx.depth_renderbuffer(size)
-            self._offscreen = self.ctx.framebuffer([color], depth)
-            self._offscreen_parts = [color, depth]
-        return self._offscreen
+            self._offscreen[size] = (self.ctx.framebuffer([color], depth), [color, depth])
+        return self._offscreen[size][0]
 
     # ---- the frame --------------------------------------------------------------------------
 
@@ -411,8 +410,10 @@ class Renderer:
             if obj is not None:
                 obj.release()
         self._release_parts(self._accumulation, self._accumulation_parts)
-        self._release_parts(self._offscreen, self._offscreen_parts)
-        self._accumulation = self._offscreen = self._visible_buffer = None
+        for framebuffer, parts in self._offscreen.values():
+            self._release_parts(framebuffer, parts)
+        self._offscreen.clear()
+        self._accumulation = self._visible_buffer = None
         self._ring = []
         self._cull_timer.release()
         self._draw_timer.release()
