@@ -7,6 +7,7 @@ Frames are small (320x240) and agents few (a few thousand): llvmpipe renders in 
 from __future__ import annotations
 
 import zlib
+from time import sleep
 
 import numpy as np
 import pytest
@@ -278,6 +279,15 @@ def test_telegraph_shifts_the_colour_when_seek_weight_jumps(ctx, renderer_for):
     # Modulated values passed per frame count as well.
     render_offscreen(ctx, renderer, agents, camera, SIZE, time=2.0, values={"seek_weight": 9.0})
     assert renderer.telegraph == 1.0
+    # Without a time the wall clock drives the fade: it still ends.
+    params["seek_weight"] = 0.4
+    renderer.render(agents, camera, renderer.offscreen_framebuffer(SIZE))
+    params["seek_weight"] = 3.0
+    renderer.render(agents, camera, renderer.offscreen_framebuffer(SIZE))
+    assert renderer.telegraph > 0.5
+    sleep(0.55)
+    renderer.render(agents, camera, renderer.offscreen_framebuffer(SIZE))
+    assert renderer.telegraph == 0.0
 
 
 def test_headless_screenshot_through_png(ctx, renderer_for, tmp_path):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from collections import ChainMap
+from time import monotonic
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -291,13 +292,15 @@ class Renderer:
     # ---- the frame --------------------------------------------------------------------------
 
     def render(self, swarm: Any, camera: OrbitCamera, framebuffer: moderngl.Framebuffer, *,
-               lure: Sequence[float] = (0.0, 0.0, 0.0), time: float = 0.0,
+               lure: Sequence[float] = (0.0, 0.0, 0.0), time: float | None = None,
                values: Mapping[str, Any] | None = None) -> None:
         """Cull, draw and present `swarm` (anything with `current` and `count`, as `Swarm`) as
         seen by `camera` into `framebuffer`, which is left bound.
 
-        `lure` is the point the near-lure count is taken around; `time` (seconds) drives the
-        telegraph's fade; `values` overrides parameters for this frame (modulated values).
+        `lure` is the point the near-lure count is taken around; `time` (seconds, simulated
+        time for reproducible renders; default: the wall clock) drives the telegraph's fade;
+        `values` overrides parameters for this frame (modulated values). `framebuffer.size` is
+        the size drawn: re-detect the window's framebuffer after a resize.
         """
         p = ChainMap(dict(values or {}), self.params.as_dict())
         ctx = self.ctx
@@ -305,7 +308,7 @@ class Renderer:
         aspect = size[0] / max(size[1], 1)
         count = swarm.count
         self._ensure_capacity(count)
-        self._update_telegraph(float(p["seek_weight"]), float(time))
+        self._update_telegraph(float(p["seek_weight"]), monotonic() if time is None else time)
 
         eye = np.asarray(camera.eye, float)
         view_projection = camera.view_projection(aspect)
@@ -316,7 +319,8 @@ class Renderer:
                             reach=reach, spread_scale=SUM_BUDGET / (count * reach * reach),
                             offset_scale=SUM_BUDGET / (count * 2.0 * reach))
 
-        # 1. cull: reset the two commands' instance counts and near_lure (a GPU-side copy).
+        # 1. cull: reset the commands' instance counts and the sums (a GPU-side copy), then
+        # test, append and count.
         ctx.copy_buffer(self._draw_state, self._draw_template)
         swarm.current.bind_to_storage_buffer(0)
         self._visible_buffer.bind_to_storage_buffer(1)
@@ -431,7 +435,7 @@ def _light_direction(camera: OrbitCamera, eye: np.ndarray) -> np.ndarray:
 
 def render_offscreen(ctx: moderngl.Context, renderer: Renderer, swarm: Any,
                      camera: OrbitCamera, size: tuple[int, int], *,
-                     lure: Sequence[float] = (0.0, 0.0, 0.0), time: float = 0.0,
+                     lure: Sequence[float] = (0.0, 0.0, 0.0), time: float | None = None,
                      values: Mapping[str, Any] | None = None) -> np.ndarray:
     """One frame as an (height, width, 3) uint8 RGB image, top row first (for PNGs).
 
