@@ -25,7 +25,7 @@ layout(std430, binding = 1) writeonly buffer Visible { uint visible[]; };
 //         uint pad;            // 0
 //     };
 // draw[0..4] is the near (cone) command, draw[5..9] the far (triangle) one. The renderer
-// resets the instance counts to 0 (a GPU copy) before this pass; near_lure follows them.
+// resets the instance counts and the sums after them to 0 (a GPU copy) before this pass.
 layout(std430, binding = 2) buffer DrawState {
     uint draw[10];
     uint near_lure;

@@ -80,12 +80,13 @@ class OrbitCamera:
 
     `time` is set by the frame loop (simulated seconds), so a fixed-step offline render orbits
     the same way every run. `distance` is the zoom; `zoom()` scales it within limits. A flock
-    settles much smaller than it spawns and a big one fills its container, so `follow()` eases
-    the distance to frame the swarm's measured size (the renderer's `swarm_radius`), the user's
-    zoom kept on top as `zoom_scale`.
+    settles much smaller than it spawns, drifts after the lure, and a big one fills its
+    container, so `follow()` eases the target onto the swarm's centre and the distance to frame
+    its size (the renderer's `swarm_center` and `swarm_radius`), the user's zoom kept on top as
+    `zoom_scale`.
     """
 
-    distance: float = 110.0       # frames the spawn sphere (30) with room to spread to 60
+    distance: float = 110.0        # frames the spawn sphere (30) with room to spread to 60
     fov_y: float = 50.0            # degrees, vertical
     elevation: float = 20.0        # degrees above the orbit's equator
     azimuth: float = 0.0           # degrees at time 0
