@@ -9,8 +9,9 @@ overwritten by the audio and modulation stops cleanly when the routes go.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from control.params import ParamError, param
 
@@ -59,7 +60,8 @@ class Route:
         return cls(*check_route(data["source"], data["param"], data["amount"], where))
 
 
-def check_route(source: Any, name: Any, amount: Any, where: str = "route") -> tuple[str, str, float]:
+def check_route(source: Any, name: Any, amount: Any,
+                where: str = "route") -> tuple[str, str, float]:
     """Validate one route's fields; returns them cleaned or raises RouteError naming the key."""
     if source not in SOURCES:
         raise RouteError(f"{where}: 'source' must be one of {', '.join(SOURCES)}, got {source!r}")

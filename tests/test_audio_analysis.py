@@ -10,8 +10,17 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from audio.analysis import (DB_FLOOR, Analyzer, BandAnalyzer, LevelSettings, LevelTracker,
-                            peak_db, rms, rms_db, speed_scale)
+from audio.analysis import (
+    DB_FLOOR,
+    Analyzer,
+    BandAnalyzer,
+    LevelSettings,
+    LevelTracker,
+    peak_db,
+    rms,
+    rms_db,
+    speed_scale,
+)
 from audio.base import OfflineAudio
 from audio.modulation import Route, RouteError, modulate, routes_from_json, routes_to_json
 from audio.ring import Ring
