@@ -1,0 +1,200 @@
+"""The interface every audio source shares, plus the two that need no device: silence and an
+array analysed offline.
+
+Main thread only: `update(now)` once a frame runs the analysis over the newest samples and
+everything else reads what it found. Sources with a device (live.py, playback.py) add a
+callback thread that only writes their ring buffer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from audio.analysis import DB_FLOOR, Analyzer, AudioFeatures, Bands
+
+DEFAULT_RATE = 48000
+MAX_DT = 0.25  # a longer gap (a hitch, a breakpoint) must not swing the smoothing wildly
+
+
+class AudioSource:
+    """Silence that analyses like a stream. Subclasses fill `_window` in `_fill`.
+
+    `state` is one short word or phrase for the HUD ("ok", "file", "audio lost", ...);
+    `message` is the last thing worth telling the performer, and `take_messages` hands each
+    new one out once so the instrument prints it once.
+    """
+
+    def __init__(self, rate: float = DEFAULT_RATE, device: str = "", state: str = "silence",
+                 message: str = "") -> None:
+        self.device = device
+        self.state = state
+        self.message = ""
+        self._pending: list[str] = []
+        self._has_data = False
+        self._last_now: float | None = None
+        self._analyzer: Analyzer | None = None
+        self._set_rate(rate)
+        self.features = AudioFeatures()
+        if message:
+            self._say(message)
+
+    # -- for subclasses --------------------------------------------------------------------
+    def _set_rate(self, rate: float) -> None:
+        """(Re)build the analysis for a sample rate, keeping its settings."""
+        old = self._analyzer
+        if old is not None and old.rate == rate:
+            return
+        if old is None:
+            self._analyzer = Analyzer(rate)
+        else:
+            self._analyzer = Analyzer(rate, old.fft_size, old.level_window,
+                                      old.level_settings, old.onset_settings)
+        self._window = np.zeros(self._analyzer.window_size, np.float32)
+
+    def _fill(self, now: float) -> bool:
+        """Put the newest samples into `_window`; False means 'use silence this frame'."""
+        return False
+
+    def _say(self, message: str) -> None:
+        """Remember a message for the HUD and queue it to be printed, unless it repeats."""
+        if message and message != self.message:
+            self._pending.append(message)
+        self.message = message
+
+    # -- the interface ---------------------------------------------------------------------
+    @property
+    def analyzer(self) -> Analyzer:
+        """The analysis; its `level_settings` and `onset_settings` may be changed live."""
+        assert self._analyzer is not None
+        return self._analyzer
+
+    @property
+    def rate(self) -> float:
+        return self.analyzer.rate
+
+    def update(self, now: float) -> AudioFeatures:
+        """Once a frame, main thread: analyse the newest samples. `now` is in seconds."""
+        dt = 1.0 / 60.0 if self._last_now is None else min(max(now - self._last_now, 0.0), MAX_DT)
+        self._last_now = now
+        if not self._fill(now):
+            self._has_data = False
+            self._window[:] = 0.0  # levels fall to zero through the release smoothing
+        self.features = self.analyzer.process(self._window, dt)
+        return self.features
+
+    @property
+    def has_data(self) -> bool:
+        """True while real samples arrive (the seed's HasData)."""
+        return self._has_data
+
+    @property
+    def rms(self) -> float:
+        """Linear RMS of the newest samples, 1.0 = full scale (the seed's Rms)."""
+        return self.features.rms
+
+    @property
+    def level(self) -> float:
+        """0..1 loudness after auto-gain and smoothing: what drives the swarm's speed."""
+        return self.features.level
+
+    @property
+    def peak_db(self) -> float:
+        return self.features.peak_db
+
+    @property
+    def rms_db(self) -> float:
+        return self.features.rms_db
+
+    @property
+    def bands(self) -> Bands:
+        return self.features.bands
+
+    @property
+    def onset(self) -> bool:
+        """True on the frame an onset was found."""
+        return self.features.onset
+
+    @property
+    def onsets(self) -> int:
+        """Onsets found since the start."""
+        return self.features.onsets
+
+    def sources(self) -> dict[str, float]:
+        """Modulation source values for `audio.modulation.modulate`."""
+        return self.features.sources()
+
+    def take_messages(self) -> list[str]:
+        """New messages since the last call, each handed out once."""
+        pending, self._pending = self._pending, []
+        return pending
+
+    def counters(self) -> dict[str, int]:
+        """Blocks delivered and dropped; a device source overrides this."""
+        return {"blocks": 0, "blocks_dropped": 0, "overflows": 0}
+
+    def telemetry(self) -> dict[str, Any]:
+        """The `audio` object of the instrument's telemetry."""
+        f = self.features
+        return {
+            "device": self.device,
+            "state": self.state,
+            "message": self.message,
+            "rate": self.rate,
+            "rms": round(f.rms, 6),
+            "rms_db": round(f.rms_db, 2) if f.rms_db > DB_FLOOR else None,
+            "peak_db": round(f.peak_db, 2) if f.peak_db > DB_FLOOR else None,
+            "level": round(f.level, 4),
+            "bands": {name: round(value, 4) for name, value in f.bands._asdict().items()},
+            "onsets": f.onsets,
+            **self.counters(),
+        }
+
+    def close(self) -> None:
+        """Stop any stream; the source then reads as silence."""
+
+
+class Silence(AudioSource):
+    """No audio: used when there is no device or PortAudio, with the reason in `state`."""
+
+    def __init__(self, state: str = "silence", message: str = "") -> None:
+        super().__init__(DEFAULT_RATE, "", state, message)
+
+
+class OfflineAudio(AudioSource):
+    """A whole recording analysed at chosen times: the offline renderer's audio.
+
+    `update(t)` analyses the samples just before time t, so calling it at each frame's time
+    in order gives the features a live run would have had at that moment. Going backwards
+    starts the analysis over.
+    """
+
+    def __init__(self, samples: np.ndarray, rate: float, name: str = "offline") -> None:
+        super().__init__(rate, name, "offline")
+        samples = np.asarray(samples, np.float32)
+        self._samples = samples.mean(axis=1, dtype=np.float32) if samples.ndim == 2 else samples
+
+    @property
+    def duration(self) -> float:
+        return len(self._samples) / self.rate
+
+    def _fill(self, now: float) -> bool:
+        end = int(round(now * self.rate))
+        if end <= 0 or end - len(self._window) >= len(self._samples):
+            return False
+        window = self._window
+        start = end - len(window)
+        got = self._samples[max(start, 0):min(end, len(self._samples))]
+        window[:] = 0.0
+        at = max(-start, 0)
+        window[at:at + len(got)] = got
+        self._has_data = end <= len(self._samples)
+        return True
+
+    def update(self, now: float) -> AudioFeatures:
+        previous = self._last_now
+        if previous is not None and now < previous - 1e-9:
+            self.analyzer.reset()  # a seek backwards: start the analysis over
+            self._last_now = None
+        return super().update(now)

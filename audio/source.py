@@ -1,0 +1,45 @@
+"""The instrument's one entry point to audio: `open_audio` picks the source and never fails.
+
+Main thread only. Every source (live input, file, offline array, silence) has one interface,
+`AudioSource`: `update(now)` once a frame, then `has_data`, `rms`, `level`, `peak_db`,
+`bands`, `onset`, `onsets`, `state`, `message`, `take_messages()`, `sources()`,
+`telemetry()` and `close()`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from audio.base import AudioSource, OfflineAudio, Silence
+from audio.devices import AudioProblem, list_input_devices, load_sounddevice
+from audio.live import AudioInput
+from audio.playback import AudioFile
+from audio.wavfile import AudioFileError, read_wav
+
+__all__ = ["AudioSource", "AudioInput", "AudioFile", "OfflineAudio", "Silence", "open_audio",
+           "list_input_devices", "AudioFileError", "read_wav"]
+
+
+def open_audio(device: int | str | None = None, file: str | Path | None = None,
+               mute: bool = False, *, loop: bool = True, sd: Any = None) -> AudioSource:
+    """The source the command line asks for: `file` if given, else the input `device`
+    (None = the default input). Never raises: whatever fails becomes a source that reads as
+    silence, whose `message` says why and what to try."""
+    try:
+        if file is not None:
+            try:
+                source: AudioSource = AudioFile(file, mute=mute, loop=loop, sd=sd)
+            except AudioFileError as exc:
+                return Silence("no audio file", f"{exc}; running without audio")
+            if device is not None:
+                source._say(f"--audio-device {device} is not used while --audio-file plays")
+            return source
+        try:
+            sd = sd or load_sounddevice()
+        except AudioProblem as problem:
+            return Silence(problem.state, str(problem))
+        return AudioInput(device, sd=sd)
+    except Exception as exc:  # noqa: BLE001 - a bug must not stop the show; say it plainly
+        return Silence("audio failed", f"audio could not start ({type(exc).__name__}: {exc}); "
+                       "running without audio")

@@ -1,0 +1,205 @@
+"""`--audio-file`: reading WAV files of every common kind, and playing one in real time
+through the ring and analysis, by the clock (muted) or by a (fake) output device."""
+
+from __future__ import annotations
+
+import struct
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from audio.playback import AudioFile
+from audio.wavfile import AudioFileError, read_wav, write_wav
+
+RATE = 48000
+FPS = 60
+
+
+def riff(fmt: bytes, data: bytes, extra: bytes = b"", data_size: int | None = None) -> bytes:
+    chunks = b"fmt " + struct.pack("<I", len(fmt)) + fmt + extra
+    chunks += b"data" + struct.pack("<I", len(data) if data_size is None else data_size) + data
+    return b"RIFF" + struct.pack("<I", 4 + len(chunks)) + b"WAVE" + chunks
+
+
+def fmt_chunk(tag: int, channels: int, bits: int, rate: int = RATE) -> bytes:
+    align = channels * bits // 8
+    return struct.pack("<HHIIHH", tag, channels, rate, rate * align, align, bits)
+
+
+EXPECTED = np.array([[0.0, -0.5], [0.25, 0.75], [-1.0, 0.5]])
+
+
+@pytest.mark.parametrize("bits, encode, tolerance", [
+    (8, lambda x: (np.round(x * 127) + 128).astype(np.uint8).tobytes(), 1 / 64),
+    (16, lambda x: np.round(x * 32767).astype("<i2").tobytes(), 1e-4),
+    (24, lambda x: b"".join(int(v).to_bytes(3, "little", signed=True)
+                            for v in np.round(x.ravel() * 8388607)), 1e-6),
+    (32, lambda x: np.round(x * 2147483647).astype("<i4").tobytes(), 1e-8),
+])
+def test_reads_integer_pcm(tmp_path, bits, encode, tolerance):
+    path = tmp_path / f"pcm{bits}.wav"
+    path.write_bytes(riff(fmt_chunk(1, 2, bits), encode(EXPECTED)))
+    samples, rate = read_wav(path)
+    assert rate == RATE and samples.dtype == np.float32 and samples.shape == (3, 2)
+    np.testing.assert_allclose(samples, EXPECTED, atol=tolerance)
+
+
+@pytest.mark.parametrize("bits, dtype", [(32, "<f4"), (64, "<f8")])
+def test_reads_float_and_extensible_wav(tmp_path, bits, dtype):
+    plain = tmp_path / "float.wav"
+    plain.write_bytes(riff(fmt_chunk(3, 2, bits), EXPECTED.astype(dtype).tobytes()))
+    np.testing.assert_allclose(read_wav(plain)[0], EXPECTED, atol=1e-7)
+    # WAVE_FORMAT_EXTENSIBLE: the real format is in the sub-format GUID
+    fmt = fmt_chunk(0xFFFE, 2, bits)[:14] + struct.pack("<HHHIH", bits, 22, bits, 3, 3)
+    fmt += b"\x00\x00\x00\x00\x10\x00\x80\x00\x00\xaa\x00\x38\x9b\x71"
+    extensible = tmp_path / "extensible.wav"
+    # an odd-sized LIST chunk before the data: its pad byte must be skipped
+    extra = b"LIST" + struct.pack("<I", 3) + b"abc\x00"
+    extensible.write_bytes(riff(fmt, EXPECTED.astype(dtype).tobytes(), extra))
+    np.testing.assert_allclose(read_wav(extensible)[0], EXPECTED, atol=1e-7)
+
+
+def test_reads_a_streamed_wav_whose_data_size_is_unknown(tmp_path):
+    path = tmp_path / "streamed.wav"
+    data = np.round(EXPECTED * 32767).astype("<i2").tobytes()
+    path.write_bytes(riff(fmt_chunk(1, 2, 16), data, data_size=0xFFFFFFFF))
+    np.testing.assert_allclose(read_wav(path)[0], EXPECTED, atol=1e-4)
+
+
+def test_write_wav_round_trips(tmp_path):
+    path = tmp_path / "tone.wav"
+    x = 0.5 * np.sin(np.arange(1000) / 10)
+    write_wav(path, x, 44100)
+    samples, rate = read_wav(path)
+    assert rate == 44100 and samples.shape == (1000, 1)
+    np.testing.assert_allclose(samples[:, 0], x, atol=1e-4)
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"ID3\x03\x00 an mp3 file", "not a WAV file"),
+    (riff(fmt_chunk(2, 1, 4), b"\x00" * 64), "format 0x0002 with 4 bits is not supported"),
+    (riff(fmt_chunk(1, 2, 16)[:8] + struct.pack("<IHH", 0, 3, 16), b"\x00" * 8),
+     "a broken WAV header"),
+    (riff(fmt_chunk(1, 1, 16), b""), "holds no samples"),
+    (b"RIFF\x04\x00\x00\x00WAVE", "no 'fmt ' or 'data' chunk"),
+])
+def test_bad_files_say_what_is_wrong_and_what_to_try(tmp_path, content, message):
+    path = tmp_path / "bad.mp3"
+    path.write_bytes(content)
+    with pytest.raises(AudioFileError, match=message) as error:
+        read_wav(path)
+    assert str(path) in str(error.value)
+    if "not a WAV" in message:
+        assert "ffmpeg -i" in str(error.value) and "bad.wav" in str(error.value)
+    with pytest.raises(AudioFileError, match="cannot read it"):
+        read_wav(tmp_path / "missing.wav")
+
+
+def burst_file(tmp_path, seconds: float = 1.0, channels: int = 2):
+    t = np.arange(int(seconds * RATE)) / RATE
+    left = 0.5 * np.sin(2 * np.pi * 300 * t)
+    x = np.stack([left, 0.5 * left], axis=1) if channels == 2 else left
+    path = tmp_path / "tone.wav"
+    write_wav(path, x, RATE)
+    return path, read_wav(path)[0]
+
+
+def test_muted_file_plays_by_the_clock(tmp_path):
+    path, frames = burst_file(tmp_path, channels=1)
+    source = AudioFile(path, mute=True)
+    assert "muted" in source.take_messages()[0]
+    source.update(10.0)  # the first frame starts the clock
+    for i in range(1, 31):
+        source.update(10.0 + i / FPS)
+        assert source.ring.written == round(i / FPS * RATE)  # real time, to the sample
+    assert source.level > 0.9 and source.has_data and source.state == "file"
+    window = np.empty(1024, np.float32)
+    source.ring.read_newest(window)
+    np.testing.assert_array_equal(window, frames[int(0.5 * RATE) - 1024:int(0.5 * RATE), 0])
+    source.update(11.25)  # looping: 1.25 s into a 1 s file
+    assert source.position == pytest.approx(0.25, abs=1 / RATE) and source.has_data
+
+
+def test_a_file_that_does_not_loop_ends_quietly(tmp_path):
+    path, _ = burst_file(tmp_path, seconds=0.5)
+    source = AudioFile(path, mute=True, loop=False)
+    for i in range(91):
+        source.update(i / FPS)
+    assert source.state == "file ended" and not source.has_data
+    assert source.level < 0.05  # fell smoothly after the end
+
+
+class FakeOutput:
+    def __init__(self, **kwargs) -> None:
+        self.kwargs = kwargs
+        self.closed = False
+
+    def start(self) -> None:
+        pass
+
+    def abort(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed = True
+
+    def pull(self, frames: int) -> np.ndarray:
+        out = np.full((frames, self.kwargs["channels"]), 9.0, np.float32)  # garbage to overwrite
+        self.kwargs["callback"](out, frames, None, None)
+        return out
+
+
+class FakeSD:
+    def __init__(self, output: int = 0, rate_error: bool = False) -> None:
+        self.default = SimpleNamespace(device=[-1, output])
+        self.rate_error = rate_error
+        self.streams: list[FakeOutput] = []
+
+    def query_devices(self, index: int):
+        return {"name": "Speakers", "max_output_channels": 2}
+
+    def OutputStream(self, **kwargs) -> FakeOutput:  # noqa: N802 - sounddevice's name
+        if self.rate_error:
+            raise RuntimeError("Error opening OutputStream: Invalid sample rate")
+        self.streams.append(FakeOutput(**kwargs))
+        return self.streams[-1]
+
+
+def test_file_plays_out_of_the_output_and_into_the_analysis(tmp_path):
+    path, frames = burst_file(tmp_path)
+    sd = FakeSD()
+    source = AudioFile(path, sd=sd)
+    assert source.playing_out_loud and source.device == "tone.wav -> Speakers"
+    stream = sd.streams[0]
+    assert stream.kwargs["samplerate"] == RATE and stream.kwargs["channels"] == 2
+    played = np.concatenate([stream.pull(256) for _ in range(200)])  # 51,200: past the loop
+    expected = np.concatenate([frames, frames])[:len(played)]
+    np.testing.assert_array_equal(played, expected)
+    mono = np.empty(1024, np.float32)
+    source.ring.read_newest(mono)
+    np.testing.assert_allclose(mono, expected[-1024:].mean(axis=1), atol=1e-7)
+    source.update(1.0)
+    assert source.has_data and source.state == "file"
+    source.close()
+    assert stream.closed and source.state == "closed"
+
+
+def test_file_falls_back_to_the_clock_when_the_output_fails(tmp_path):
+    path, _ = burst_file(tmp_path)
+    source = AudioFile(path, sd=FakeSD(rate_error=True))
+    assert not source.playing_out_loud
+    [message] = source.take_messages()
+    assert "Invalid sample rate" in message and "48000 Hz" in message and "silently" in message
+    assert "no output device" in AudioFile(path, sd=FakeSD(output=-1)).take_messages()[0]
+
+    sd = FakeSD()
+    source = AudioFile(path, sd=sd)
+    for i in range(10):
+        sd.streams[0].pull(800)
+        source.update(i / FPS)
+    for i in range(10, 60):  # the output stopped asking for blocks: unplugged
+        source.update(i / FPS)
+    assert not source.playing_out_loud and sd.streams[0].closed
+    assert "stopped playing" in source.take_messages()[0]
+    assert source.has_data and source.level > 0.9  # it carries on by the clock
