@@ -17,6 +17,8 @@ from control.params import MAX_COUNT, ParamError, Params
 from visual.swarm import MAX_DT, NEIGHBOR_MODES
 
 NO_DISPLAY_SECONDS = 10.0
+HEADLESS_SIZE = (1280, 720)
+NO_DISPLAY_SCREENSHOT = "swarm-screenshot.png"
 
 
 def _positive_int(text: str) -> int:
@@ -52,19 +54,52 @@ def _obstacle(text: str) -> tuple[float, ...]:
     return values
 
 
+def _size(text: str) -> tuple[int, int]:
+    try:
+        width, height = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT, e.g. 1920x1080, got {text!r}") \
+            from None
+    if not (16 <= width <= 16384 and 16 <= height <= 16384):
+        raise argparse.ArgumentTypeError(f"{text}: each side must be 16 to 16384 pixels")
+    return width, height
+
+
+def _rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 1 <= value <= 1000:
+        raise argparse.ArgumentTypeError(f"expected 1 to 1000 frames a second, got {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="instrument.py",
         description="A live swarm of GPU boids driven by sound and MIDI.")
     run = parser.add_argument_group("running")
     run.add_argument("--headless", action="store_true",
-                     help="simulate without a window (EGL); no display needed")
+                     help="render offscreen (EGL) without a window; no display needed")
     run.add_argument("--frames", type=_positive_int, metavar="N",
                      help="run N frames, then exit")
     run.add_argument("--dt", type=_time_step, metavar="SECONDS",
                      help="advance exactly this step each frame instead of following the clock")
     run.add_argument("--seed", type=int, default=0, metavar="S",
                      help="random seed of the spawn: same seed, same start (default 0)")
+    view = parser.add_argument_group("window")
+    view.add_argument("--screen", type=int, default=0, metavar="N",
+                      help="screen to play on (default 0)")
+    view.add_argument("--windowed", action="store_true", help="a window instead of full-screen")
+    view.add_argument("--size", type=_size, metavar="WxH",
+                      help="window size (implies --windowed); headless frame size "
+                           f"(default {HEADLESS_SIZE[0]}x{HEADLESS_SIZE[1]})")
+    view.add_argument("--fps", type=_rate, metavar="RATE",
+                      help="frame-rate cap (default: the display's refresh rate)")
+    view.add_argument("--screenshot", metavar="PATH.png", help="save the last frame as a PNG")
+    view.add_argument("--telemetry", metavar="PATH",
+                      help="append one JSON object a second (and one at exit) to this file")
     swarm = parser.add_argument_group("swarm")
     swarm.add_argument("--count", type=_positive_int, metavar="N",
                        help=f"number of agents (1 to {MAX_COUNT}; default 16384)")
@@ -99,11 +134,9 @@ def has_display() -> bool:
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
-def run_headless(args: argparse.Namespace, params: Params, *, seconds: float | None = None) -> None:
-    """Simulate without a window until --frames, `seconds` of wall time, or Ctrl+C."""
-    from visual.gl import GpuTimer, create_headless_context
-    from visual.lure import Lure
-    from visual.swarm import Swarm
+def show_options(args: argparse.Namespace, params: Params):
+    """ShowOptions from the command line, reading --state-in (which sets the count)."""
+    from visual.app import ShowOptions
 
     position = velocity = None
     if args.state_in:
@@ -112,59 +145,136 @@ def run_headless(args: argparse.Namespace, params: Params, *, seconds: float | N
             raise FileProblem(f"{args.state_in}: holds {len(position)} agents but --count is "
                               f"{args.count}; drop --count (the state sets it)")
         params["count"] = len(position)
-    if args.state_out:
-        folder = Path(args.state_out).resolve().parent
-        if not folder.is_dir() or not os.access(folder, os.W_OK):
-            raise FileProblem(f"{args.state_out}: cannot write into {folder}")
+    for path, what in ((args.state_out, "state"), (args.screenshot, "screenshot"),
+                       (args.telemetry, "telemetry")):
+        if path:
+            folder = Path(path).resolve().parent
+            if not folder.is_dir() or not os.access(folder, os.W_OK):
+                raise FileProblem(f"{path}: cannot write into {folder} (the {what} file)")
+    return ShowOptions(neighbors=args.neighbors, seed=args.seed, fixed_dt=args.dt,
+                       obstacles=args.obstacle, position=position, velocity=velocity)
 
+
+class Run:
+    """What every way of running shares: the telemetry file, the status line, the ending."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        from visual.app import Telemetry
+
+        self.args = args
+        self.telemetry = None
+        if args.telemetry:
+            try:
+                self.telemetry = Telemetry(args.telemetry)
+            except OSError as exc:
+                raise FileProblem(str(exc)) from None
+        self.started = time.perf_counter()
+        self._last_report = self.started
+        self.show = None
+
+    def each_frame(self) -> None:
+        now = time.perf_counter()
+        if self.telemetry is not None:
+            self.telemetry.maybe_write(now, self.show.telemetry())
+            if self.telemetry.error:
+                say(self.telemetry.error)
+                self.telemetry = None
+        if self.args.frames is None and now - self._last_report >= 5.0:
+            self._last_report = now
+            say(" | ".join(self.show.hud_lines()[:3]))
+
+    def finish(self, image: tuple[bytes, tuple[int, int]] | None) -> None:
+        """Write the screenshot, state and last telemetry; report; release the show."""
+        import numpy as np
+
+        from visual.png import write_png
+
+        show = self.show
+        show.ctx.finish()
+        elapsed = time.perf_counter() - self.started
+        say(f"{show.frame} frames, {show.sim_time:.2f} s simulated in {elapsed:.2f} s "
+            f"({elapsed / max(show.frame, 1) * 1000:.1f} ms a frame)")
+        guarded = show.swarm.read_guarded()
+        if guarded:
+            say(f"the guard put back {guarded} agents whose state became NaN or infinite")
+        if self.args.screenshot and image is not None:
+            pixels, (width, height) = image
+            array = np.frombuffer(pixels, np.uint8).reshape(height, width, 3)[::-1]
+            write_png(self.args.screenshot, array)
+            say(f"screenshot ({width}x{height}) saved to {Path(self.args.screenshot).resolve()}")
+        if self.args.state_out:
+            position, velocity = show.swarm.read_state()
+            save_state(self.args.state_out, position, velocity)
+            say(f"state of {len(position)} agents written to {self.args.state_out}")
+        if self.telemetry is not None:
+            self.telemetry.write(show.telemetry())
+            self.telemetry.close()
+        show.release()
+
+
+def run_headless(args: argparse.Namespace, params: Params, *, seconds: float | None = None) -> None:
+    """Render offscreen (EGL) until --frames, `seconds` of wall time, or Ctrl+C."""
+    from visual.app import Show
+    from visual.gl import create_headless_context
+
+    options = show_options(args, params)
+    run = Run(args)
     ctx = create_headless_context()
-    swarm = Swarm(ctx, params, neighbors=args.neighbors, seed=args.seed,
-                  position=position, velocity=velocity)
-    if args.obstacle:
-        swarm.set_obstacles(args.obstacle)
-    lure = Lure(params["contain_radius"], flat=params["dimensions"] == 2)
-    timer = GpuTimer(ctx)
-    say(f"headless: {swarm.count} agents, {args.neighbors} neighbours, "
+    show = run.show = Show(ctx, params, options)
+    width, height = args.size or HEADLESS_SIZE
+    framebuffer = show.renderer.offscreen_framebuffer((width, height))
+    say(f"headless: {show.swarm.count} agents, {args.neighbors} neighbours, {width}x{height}, "
         f"{ctx.info['GL_RENDERER']}")
-
-    sim_time = 0.0
-    frame = 0
-    started = last = last_report = time.perf_counter()
+    last = time.perf_counter()
     try:
         while True:
             now = time.perf_counter()
-            dt = args.dt if args.dt is not None else min(now - last, MAX_DT)
+            show.advance(show.frame_dt(now - last))
             last = now
-            with timer:
-                swarm.step(dt, target=lure.position(sim_time))
-            sim_time += min(dt, MAX_DT)
-            frame += 1
-            if args.frames is not None and frame >= args.frames:
+            show.draw(framebuffer)
+            run.each_frame()
+            if args.frames is not None and show.frame >= args.frames:
                 break
-            if seconds is not None and now - started >= seconds:
+            if seconds is not None and now - run.started >= seconds:
                 break
-            if now - last_report >= 1.0 and args.frames is None:
-                last_report = now
-                gpu = f", simulate {timer.last_ms:.2f} ms GPU" if timer.last_ms else ""
-                say(f"frame {frame}, {frame / (now - started):.1f} fps{gpu}")
     except KeyboardInterrupt:
         say("stopped (Ctrl+C)")
-    ctx.finish()
-    elapsed = time.perf_counter() - started
-    gpu_ms = timer.flush()
-    gpu = f", last step {gpu_ms:.2f} ms on the GPU" if gpu_ms is not None else ""
-    say(f"{frame} frames, {sim_time:.2f} s simulated in {elapsed:.2f} s "
-        f"({elapsed / max(frame, 1) * 1000:.1f} ms a frame){gpu}")
-    guarded = swarm.read_guarded()
-    if guarded:
-        say(f"the guard put back {guarded} agents whose state became NaN or infinite")
-    if args.state_out:
-        position, velocity = swarm.read_state()
-        save_state(args.state_out, position, velocity)
-        say(f"state of {len(position)} agents written to {args.state_out}")
-    timer.release()
-    swarm.release()
+    image = None
+    if args.screenshot:
+        image = framebuffer.read(components=3, alignment=1), (width, height)
+    run.finish(image)
     ctx.release()
+
+
+def run_window(args: argparse.Namespace, params: Params) -> None:
+    from visual.app import Show
+    from visual.window import LiveWindow, open_window
+
+    options = show_options(args, params)
+    run = Run(args)
+    window = open_window(args.screen, fullscreen=not args.windowed and args.size is None,
+                         size=args.size)
+
+    def make_show(ctx):
+        run.show = Show(ctx, params, options)
+        return run.show
+
+    live = LiveWindow(window, make_show, fps=args.fps, frames=args.frames,
+                      on_frame=run.each_frame, say=say)
+    width, height = window.get_framebuffer_size()
+    say(f"window: {run.show.swarm.count} agents on screen {args.screen}, {width}x{height}"
+        f"{' full-screen' if window.fullscreen else ''}, {live.fps:g} fps cap, "
+        f"{live.ctx.info['GL_RENDERER']}. Keys: F full-screen, H HUD, Space pause, R respawn, "
+        "Esc twice to quit")
+    try:
+        live.run()
+    except KeyboardInterrupt:
+        say("stopped (Ctrl+C)")
+    image = live.last_image
+    if args.screenshot and image is None:
+        image = live.read_screen()
+    run.finish(image)
+    window.close()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -175,12 +285,18 @@ def main(argv: list[str] | None = None) -> int:
         if args.headless:
             run_headless(args, params)
         elif not has_display():
-            say(f"no display found (DISPLAY is not set): running headless for "
-                f"{NO_DISPLAY_SECONDS:.0f} s instead of opening a window")
+            args.screenshot = args.screenshot or NO_DISPLAY_SCREENSHOT
+            say(f"no display found (DISPLAY is not set): rendering {NO_DISPLAY_SECONDS:.0f} s "
+                "headless instead of opening a window")
             run_headless(args, params, seconds=NO_DISPLAY_SECONDS)
         else:
-            say("the live window is not built yet: running headless (use --headless)")
-            run_headless(args, params, seconds=None if args.frames else NO_DISPLAY_SECONDS)
+            from visual.window import WindowError
+
+            try:
+                run_window(args, params)
+            except WindowError as exc:
+                print(f"instrument: error: {exc}", file=sys.stderr)
+                return 1
     except (FileProblem, ParamError) as exc:
         print(f"instrument: error: {exc}", file=sys.stderr)
         return 2

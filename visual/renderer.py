@@ -151,6 +151,8 @@ class Renderer:
         self._agent_vao = ctx.vertex_array(
             self._agent_program, [(self._mesh, "3f 3f", "in_position", "in_normal")])
         self._fade_vao = ctx.vertex_array(self._fade_program, [])
+        self._present_program = _program(ctx, "fade.vert", "present.frag")
+        self._present_vao = ctx.vertex_array(self._present_program, [])
 
         # The draw state as the cull pass starts it: both commands with no instances yet.
         template = np.zeros(DRAW_STATE_UINTS, np.uint32)
@@ -381,8 +383,7 @@ class Renderer:
         ctx.disable(moderngl.DEPTH_TEST)
 
         # 4. present, and keep a copy of this frame's counts to read two frames from now.
-        ctx.copy_framebuffer(framebuffer, target)
-        framebuffer.use()
+        self._present(framebuffer, target)
         slot = self._frames % COUNTER_RING
         ctx.copy_buffer(self._ring[slot], self._draw_state)
         self._ring_scales[slot] = self._last_scales = scales
@@ -391,6 +392,20 @@ class Renderer:
             oldest = self._frames % COUNTER_RING
             self.counts = self._decode(self._ring[oldest].read(), self._ring_scales[oldest])
         self.gpu_ms = {"cull": self._cull_timer.last_ms, "draw": self._draw_timer.last_ms}
+
+    def _present(self, framebuffer: moderngl.Framebuffer, image: moderngl.Framebuffer) -> None:
+        """Put the image on `framebuffer`, left bound. A full-screen triangle, not a blit: a
+        window's default framebuffer has its own depth format, which glBlitFramebuffer refuses
+        (GL_INVALID_OPERATION) when copying depth too, as moderngl's copy_framebuffer does."""
+        color = image.color_attachments[0]
+        if not isinstance(color, moderngl.Texture):  # multisampled: the blit resolves it
+            self.ctx.copy_framebuffer(framebuffer, image)
+            framebuffer.use()
+            return
+        framebuffer.use()
+        color.use(0)
+        set_uniforms(self._present_program, {"u_image": 0})
+        self._present_vao.render(moderngl.TRIANGLES, vertices=3)
 
     def _fade(self, target: moderngl.Framebuffer, trail: float) -> None:
         """Pull last frame's image towards the background by 1 - trail; clear only depth."""
@@ -408,7 +423,8 @@ class Renderer:
 
     def release(self) -> None:
         """Free every GPU object this renderer made."""
-        for obj in (self._agent_vao, self._fade_vao, self._mesh, self._draw_template,
+        for obj in (self._agent_vao, self._fade_vao, self._present_vao, self._present_program,
+                    self._mesh, self._draw_template,
                     self._draw_state, *self._ring, self._visible_buffer, self._cull,
                     self._agent_program, self._fade_program):
             if obj is not None:

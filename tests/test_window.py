@@ -1,0 +1,150 @@
+"""The live window under Xvfb, the no-display fallback and telemetry, as a performer runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import ROOT
+from visual.png import read_png
+from visual.window import EscapeGuard
+
+BACKGROUND_MAX = 40  # the background is near black; swarm pixels are brighter
+
+
+@pytest.fixture(scope="module")
+def xvfb():
+    """A virtual X screen of its own for this module's tests."""
+    assert shutil.which("Xvfb"), "Xvfb is missing: apt-get install xvfb (CI installs it)"
+    for number in range(91, 120):
+        if not Path(f"/tmp/.X11-unix/X{number}").exists() and not Path(
+                f"/tmp/.X{number}-lock").exists():
+            break
+    display = f":{number}"
+    process = subprocess.Popen(["Xvfb", display, "-screen", "0", "1024x600x24", "-nolisten",
+                                "tcp"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 10
+    while not Path(f"/tmp/.X11-unix/X{number}").exists():
+        assert process.poll() is None and time.monotonic() < deadline, "Xvfb did not start"
+        time.sleep(0.05)
+    yield display
+    process.terminate()
+    process.wait(timeout=10)
+
+
+def instrument(*args, env=None, cwd=None, timeout=180):
+    return subprocess.run([sys.executable, str(ROOT / "instrument.py"), *args],
+                          capture_output=True, text=True, timeout=timeout, env=env,
+                          cwd=cwd or ROOT)
+
+
+def with_display(display):
+    return {**os.environ, "DISPLAY": display}
+
+
+def swarm_pixels(image: np.ndarray) -> np.ndarray:
+    return image.max(axis=2) > BACKGROUND_MAX
+
+
+def test_window_plays_the_swarm(xvfb, tmp_path):
+    shot, telemetry = tmp_path / "window.png", tmp_path / "telemetry.jsonl"
+    result = instrument("--windowed", "--size", "480x270", "--frames", "40", "--count", "4000",
+                        "--screenshot", str(shot), "--telemetry", str(telemetry),
+                        env=with_display(xvfb))
+    assert result.returncode == 0, result.stderr
+    assert "window: 4000 agents" in result.stdout
+    image = read_png(shot)
+    assert image.shape == (270, 480, 3)
+    lit = swarm_pixels(image)
+    assert 0.02 < lit.mean() < 0.9, "no swarm on screen"
+    middle = lit[90:180, 160:320]
+    assert middle.mean() > lit.mean(), "the swarm is not in the middle of the frame"
+    # The speed colours: the slow colour is blue-teal, so lit pixels are mostly blue-dominant.
+    colours = image[lit].astype(int)
+    assert (colours[:, 2] > colours[:, 0]).mean() > 0.5
+    records = [json.loads(line) for line in telemetry.read_text().splitlines()]
+    last = records[-1]
+    assert last["frame"] == 40 and last["agents"] == 4000
+    for key in ("time", "fps", "frame_ms", "gpu_ms", "visible", "near_lure", "params"):
+        assert key in last
+    assert set(last["gpu_ms"]) >= {"simulate", "cull", "draw"}
+    assert 0 < last["visible"] <= 4000
+    assert last["params"]["count"] == 4000 and last["params"]["boundary"] == "sphere"
+
+
+def test_escape_quits_only_when_pressed_twice(xvfb, tmp_path):
+    assert shutil.which("xdotool"), "xdotool is missing: apt-get install xdotool"
+    telemetry = tmp_path / "t.jsonl"
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "instrument.py"), "--windowed", "--size", "320x200",
+         "--count", "500", "--telemetry", str(telemetry)],
+        env=with_display(xvfb), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not telemetry.exists() or not telemetry.read_text().strip():
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "the window never drew a frame"
+            time.sleep(0.2)
+
+        def press_escape():
+            subprocess.run(["xdotool", "search", "--sync", "--name", "swarm instrument",
+                            "windowfocus", "--sync", "key", "Escape"],
+                           env=with_display(xvfb), check=True, timeout=20)
+
+        press_escape()
+        time.sleep(2.5)  # longer than the one-second window: the first press has expired
+        assert process.poll() is None, "one Esc ended the show"
+        press_escape()
+        time.sleep(2.5)
+        assert process.poll() is None, "two Esc presses seconds apart ended the show"
+        press_escape()
+        press_escape()
+        assert process.wait(timeout=30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def test_escape_guard_timing():
+    guard = EscapeGuard(1.0)
+    assert not guard.press(10.0)
+    assert guard.armed(10.5) and not guard.armed(11.5)
+    assert not guard.press(11.5)  # the first press expired: this one arms again
+    assert guard.press(12.2)
+
+
+def test_headless_screenshot(tmp_path):
+    shot = tmp_path / "headless.png"
+    result = instrument("--headless", "--frames", "5", "--count", "3000", "--size", "320x180",
+                        "--screenshot", str(shot))
+    assert result.returncode == 0, result.stderr
+    image = read_png(shot)
+    assert image.shape == (180, 320, 3)
+    assert 0.02 < swarm_pixels(image).mean() < 0.9
+
+
+def test_no_display_renders_ten_seconds_and_says_where(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    started = time.monotonic()
+    result = instrument("--count", "2000", env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert time.monotonic() - started >= 10
+    assert "no display found" in result.stdout
+    shot = tmp_path / "swarm-screenshot.png"
+    assert f"saved to {shot}" in result.stdout
+    assert swarm_pixels(read_png(shot)).mean() > 0.01
+
+
+def test_unknown_screen_is_a_clear_error(xvfb):
+    result = instrument("--screen", "5", "--frames", "1", env=with_display(xvfb))
+    assert result.returncode == 1
+    assert "--screen 5: no such screen" in result.stderr and "Traceback" not in result.stderr

@@ -1,0 +1,229 @@
+"""The show: one frame of the instrument, shared by the window, headless runs and benchmarks.
+
+    update    inputs -> parameters; lure / influencer motion
+    simulate  one swarm step (the frame's time, clamped to 1/30 s, or the fixed --dt)
+    draw      cull + indirect draw into a framebuffer (the renderer); the HUD is the window's
+
+`Show` owns the swarm, the renderer and the camera, and knows the frame's figures for the HUD
+and telemetry. Main thread only; nothing here reads agent data back.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import moderngl
+import numpy as np
+
+from control.params import Params
+from visual.camera import OrbitCamera
+from visual.gl import GpuTimer
+from visual.lure import Lure
+from visual.renderer import Renderer
+from visual.swarm import MAX_DT, Swarm, spawn_state
+
+
+@dataclass
+class ShowOptions:
+    neighbors: str = "grid"
+    seed: int = 0
+    fixed_dt: float | None = None  # --dt: exactly this step each frame
+    obstacles: Sequence[Sequence[float]] = ()
+    position: np.ndarray | None = None  # --state-in
+    velocity: np.ndarray | None = None
+
+
+@dataclass
+class FrameClock:
+    """Frames per second and frame time over the last second of frames (wall clock)."""
+
+    times: deque = field(default_factory=lambda: deque(maxlen=240))
+
+    def tick(self, now: float) -> None:
+        self.times.append(now)
+
+    @property
+    def frame_ms(self) -> float | None:
+        if len(self.times) < 2:
+            return None
+        return (self.times[-1] - self.times[-2]) * 1000.0
+
+    @property
+    def fps(self) -> float | None:
+        if len(self.times) < 2:
+            return None
+        recent = [t for t in self.times if t >= self.times[-1] - 1.0]
+        if len(recent) < 2:
+            return 1000.0 / self.frame_ms if self.frame_ms else None
+        return (len(recent) - 1) / (recent[-1] - recent[0])
+
+
+class Show:
+    def __init__(self, ctx: moderngl.Context, params: Params, options: ShowOptions) -> None:
+        self.ctx = ctx
+        self.params = params
+        self.options = options
+        self.swarm = Swarm(ctx, params, neighbors=options.neighbors, seed=options.seed,
+                           position=options.position, velocity=options.velocity)
+        if options.obstacles:
+            self.swarm.set_obstacles(options.obstacles)
+        self.renderer = Renderer(ctx, params)
+        self.camera = OrbitCamera()
+        self.lure = Lure(params["contain_radius"], flat=params["dimensions"] == 2)
+        self._sim_timer = GpuTimer(ctx)
+        self.clock = FrameClock()
+        self.paused = False
+        self.frame = 0
+        self.sim_time = 0.0  # simulated seconds: the lure wanders on this clock
+        self.show_time = 0.0  # seconds of show: the camera orbits on this clock
+        self.respawns = 0
+        self.values: dict[str, Any] = {}  # modulated parameter values for this frame
+        self.speed_scale = 1.0  # the audio boost: 1 + level * audio_speed_boost
+        self.status: dict[str, str] = {}  # one line each for the HUD: audio, midi, preset, ...
+
+    # ---- update -----------------------------------------------------------------------------
+
+    def frame_dt(self, wall_dt: float) -> float:
+        """This frame's step: the fixed --dt, else the wall time since the last frame."""
+        if self.options.fixed_dt is not None:
+            return self.options.fixed_dt
+        return min(max(wall_dt, 0.0), MAX_DT)
+
+    def toggle_pause(self) -> None:
+        self.paused = not self.paused
+
+    def respawn(self) -> None:
+        """A fresh spawn (a new seed each time, so R gives a new start)."""
+        self.respawns += 1
+        position, velocity = spawn_state(self.params["count"], self.params,
+                                         self.options.seed + self.respawns)
+        self.swarm.set_state(position, velocity)
+
+    def move_lure(self, point: Sequence[float]) -> None:
+        self.lure.move_to(point, self.sim_time)
+
+    def lure_position(self) -> np.ndarray:
+        self.lure.radius = self.params["contain_radius"]
+        self.lure.flat = self.params["dimensions"] == 2
+        return self.lure.position(self.sim_time)
+
+    # ---- one frame ----------------------------------------------------------------------------
+
+    def advance(self, dt: float) -> None:
+        """Simulate one step of `dt` (unless paused); the camera's clock moves either way."""
+        if self.swarm.count != self.params["count"]:
+            self.respawn()
+        self.show_time += dt
+        self.camera.time = self.show_time
+        self.camera.follow(self.renderer.swarm_radius, dt, self.renderer.swarm_center)
+        if self.paused:
+            return
+        with self._sim_timer:
+            self.swarm.step(dt, target=self.lure_position(), speed_scale=self.speed_scale,
+                            values=self.values)
+        self.sim_time += min(dt, MAX_DT)
+
+    def draw(self, framebuffer: moderngl.Framebuffer) -> None:
+        self.renderer.render(self.swarm, self.camera, framebuffer, lure=self.lure_position(),
+                             time=self.show_time, values=self.values)
+        self.frame += 1
+        self.clock.tick(time.perf_counter())
+
+    # ---- what the HUD and telemetry show --------------------------------------------------------
+
+    @property
+    def gpu_ms(self) -> dict[str, float | None]:
+        return {"simulate": self._sim_timer.last_ms, **self.renderer.gpu_ms}
+
+    def telemetry(self) -> dict[str, Any]:
+        params = {k: (list(v) if isinstance(v, tuple) else v)
+                  for k, v in self.params.as_dict().items()}
+        return {
+            "time": time.time(),
+            "frame": self.frame,
+            "fps": _round(self.clock.fps),
+            "frame_ms": _round(self.clock.frame_ms),
+            "gpu_ms": {k: _round(v) for k, v in self.gpu_ms.items()},
+            "agents": self.swarm.count,
+            "visible": self.renderer.visible,
+            "near_lure": self.renderer.near_lure,
+            "paused": self.paused,
+            "params": params,
+        }
+
+    def hud_lines(self) -> list[str]:
+        fps = self.clock.fps
+        frame_ms = self.clock.frame_ms
+        gpu = self.gpu_ms
+
+        def ms(value: float | None) -> str:
+            return "n/a" if value is None else f"{value:.2f}"
+
+        visible = self.renderer.visible
+        lines = [
+            f"{fps:5.1f} fps  {frame_ms:6.2f} ms a frame" if fps and frame_ms else "-- fps",
+            f"GPU ms: simulate {ms(gpu['simulate'])}  cull {ms(gpu['cull'])}  "
+            f"draw {ms(gpu['draw'])}",
+            f"agents {self.swarm.count:,}  visible {'-' if visible is None else f'{visible:,}'}"
+            f"  near lure {'-' if self.renderer.near_lure is None else self.renderer.near_lure}",
+            f"{self.swarm.neighbors} neighbours  {'PAUSED' if self.paused else ''}".rstrip(),
+        ]
+        lines += [f"{key}: {value}" for key, value in self.status.items()]
+        return lines
+
+    def release(self) -> None:
+        self._sim_timer.release()
+        self.renderer.release()
+        self.swarm.release()
+
+
+def _round(value: float | None, digits: int = 3) -> float | None:
+    return None if value is None or not math.isfinite(value) else round(value, digits)
+
+
+class Telemetry:
+    """Appends one JSON object a line to a file: once a second and once at exit.
+
+    A write that fails is reported once and telemetry stops; the show goes on.
+    """
+
+    def __init__(self, path: str | os.PathLike, interval: float = 1.0) -> None:
+        self.path = path
+        self.interval = interval
+        self._last = -math.inf
+        self.error: str | None = None
+        try:
+            self._stream = open(path, "a", encoding="utf-8", buffering=1)
+        except OSError as exc:
+            raise OSError(f"{path}: cannot open the telemetry file ({exc.strerror})") from None
+
+    def maybe_write(self, now: float, record: dict) -> bool:
+        if now - self._last < self.interval:
+            return False
+        self._last = now
+        return self.write(record)
+
+    def write(self, record: dict) -> bool:
+        if self._stream is None:
+            return False
+        try:
+            self._stream.write(json.dumps(record) + "\n")
+            return True
+        except (OSError, ValueError) as exc:
+            self.error = f"telemetry stopped: {self.path}: {exc}"
+            self.close()
+            return False
+
+    def close(self) -> None:
+        if self._stream is not None:
+            try:
+                self._stream.close()
+            except OSError:
+                pass
+            self._stream = None

@@ -1,0 +1,198 @@
+"""The live window: pyglet owns the OpenGL 4.3 context and the event loop; the show draws.
+
+Full-screen on the chosen screen by default (a borderless window covering it where true
+full-screen fails), vsync and a frame-rate cap. Keys: F full-screen, H HUD, Space pause,
+R respawn; Esc quits only when pressed twice within a second. The mouse moves the lure; the
+wheel zooms. Main thread only (pyglet's event loop).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+import moderngl
+
+QUIT_WINDOW_S = 1.0
+
+
+class EscapeGuard:
+    """Esc must be pressed twice within `window_s` to quit: a stray key must not end a show."""
+
+    def __init__(self, window_s: float = QUIT_WINDOW_S) -> None:
+        self.window_s = window_s
+        self._armed_at: float | None = None
+
+    def press(self, now: float) -> bool:
+        """True when this press quits."""
+        if self._armed_at is not None and now - self._armed_at <= self.window_s:
+            return True
+        self._armed_at = now
+        return False
+
+    def armed(self, now: float) -> bool:
+        return self._armed_at is not None and now - self._armed_at <= self.window_s
+
+
+class WindowError(RuntimeError):
+    """The window could not be opened; the message says why and what to try."""
+
+
+def list_screens() -> list:
+    import pyglet
+
+    return list(pyglet.display.get_display().get_screens())
+
+
+def open_window(screen_index: int, fullscreen: bool, size: tuple[int, int] | None):
+    """A pyglet window with an OpenGL 4.3 core context, or WindowError."""
+    import pyglet
+
+    try:
+        screens = list_screens()
+    except Exception as exc:
+        raise WindowError(f"cannot reach the display ({exc}); use --headless") from None
+    if not 0 <= screen_index < len(screens):
+        names = ", ".join(f"{i}: {s.width}x{s.height}" for i, s in enumerate(screens))
+        raise WindowError(f"--screen {screen_index}: no such screen (screens: {names})")
+    screen = screens[screen_index]
+    config = pyglet.gl.Config(major_version=4, minor_version=3, forward_compatible=True,
+                              double_buffer=True, depth_size=24)
+    caption = "swarm instrument"
+    try:
+        if fullscreen:
+            try:
+                return pyglet.window.Window(fullscreen=True, screen=screen, config=config,
+                                            vsync=True, caption=caption)
+            except pyglet.window.WindowException:
+                # Where true full-screen misbehaves: a borderless window covering the screen.
+                window = pyglet.window.Window(
+                    screen.width, screen.height, screen=screen, config=config, vsync=True,
+                    caption=caption, style=pyglet.window.Window.WINDOW_STYLE_BORDERLESS)
+                window.set_location(screen.x, screen.y)
+                return window
+        width, height = size or (1280, 720)
+        return pyglet.window.Window(width, height, screen=screen, config=config, vsync=True,
+                                    caption=caption, resizable=True)
+    except (pyglet.window.NoSuchConfigException, pyglet.gl.ContextException) as exc:
+        raise WindowError(f"no OpenGL 4.3 core context on this display ({exc}); update the "
+                          "GPU driver, or use --headless") from None
+
+
+def display_rate(window, default: float = 60.0) -> float:
+    """The screen's refresh rate where pyglet can read it."""
+    try:
+        rate = window.screen.get_mode().rate
+        return float(rate) if rate and rate > 0 else default
+    except Exception:
+        return default
+
+
+class LiveWindow:
+    """Runs a `Show` in a pyglet window until quit or `frames` frames."""
+
+    def __init__(self, window, make_show: Callable[[moderngl.Context], object], *,
+                 fps: float | None, frames: int | None, on_frame: Callable[[], None],
+                 say: Callable[[str], None]) -> None:
+        import pyglet
+
+        self.window = window
+        self.say = say
+        self.ctx = moderngl.create_context(require=430)
+        self.ctx.gc_mode = "context_gc"
+        self.show = make_show(self.ctx)
+        self.fps = fps or display_rate(window)
+        self.frames = frames
+        self.on_frame = on_frame
+        self.hud_visible = True
+        self.escape = EscapeGuard()
+        self.last_image = None
+        self._last = time.perf_counter()
+        self._batch = pyglet.graphics.Batch()
+        self._hud = pyglet.text.Label(
+            "", font_size=12, x=12, y=window.height - 12, anchor_y="top", multiline=True,
+            width=max(window.width - 24, 200), color=(235, 235, 235, 255), batch=self._batch)
+        self._notice = pyglet.text.Label(
+            "", font_size=18, x=window.width // 2, y=window.height // 2, anchor_x="center",
+            anchor_y="center", color=(255, 210, 120, 255), batch=self._batch)
+        window.push_handlers(self)
+
+    # ---- events -----------------------------------------------------------------------------
+
+    def on_key_press(self, symbol, modifiers):
+        import pyglet
+        from pyglet.window import key
+
+        now = time.perf_counter()
+        if symbol == key.ESCAPE:
+            if self.escape.press(now):
+                self.quit()
+        elif symbol == key.F:
+            self.window.set_fullscreen(not self.window.fullscreen)
+        elif symbol == key.H:
+            self.hud_visible = not self.hud_visible
+        elif symbol == key.SPACE:
+            self.show.toggle_pause()
+        elif symbol == key.R:
+            self.show.respawn()
+        return pyglet.event.EVENT_HANDLED  # never the default (Esc would close the window)
+
+    def on_close(self):
+        import pyglet
+
+        self.quit()
+        return pyglet.event.EVENT_HANDLED
+
+    def on_mouse_motion(self, x, y, dx, dy):
+        width, height = self.window.get_size()  # mouse coordinates are in window units
+        self.show.move_lure(self.show.camera.screen_to_swarm(x, y, width, height))
+
+    def on_mouse_drag(self, x, y, dx, dy, buttons, modifiers):
+        self.on_mouse_motion(x, y, dx, dy)
+
+    def on_mouse_scroll(self, x, y, scroll_x, scroll_y):
+        self.show.camera.zoom(0.9 ** scroll_y)
+
+    def on_resize(self, width, height):
+        self._hud.y = height - 12
+        self._hud.width = max(width - 24, 200)
+        self._notice.x, self._notice.y = width // 2, height // 2
+
+    def on_draw(self):
+        now = time.perf_counter()
+        dt = self.show.frame_dt(now - self._last)
+        self._last = now
+        self.window.switch_to()
+        screen = self.ctx.detect_framebuffer(0)
+        width, height = self.window.get_framebuffer_size()  # HiDPI: pixels, not points
+        screen.viewport = (0, 0, width, height)
+        self.show.advance(dt)
+        self.show.draw(screen)
+        self._notice.text = "press Esc again to quit" if self.escape.armed(now) else ""
+        self._hud.text = "\n".join(self.show.hud_lines()) if self.hud_visible else ""
+        self._batch.draw()
+        self.ctx.gc()
+        self.on_frame()
+        if self.frames is not None and self.show.frame >= self.frames:
+            self.last_image = self.read_screen()
+            self.quit()
+
+    def read_screen(self) -> tuple[bytes, tuple[int, int]]:
+        """The back buffer as RGB rows, bottom row first, HUD included. Through pyglet: moderngl
+        reads a detected default framebuffer from COLOR_ATTACHMENT0, which it does not have."""
+        import pyglet
+
+        image = pyglet.image.get_buffer_manager().get_color_buffer().get_image_data()
+        return image.get_data("RGB", image.width * 3), (image.width, image.height)
+
+    # ---- running ----------------------------------------------------------------------------
+
+    def run(self) -> None:
+        import pyglet
+
+        pyglet.app.run(1.0 / self.fps)
+
+    def quit(self) -> None:
+        import pyglet
+
+        pyglet.app.exit()
