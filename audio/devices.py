@@ -53,12 +53,12 @@ def rescan(sd: Any) -> None:
     initialize()
 
 
-def close_stream(stream: Any, timeout: float = 0.3) -> bool:
-    """Abort and close a stream on a helper thread, waiting at most `timeout` seconds.
+def close_in_background(stream: Any) -> threading.Event:
+    """Abort and close a stream on a helper thread; the event is set once it has closed.
 
-    False means PortAudio hangs on it: with a JACK server that quit, PortAudio 19.6 blocks
-    forever in abort, close and terminate alike. The helper thread is then left behind
-    (cffi released the GIL), and the caller must not touch PortAudio again."""
+    An event that stays unset means PortAudio hangs on the stream: with a JACK server that
+    quit, PortAudio 19.6 blocks for good in abort, close and terminate alike. The helper is
+    then left behind (cffi released the GIL), and nobody may call PortAudio again."""
     done = threading.Event()
 
     def close() -> None:
@@ -70,7 +70,7 @@ def close_stream(stream: Any, timeout: float = 0.3) -> bool:
         done.set()
 
     threading.Thread(target=close, name="audio-stream-close", daemon=True).start()
-    return done.wait(timeout)
+    return done
 
 
 def skip_portaudio_exit(sd: Any) -> None:

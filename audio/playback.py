@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from audio.base import AudioSource
-from audio.devices import AudioProblem, close_stream, load_sounddevice, skip_portaudio_exit
+from audio.devices import AudioProblem, close_in_background, load_sounddevice, skip_portaudio_exit
 from audio.ring import Ring
 from audio.wavfile import read_wav
 
@@ -178,8 +178,8 @@ class AudioFile(AudioSource):
 
     def _close_output(self) -> None:
         stream, self._stream = self._stream, None
-        if stream is not None and not close_stream(stream):
-            skip_portaudio_exit(self._sd)
+        if stream is not None and not close_in_background(stream).wait(0.3):
+            skip_portaudio_exit(self._sd)  # PortAudio hangs on it; do not hang the exit too
 
     def close(self) -> None:
         self._close_output()

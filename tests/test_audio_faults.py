@@ -130,6 +130,8 @@ class Clock:
                 for _ in range(3):
                     stream.feed(sine_block())
             self.source.update(self.now)
+            # reopening runs on a helper thread: let it finish, so the next frame takes it
+            assert self.source.wait_for_reopening()
             levels.append(self.source.level)
         return levels
 
@@ -237,16 +239,18 @@ def test_a_device_that_vanishes_and_returns_is_reopened_by_name():
 def test_a_stream_whose_close_hangs_leaves_the_show_running():
     """PortAudio 19.6 hangs for good closing a stream whose JACK server quit."""
     sd = FakeSoundDevice([mic("system")])
-    source = AudioInput(sd=sd)
-    source.close_timeout_s = 0.05
+    source = AudioInput(sd=sd, close_timeout_s=0.05)
     clock = Clock(source, sd)
     clock.frames(10, feed=True)
     sd.hang_on_close = sd.stream.hang = threading.Event()
     try:
-        clock.run_until(1.0, feed=False)
+        clock.run_until(0.55, feed=False)
         assert source.state == "audio lost"
-        message = source.take_messages()
-        assert len(message) == 1 and "restart the instrument" in message[0]
+        assert "reopening it" in source.take_messages()[0]
+        clock.run_until(0.55, feed=False)  # the first reopening finds the old stream hung
+        assert source.state == "audio lost"
+        [message] = source.take_messages()
+        assert "PortAudio hangs on 'system'" in message and "restart the instrument" in message
         attempts = source.attempts
         clock.run_until(10.0, feed=False)  # and it never touches PortAudio again
         assert source.attempts == attempts and len(sd.streams) == 1

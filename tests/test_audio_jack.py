@@ -132,36 +132,40 @@ def test_file_plays_out_of_jack_and_through_the_analysis(jack, tmp_path):
 
 
 SERVER_QUITS = textwrap.dedent("""
-    import sys, time
+    import os, sys, time
     sys.path[:0] = [{root!r}, {tests!r}]
-    import os
     from jackd import start_jackd, stop_jackd
     name = "pytest-quit-%d" % os.getpid()
     os.environ["JACK_DEFAULT_SERVER"] = name
     os.environ["JACK_NO_START_SERVER"] = "1"
     server = start_jackd(name)
-    from audio.source import open_audio
-    source = open_audio()
-    print("opened", source.state, flush=True)
-    deadline = time.monotonic()
-    def run(seconds):
-        global deadline
-        count = 0
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            deadline += 1 / 60
-            time.sleep(max(0.0, deadline - time.monotonic()))
-            source.update(time.monotonic())
-            count += 1
-        return count
-    run(0.3)
-    print("before", source.state, source.has_data, flush=True)
-    stop_jackd(server)
-    frames = run(1.5)
-    print("after", source.state, source.has_data, round(source.level, 3), frames, flush=True)
-    print("message", source.message, flush=True)
-    source.close()
-    print("exiting", flush=True)
+    try:
+        from audio.source import open_audio
+        source = open_audio()
+        print("opened", source.state, flush=True)
+        deadline = time.monotonic()
+
+        def run(seconds):
+            global deadline
+            count = 0
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                deadline += 1 / 60
+                time.sleep(max(0.0, deadline - time.monotonic()))
+                source.update(time.monotonic())
+                count += 1
+            return count
+
+        run(0.3)
+        print("before", source.state, source.has_data, flush=True)
+        stop_jackd(server)
+        frames = run(2.5)
+        print("after", source.state, source.has_data, round(source.level, 3), frames, flush=True)
+        print("messages", source.take_messages(), flush=True)
+        source.close()
+        print("exiting", flush=True)
+    finally:
+        stop_jackd(server)
 """)
 
 
@@ -179,5 +183,5 @@ def test_server_quitting_leaves_the_show_running(tmp_path):
     _, state1, state2, has_data, level, frames = after.split()
     assert (state1, state2, has_data) == ("audio", "lost", "False")
     assert float(level) < 0.05
-    assert int(frames) >= 60  # 1.5 s of frames did not stall behind the hung stream
+    assert int(frames) >= 120  # 2.5 s of frames did not stall behind the hung stream
     assert "restart the instrument" in out and "exiting" in out
