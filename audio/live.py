@@ -119,7 +119,13 @@ class AudioInput(AudioSource):
         if self._sd is None:
             self._sd = load_sounddevice()
         sd = self._sd
-        info = self._find(sd, rescan_first)
+        try:
+            info = self._find(sd, rescan_first)
+        except AudioProblem:
+            raise
+        except Exception as exc:  # noqa: BLE001 - PortAudio failing to list its devices
+            raise AudioProblem("device failed", f"cannot list audio devices: {exc}; try "
+                               "--list-devices, or --audio-file PATH.wav") from None
         name = info["name"]
         try:
             ring = Ring()

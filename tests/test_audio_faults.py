@@ -372,3 +372,15 @@ def test_a_bad_audio_file_falls_back_to_silence(tmp_path):
     text = tmp_path / "notes.wav"
     text.write_text("not audio")
     assert "not a WAV file" in open_audio(file=text).take_messages()[0]
+
+
+def test_portaudio_failing_to_list_devices_is_a_message_not_a_crash():
+    sd = FakeSoundDevice([mic()])
+
+    def broken(index=None):
+        raise PortAudioError("Error querying device -1")
+
+    sd.query_devices = broken
+    source = AudioInput(sd=sd)
+    assert source.state == "device failed"
+    assert "cannot list audio devices: Error querying device -1" in source.take_messages()[0]
