@@ -124,7 +124,8 @@ def test_screen_point_maps_onto_the_plane_facing_the_camera():
 # ---- the cull pass on the GPU ---------------------------------------------------------------
 
 def test_visible_count_in_the_indirect_command_matches_numpy(ctx):
-    params = Params({"agent_size": 0.6, "lod_distance": 120.0})
+    params = Params({"agent_size": 0.6,
+                     "lod_pixels": 0.6 * SIZE[1] / (2 * np.tan(np.radians(50.0) / 2)) / 120.0})
     camera = OrbitCamera(time=11.0)
     planes = camera.frustum(SIZE[0] / SIZE[1])
     rng = np.random.default_rng(2)
@@ -157,7 +158,7 @@ def test_visible_count_in_the_indirect_command_matches_numpy(ctx):
 def test_indirect_commands_hold_the_mesh_and_the_counts(ctx):
     points = np.zeros((300, 3), np.float32)
     agents = AgentBuffer(ctx, points)
-    renderer = Renderer(ctx, Params())
+    renderer = Renderer(ctx, Params({"lod_pixels": 0}))  # every agent a cone
     try:
         renderer.render(agents, OrbitCamera(), renderer.offscreen_framebuffer(SIZE))
         ctx.finish()

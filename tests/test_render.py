@@ -16,7 +16,7 @@ from control.params import ParamError, Params
 from test_cull import AgentBuffer
 from visual.camera import OrbitCamera
 from visual.png import SIGNATURE, _chunk, decode_png, encode_png, read_png, write_png
-from visual.renderer import BACKGROUND, Renderer, render_offscreen
+from visual.renderer import BACKGROUND, Renderer, lod_distance, render_offscreen
 from visual.swarm import Swarm, spawn_state
 
 SIZE = (320, 240)
@@ -195,8 +195,19 @@ def test_agents_are_lit_cones_not_flat_blobs(ctx, renderer_for):
     assert len(shades) >= 3  # several lit faces, not one flat colour
 
 
+def lod_pixels_at(distance: float, agent_size: float, height: int, fov_y: float = 50.0) -> float:
+    """The lod_pixels that puts the cone / triangle switch at `distance` from the camera."""
+    return agent_size * height / (2 * np.tan(np.radians(fov_y) / 2)) / distance
+
+
+def test_lod_switches_where_an_agent_is_a_few_pixels():
+    assert lod_distance(0.6, 3.0, 1080, 50.0) == pytest.approx(0.6 * 1158.05 / 3, rel=1e-4)
+    assert lod_distance(0.6, 3.0, 2160, 50.0) == pytest.approx(2 * lod_distance(0.6, 3, 1080, 50))
+    assert lod_distance(0.6, 0.0, 1080, 50.0) > 1e20  # 0: always cones
+
+
 def test_far_agents_are_drawn_with_the_single_triangle(ctx, renderer_for):
-    params = colour_params(lod_distance=50.0)
+    params = colour_params(lod_pixels=lod_pixels_at(50.0, 2.0, SIZE[1]))
     renderer = renderer_for(params)
     agents = renderer_for.agents(*ball(2000, 15.0, 8.0))
     image = render_offscreen(ctx, renderer, agents, OrbitCamera(distance=100.0), SIZE)
@@ -205,7 +216,7 @@ def test_far_agents_are_drawn_with_the_single_triangle(ctx, renderer_for):
     assert swarm_pixels(image)[80:160, 110:210].mean() > 0.3
     assert np.dot(mean_direction(image), RED) > 0.95
     # The same agents as cones cover the same region.
-    params["lod_distance"] = 1000.0
+    params["lod_pixels"] = 0.0  # always cones
     near_image = render_offscreen(ctx, renderer, agents, OrbitCamera(distance=100.0), SIZE)
     assert renderer.read_counts_now().near == 2000
     assert swarm_pixels(near_image)[80:160, 110:210].mean() > 0.3

@@ -332,7 +332,8 @@ class Renderer:
             "u_count": count,
             "u_cull_radius": cull_radius,
             "u_camera": tuple(eye),
-            "u_lod_distance": float(p["lod_distance"]),
+            "u_lod_distance": lod_distance(float(p["agent_size"]), float(p["lod_pixels"]),
+                                           size[1], camera.fov_y),
             "u_far_base": self._far_base,
             "u_lure": tuple(float(v) for v in lure),
             "u_lure_radius": float(p["lure_radius"]),
@@ -437,6 +438,15 @@ class Renderer:
         self._ring = []
         self._cull_timer.release()
         self._draw_timer.release()
+
+
+def lod_distance(agent_size: float, lod_pixels: float, height: int, fov_y: float) -> float:
+    """The distance beyond which an agent looks smaller than `lod_pixels` on a frame `height`
+    pixels tall: there a cone is a few pixels and one triangle looks the same, far cheaper."""
+    if lod_pixels <= 0.0:
+        return 1e30
+    pixels_per_unit_at_1 = height / (2.0 * math.tan(math.radians(fov_y) / 2.0))
+    return agent_size * pixels_per_unit_at_1 / lod_pixels
 
 
 def _light_direction(camera: OrbitCamera, eye: np.ndarray) -> np.ndarray:
