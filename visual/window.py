@@ -13,6 +13,8 @@ from typing import Callable
 
 import moderngl
 
+from visual.hud import Hud
+
 QUIT_WINDOW_S = 1.0
 
 
@@ -94,8 +96,6 @@ class LiveWindow:
     def __init__(self, window, make_show: Callable[[moderngl.Context], object], *,
                  fps: float | None, frames: int | None, on_frame: Callable[[], None],
                  say: Callable[[str], None]) -> None:
-        import pyglet
-
         self.window = window
         self.say = say
         self.ctx = moderngl.create_context(require=430)
@@ -104,17 +104,10 @@ class LiveWindow:
         self.fps = fps or display_rate(window)
         self.frames = frames
         self.on_frame = on_frame
-        self.hud_visible = True
         self.escape = EscapeGuard()
         self.last_image = None
         self._last = time.perf_counter()
-        self._batch = pyglet.graphics.Batch()
-        self._hud = pyglet.text.Label(
-            "", font_size=12, x=12, y=window.height - 12, anchor_y="top", multiline=True,
-            width=max(window.width - 24, 200), color=(235, 235, 235, 255), batch=self._batch)
-        self._notice = pyglet.text.Label(
-            "", font_size=18, x=window.width // 2, y=window.height // 2, anchor_x="center",
-            anchor_y="center", color=(255, 210, 120, 255), batch=self._batch)
+        self.hud = Hud(window.width, window.height)
         window.push_handlers(self)
 
     # ---- events -----------------------------------------------------------------------------
@@ -130,7 +123,7 @@ class LiveWindow:
         elif symbol == key.F:
             self.window.set_fullscreen(not self.window.fullscreen)
         elif symbol == key.H:
-            self.hud_visible = not self.hud_visible
+            self.hud.visible = not self.hud.visible
         elif symbol == key.SPACE:
             self.show.toggle_pause()
         elif symbol == key.R:
@@ -154,9 +147,7 @@ class LiveWindow:
         self.show.camera.zoom(0.9 ** scroll_y)
 
     def on_resize(self, width, height):
-        self._hud.y = height - 12
-        self._hud.width = max(width - 24, 200)
-        self._notice.x, self._notice.y = width // 2, height // 2
+        self.hud.resize(width, height)
 
     def on_draw(self):
         now = time.perf_counter()
@@ -168,9 +159,8 @@ class LiveWindow:
         screen.viewport = (0, 0, width, height)
         self.show.advance(dt)
         self.show.draw(screen)
-        self._notice.text = "press Esc again to quit" if self.escape.armed(now) else ""
-        self._hud.text = "\n".join(self.show.hud_lines()) if self.hud_visible else ""
-        self._batch.draw()
+        self.hud.draw(self.show.hud_lines(),
+                      "press Esc again to quit" if self.escape.armed(now) else "")
         self.ctx.gc()
         self.on_frame()
         if self.frames is not None and self.show.frame >= self.frames:

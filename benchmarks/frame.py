@@ -1,0 +1,136 @@
+"""Time whole frames: simulate + cull + draw + HUD, offscreen at 1920x1080 by default.
+
+    python benchmarks/frame.py 16384 262144 1048576 --json out.json
+
+Each count runs at the seed's density (spawn and contain radius scaled by (N / 16384)^(1/3)),
+settles for a few simulated seconds, has the camera frame the swarm as the live window does,
+then renders frames with a fixed 1/60 s step. Whole frames are timed by the wall clock up to
+ctx.finish() (CPU work included), each pass by GL timer queries where the driver has them.
+The HUD is drawn with pyglet in a hidden headless window where pyglet can open one (else left out, and said).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.swarm import scaled_params  # noqa: E402
+
+
+def make_context(size: tuple[int, int]):
+    """(ctx, hud or None, note): a pyglet headless context with the HUD, else plain EGL."""
+    import moderngl
+
+    try:
+        import pyglet
+
+        pyglet.options["headless"] = True
+        config = pyglet.gl.Config(major_version=4, minor_version=3, forward_compatible=True,
+                                  depth_size=24)
+        window = pyglet.window.Window(*size, visible=False, config=config)
+        ctx = moderngl.create_context(require=430)
+        from visual.hud import Hud
+
+        hud = Hud(*size)
+        hud._window = window  # keep the context alive
+        return ctx, hud, "HUD drawn (pyglet, headless)"
+    except Exception as exc:  # no pyglet EGL here: time the frame without the HUD
+        from visual.gl import create_headless_context
+
+        return create_headless_context(), None, f"HUD left out ({type(exc).__name__}: {exc})"
+
+
+def bench_count(ctx, hud, count: int, args: argparse.Namespace) -> dict:
+    from visual.app import Show, ShowOptions
+
+    params = scaled_params(count)
+    show = Show(ctx, params, ShowOptions(seed=1, fixed_dt=1 / 60))
+    framebuffer = show.renderer.offscreen_framebuffer(args.size)
+    for _ in range(round(args.settle * 30)):
+        show.swarm.step(1 / 30, target=show.lure_position())
+    for _ in range(4):  # the renderer measures the swarm; the camera snaps to frame it
+        show.draw(framebuffer)
+    show.renderer.read_counts_now()
+    show.camera.follow(show.renderer.swarm_radius, 1e6, show.renderer.swarm_center)
+
+    frames, passes = [], {"simulate": [], "cull": [], "draw": []}
+    started = time.perf_counter()
+    for _ in range(args.frames):
+        # The whole frame by the wall clock, CPU work included, waiting for the GPU at the end
+        # as a swap would (timer queries cannot nest, and the passes own theirs).
+        ctx.finish()
+        t0 = time.perf_counter()
+        show.advance(1 / 60)
+        show.draw(framebuffer)
+        if hud is not None:
+            framebuffer.use()
+            hud.draw(show.hud_lines())
+        ctx.finish()
+        frames.append((time.perf_counter() - t0) * 1e3)
+        for name, value in show.gpu_ms.items():
+            if value is not None:
+                passes[name].append(value)
+        if time.perf_counter() - started > args.budget:
+            break
+    counts = show.renderer.read_counts_now()
+    row = {
+        "count": count, "frames": len(frames), "frame_ms": statistics.median(frames),
+        "frame_ms_max": max(frames),
+        "passes_ms": {k: statistics.median(v) if v else None for k, v in passes.items()},
+        "visible": counts.visible, "near": counts.near, "far": counts.far,
+        "camera_distance": show.camera.distance,
+    }
+    show.release()
+    return row
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("counts", nargs="*", type=int, default=[16384, 65536])
+    parser.add_argument("--json", metavar="PATH")
+    parser.add_argument("--size", default="1920x1080", help="frame size (default 1920x1080)")
+    parser.add_argument("--settle", type=float, default=3.0, help="simulated seconds first")
+    parser.add_argument("--frames", type=int, default=60, help="frames timed per count")
+    parser.add_argument("--budget", type=float, default=30.0, help="wall seconds per count")
+    args = parser.parse_args(argv)
+    args.size = tuple(int(v) for v in args.size.lower().split("x"))
+
+    ctx, hud, note = make_context(args.size)
+    from visual.gl import is_software
+
+    renderer = ctx.info["GL_RENDERER"]
+    timing = "frames: wall time to ctx.finish(); passes: " + (
+        "n/a (software GL)" if is_software(ctx) else "GL timer queries")
+    print(f"# {renderer}; {timing}; {args.size[0]}x{args.size[1]}; {note}", flush=True)
+    print(f"{'agents':>10} {'frame ms':>9} {'sim':>7} {'cull':>7} {'draw':>7} "
+          f"{'visible':>9} {'far':>9}", flush=True)
+    rows = []
+    for count in args.counts:
+        row = bench_count(ctx, hud, count, args)
+        rows.append(row)
+        p = row["passes_ms"]
+
+        def ms(v):
+            return f"{v:7.3f}" if v is not None else "      -"
+
+        print(f"{count:>10} {row['frame_ms']:9.3f} {ms(p['simulate'])} {ms(p['cull'])} "
+              f"{ms(p['draw'])} {row['visible']:>9} {row['far']:>9}", flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps({
+            "benchmark": "whole frame", "renderer": renderer, "timing": timing,
+            "size": args.size, "hud": note, "python": platform.python_version(),
+            "date": time.strftime("%Y-%m-%d %H:%M:%S"), "results": rows}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

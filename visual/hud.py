@@ -1,0 +1,33 @@
+"""The HUD: the show's figures as text over the swarm, drawn with pyglet into whatever
+framebuffer is bound (the window's, or an offscreen one for benchmarks). Main thread only."""
+
+from __future__ import annotations
+
+
+class Hud:
+    def __init__(self, width: int, height: int) -> None:
+        import pyglet
+
+        self._batch = pyglet.graphics.Batch()
+        self._lines = pyglet.text.Label(
+            "", font_size=12, x=12, y=height - 12, anchor_y="top", multiline=True,
+            width=max(width - 24, 200), color=(235, 235, 235, 255), batch=self._batch)
+        self._notice = pyglet.text.Label(
+            "", font_size=18, x=width // 2, y=height // 2, anchor_x="center",
+            anchor_y="center", color=(255, 210, 120, 255), batch=self._batch)
+        self.visible = True
+        self._text = ""
+
+    def resize(self, width: int, height: int) -> None:
+        self._lines.y = height - 12
+        self._lines.width = max(width - 24, 200)
+        self._notice.x, self._notice.y = width // 2, height // 2
+
+    def draw(self, lines: list[str], notice: str = "") -> None:
+        """Lay out only what changed (text layout is the costly part), then draw."""
+        text = "\n".join(lines) if self.visible else ""
+        if text != self._text:
+            self._lines.text = self._text = text
+        if notice != self._notice.text:
+            self._notice.text = notice
+        self._batch.draw()
