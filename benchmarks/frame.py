@@ -40,6 +40,7 @@ def make_context(size: tuple[int, int]):
         from visual.hud import Hud
 
         hud = Hud(*size)
+        hud.draw(["font check"])  # fonts load here: fail now, not mid-benchmark
         hud._window = window  # keep the context alive
         return ctx, hud, "HUD drawn (pyglet, headless)"
     except Exception as exc:  # no pyglet EGL here: time the frame without the HUD
