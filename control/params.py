@@ -124,7 +124,7 @@ REGISTRY: tuple[Param, ...] = (
        "0: a clean frame each time; towards 0.99: the last frames fade slowly (trails)"),
     _f("lure_radius", 10, 0, 100000, "agents within this distance of the lure are counted"),
     _f("agent_size", 0.6, 0.01, 100, "length scale of each agent's cone, in swarm units"),
-    _f("lod_pixels", 3, 0, 1000,
+    _f("lod_pixels", 6, 0, 1000,
        "agents smaller than this on screen (pixels) are one triangle instead of a cone; 0: "
        "always cones"),
 )

@@ -82,8 +82,9 @@ def cone_mesh(sides: int = 6, tip: float = 1.0, tail: float = -0.8, radius: floa
 
 def far_triangle() -> tuple[np.ndarray, np.ndarray]:
     """The far level of detail: one triangle (x forward, y across); the shader turns its plane
-    to hold the view direction, and flips the +z normal towards the camera."""
-    positions = np.array([[1.0, 0.0, 0.0], [-0.6, 0.45, 0.0], [-0.6, -0.45, 0.0]], np.float32)
+    to hold the view direction, and flips the +z normal towards the camera. Its outline is the
+    cone's seen side-on (tip 1, tail -0.8, half-width 0.28), so switching detail does not show."""
+    positions = np.array([[1.0, 0.0, 0.0], [-0.8, 0.28, 0.0], [-0.8, -0.28, 0.0]], np.float32)
     normals = np.tile(np.array([0.0, 0.0, 1.0], np.float32), (3, 1))
     return positions, normals
 
