@@ -109,6 +109,14 @@ def build_parser() -> argparse.ArgumentParser:
                        help="a preset JSON file; its \"params\" set parameters by name")
     swarm.add_argument("--obstacle", type=_obstacle, action="append", default=[],
                        metavar="X,Y,Z,R", help="a sphere the swarm avoids (up to 8)")
+    sound = parser.add_argument_group("audio")
+    sound.add_argument("--audio-device", metavar="INDEX|NAME",
+                       help="audio input by index or name substring (default: the system's)")
+    sound.add_argument("--list-devices", action="store_true", help="list audio inputs and exit")
+    sound.add_argument("--audio-file", metavar="PATH.wav",
+                       help="play a sound file through the analysis instead of an input")
+    sound.add_argument("--mute", action="store_true",
+                       help="with --audio-file: analyse it without playing it out loud")
     state = parser.add_argument_group("state")
     state.add_argument("--state-in", metavar="PATH.npz",
                        help="start from this state (arrays position, velocity); sets the count")
@@ -117,13 +125,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def build_params(args: argparse.Namespace) -> Params:
+def build_params(args: argparse.Namespace) -> tuple[Params, list]:
+    """The parameters (defaults, the preset, then options) and the audio modulation routes."""
     params = Params()
+    routes = []
     if args.preset:
-        load_preset_params(args.preset, params)
+        routes = load_preset_params(args.preset, params)
     if args.count is not None:
         params["count"] = args.count
-    return params
+    return params, routes
+
+
+def open_inputs(args: argparse.Namespace):
+    """The audio source the command line asks for; it never fails (silence, and says why)."""
+    from audio.source import open_audio
+
+    return open_audio(args.audio_device, args.audio_file, args.mute)
 
 
 def say(message: str) -> None:
@@ -212,7 +229,8 @@ class Run:
         show.release()
 
 
-def run_headless(args: argparse.Namespace, params: Params, *, seconds: float | None = None) -> None:
+def run_headless(args: argparse.Namespace, params: Params, routes: list, *,
+                 seconds: float | None = None) -> None:
     """Render offscreen (EGL) until --frames, `seconds` of wall time, or Ctrl+C."""
     from visual.app import Show
     from visual.gl import create_headless_context
@@ -220,7 +238,7 @@ def run_headless(args: argparse.Namespace, params: Params, *, seconds: float | N
     options = show_options(args, params)
     run = Run(args)
     ctx = create_headless_context()
-    show = run.show = Show(ctx, params, options)
+    show = run.show = Show(ctx, params, options, audio=open_inputs(args), routes=routes, say=say)
     width, height = args.size or HEADLESS_SIZE
     framebuffer = show.renderer.offscreen_framebuffer((width, height))
     say(f"headless: {show.swarm.count} agents, {args.neighbors} neighbours, {width}x{height}, "
@@ -229,6 +247,7 @@ def run_headless(args: argparse.Namespace, params: Params, *, seconds: float | N
     try:
         while True:
             now = time.perf_counter()
+            show.update(now)
             show.advance(show.frame_dt(now - last))
             last = now
             show.draw(framebuffer)
@@ -246,7 +265,7 @@ def run_headless(args: argparse.Namespace, params: Params, *, seconds: float | N
     ctx.release()
 
 
-def run_window(args: argparse.Namespace, params: Params) -> None:
+def run_window(args: argparse.Namespace, params: Params, routes: list) -> None:
     from visual.app import Show
     from visual.window import LiveWindow, open_window
 
@@ -256,7 +275,7 @@ def run_window(args: argparse.Namespace, params: Params) -> None:
                          size=args.size)
 
     def make_show(ctx):
-        run.show = Show(ctx, params, options)
+        run.show = Show(ctx, params, options, audio=open_inputs(args), routes=routes, say=say)
         return run.show
 
     live = LiveWindow(window, make_show, fps=args.fps, frames=args.frames,
@@ -280,20 +299,25 @@ def run_window(args: argparse.Namespace, params: Params) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.list_devices:
+        from audio.source import list_input_devices
+
+        print(list_input_devices())
+        return 0
     try:
-        params = build_params(args)
+        params, routes = build_params(args)
         if args.headless:
-            run_headless(args, params)
+            run_headless(args, params, routes)
         elif not has_display():
             args.screenshot = args.screenshot or NO_DISPLAY_SCREENSHOT
             say(f"no display found (DISPLAY is not set): rendering {NO_DISPLAY_SECONDS:.0f} s "
                 "headless instead of opening a window")
-            run_headless(args, params, seconds=NO_DISPLAY_SECONDS)
+            run_headless(args, params, routes, seconds=NO_DISPLAY_SECONDS)
         else:
             from visual.window import WindowError
 
             try:
-                run_window(args, params)
+                run_window(args, params, routes)
             except WindowError as exc:
                 print(f"instrument: error: {exc}", file=sys.stderr)
                 return 1

@@ -8,6 +8,8 @@ indices shift when devices come and go.
 
 from __future__ import annotations
 
+import os
+
 import atexit
 import re
 import threading
@@ -31,6 +33,9 @@ class AudioProblem(Exception):
 
 def load_sounddevice() -> ModuleType:
     """Import sounddevice, or raise AudioProblem("no PortAudio") saying how to get it."""
+    # PortAudio's JACK backend would otherwise try to spawn a JACK server of its own when none
+    # runs: on stage that is a surprise process grabbing the sound card. Never start one.
+    os.environ.setdefault("JACK_NO_START_SERVER", "1")
     try:
         import sounddevice
     except (OSError, ImportError) as exc:  # sounddevice raises OSError when libportaudio is absent

@@ -16,7 +16,7 @@ import os
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import moderngl
 import numpy as np
@@ -65,10 +65,17 @@ class FrameClock:
 
 
 class Show:
-    def __init__(self, ctx: moderngl.Context, params: Params, options: ShowOptions) -> None:
+    def __init__(self, ctx: moderngl.Context, params: Params, options: ShowOptions, *,
+                 audio: Any = None, routes: Sequence[Any] = (),
+                 say: Callable[[str], None] = print) -> None:
+        from audio.base import Silence
+
         self.ctx = ctx
         self.params = params
         self.options = options
+        self.audio = audio if audio is not None else Silence()
+        self.routes = list(routes)  # audio modulation: source -> parameter, amount
+        self.say = say
         self.swarm = Swarm(ctx, params, neighbors=options.neighbors, seed=options.seed,
                            position=options.position, velocity=options.velocity)
         if options.obstacles:
@@ -88,6 +95,27 @@ class Show:
         self.status: dict[str, str] = {}  # one line each for the HUD: audio, midi, preset, ...
 
     # ---- update -----------------------------------------------------------------------------
+
+    def update(self, now: float) -> None:
+        """Inputs -> this frame's values: audio analysis, its speed boost and modulation."""
+        from audio.analysis import speed_scale
+        from audio.modulation import modulate
+
+        self.audio.update(now)
+        for message in self.audio.take_messages():
+            self.say(f"audio: {message}")
+        self.speed_scale = speed_scale(self.audio.level, self.params["audio_speed_boost"])
+        self.values = modulate(self.routes, self.audio.sources(), self.params.as_dict())
+        self.status["audio"] = self._audio_line()
+
+    def _audio_line(self) -> str:
+        """State and device, a level meter, the bands and the onsets (a * on an onset)."""
+        audio, bands = self.audio, self.audio.bands
+        meter = "#" * round(audio.level * 10)
+        source = f"{audio.state} ({audio.device})" if audio.device else audio.state
+        return (f"{source}  [{meter:<10}] {audio.level:4.2f}  low {bands.low:4.2f} "
+                f"mid {bands.mid:4.2f} high {bands.high:4.2f}  onsets {audio.onsets}"
+                f"{' *' if audio.onset else ''}")
 
     def frame_dt(self, wall_dt: float) -> float:
         """This frame's step: the fixed --dt, else the wall time since the last frame."""
@@ -155,6 +183,9 @@ class Show:
             "near_lure": self.renderer.near_lure,
             "paused": self.paused,
             "params": params,
+            "audio": self.audio.telemetry(),
+            "modulated": {k: _round(v) for k, v in self.values.items()},
+            "speed_scale": _round(self.speed_scale),
         }
 
     def hud_lines(self) -> list[str]:
@@ -178,6 +209,7 @@ class Show:
         return lines
 
     def release(self) -> None:
+        self.audio.close()
         self._sim_timer.release()
         self.renderer.release()
         self.swarm.release()

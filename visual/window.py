@@ -157,6 +157,7 @@ class LiveWindow:
         screen = self.ctx.detect_framebuffer(0)
         width, height = self.window.get_framebuffer_size()  # HiDPI: pixels, not points
         screen.viewport = (0, 0, width, height)
+        self.show.update(now)
         self.show.advance(dt)
         self.show.draw(screen)
         self.hud.draw(self.show.hud_lines(),

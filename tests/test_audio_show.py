@@ -1,0 +1,74 @@
+"""Audio driving the swarm end to end: a sound file through `instrument.py`, as a performer
+rehearses with --audio-file, and modulation routes from a preset."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+
+from audio.wavfile import write_wav
+from conftest import ROOT
+from control.files import load_state
+
+RATE = 48000
+
+
+def instrument(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "instrument.py"), *args],
+                          capture_output=True, text=True, timeout=180, cwd=ROOT)
+
+
+def run_with(tmp_path, name: str, samples: np.ndarray, *extra: str):
+    wav = tmp_path / f"{name}.wav"
+    write_wav(wav, samples.astype(np.float32), RATE)
+    state, telemetry = tmp_path / f"{name}.npz", tmp_path / f"{name}.jsonl"
+    result = instrument("--headless", "--frames", "25", "--dt", "0.03", "--count", "1500",
+                        "--size", "160x90", "--audio-file", str(wav), "--mute",
+                        "--state-out", str(state), "--telemetry", str(telemetry), *extra)
+    assert result.returncode == 0, result.stderr
+    records = [json.loads(line) for line in telemetry.read_text().splitlines()]
+    return load_state(state), records[-1]
+
+
+def test_a_loud_file_makes_the_swarm_faster(tmp_path):
+    seconds = 20
+    noise = np.random.default_rng(0).normal(scale=0.3, size=seconds * RATE)
+    (_, loud_v), loud = run_with(tmp_path, "loud", noise)
+    (_, quiet_v), quiet = run_with(tmp_path, "quiet", np.zeros(seconds * RATE))
+    assert loud["audio"]["state"] == "file" and loud["audio"]["level"] > 0.5
+    assert quiet["audio"]["level"] == 0.0
+    assert loud["speed_scale"] > 1.5 and quiet["speed_scale"] == 1.0
+    loud_speed = np.linalg.norm(loud_v, axis=1).mean()
+    quiet_speed = np.linalg.norm(quiet_v, axis=1).mean()
+    assert loud_speed > 1.3 * quiet_speed
+    assert np.linalg.norm(quiet_v, axis=1).max() <= 8.0 + 1e-3  # max_speed without a boost
+
+
+def test_preset_routes_modulate_parameters(tmp_path):
+    preset = tmp_path / "pulse.json"
+    preset.write_text(json.dumps({
+        "params": {"audio_speed_boost": 0},
+        "routes": [{"source": "level", "param": "separation_weight", "amount": 3.0}]}))
+    noise = np.random.default_rng(1).normal(scale=0.3, size=20 * RATE)
+    _, record = run_with(tmp_path, "routed", noise, "--preset", str(preset))
+    assert record["speed_scale"] == 1.0  # no boost in this preset
+    assert record["modulated"]["separation_weight"] > 1.5 + 1.5  # base 1.5 + 3 x level
+    assert record["params"]["separation_weight"] == 1.5  # the registry keeps the base value
+
+
+def test_a_bad_route_is_named(tmp_path):
+    preset = tmp_path / "bad.json"
+    preset.write_text(json.dumps({"routes": [{"source": "level", "param": "nope",
+                                              "amount": 1}]}))
+    result = instrument("--headless", "--frames", "1", "--preset", str(preset))
+    assert result.returncode == 2 and str(preset) in result.stderr and "nope" in result.stderr
+
+
+def test_a_missing_audio_file_keeps_the_show_running(tmp_path):
+    result = instrument("--headless", "--frames", "3", "--size", "160x90", "--count", "500",
+                        "--audio-file", str(tmp_path / "missing.wav"))
+    assert result.returncode == 0, result.stderr
+    assert "missing.wav" in result.stdout and "3 frames" in result.stdout
