@@ -178,11 +178,8 @@ class MidiController:
 
     def _bind(self, binding: Binding, position: float) -> None:
         self.mapping = self.mapping.with_binding(binding)
-        live = set()
-        for b in self.mapping.bindings:
-            live.add((b.channel, b.controller))
-        for key in [key for key in self._knobs if key not in live]:
-            del self._knobs[key]
+        live = {(b.channel, b.controller) for b in self.mapping.bindings}
+        self._knobs = {key: knob for key, knob in self._knobs.items() if key in live}
         knob = self._knobs[(binding.channel, binding.controller)] = _Knob(Pickup())
         knob.pickup.arm()
         knob.pickup.last_position = knob.position = position
@@ -190,7 +187,8 @@ class MidiController:
 
     def _learn_fine(self, channel: int, controller: int, now: float) -> list[Action] | None:
         """Make the binding just learned a 14-bit one if its LSB follows within the window."""
-        binding, when = self._learned  # type: ignore[misc]
+        assert self._learned is not None
+        binding, when = self._learned
         if now - when > LEARN_FINE_WINDOW_S:
             self._learned = None
             return None

@@ -401,8 +401,6 @@ def load_mapping(path: str | os.PathLike) -> MidiMapping:
     """Read a mapping file; a MappingError names the file and the line (bad JSON) or the key."""
     try:
         data = read_json(path)
-    except MappingError:
-        raise
     except FileProblem as exc:
         raise MappingError(str(exc)) from None
     return mapping_from_json(data, str(path))
