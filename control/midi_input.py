@@ -5,22 +5,36 @@ Two threads touch it. rtmidi's own thread (for JACK, the JACK process thread) ca
 else runs on the main thread: `poll(now)` once a frame (it does work about once a second) and
 `drain()` once a frame. rtmidi is imported lazily, so a machine without it (the GPU box) still
 runs the instrument, with no MIDI and one message saying why.
+
+JACK and ALSA are opened differently, on purpose. With ALSA each input gets its own MidiIn,
+closed when the device goes away. With JACK, closing a port while the graph changes can crash
+the process: rtmidi unregisters the port while libjack's notification thread walks the
+client's port list (jack2 issue #216, seen here about once in 15 hot-plug runs). So with JACK
+the instrument opens one input port at start and never closes it while running; a small
+portless JACK client (`_JackPatchbay`, the libjack rtmidi already loaded, through ctypes)
+connects each wanted device to it, and JACK itself drops the connection when a device goes.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import errno
 import queue
 import re
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 API_CHOICES = ("alsa", "jack")
 POLL_INTERVAL_S = 1.0
 QUEUE_SIZE = 4096  # about 1.4 s of a saturated 31.25 kbaud cable; beyond that we drop
 LOCAL_PORT_NAME = "in"
+JACK_MIDI_TYPE = b"8 bit raw midi"
+_JACK_NO_START_SERVER = 0x01
+_JACK_PORT_IS_INPUT = 0x1
+_JACK_PORT_IS_OUTPUT = 0x2
 
 
 class MidiUnavailable(RuntimeError):
@@ -113,15 +127,72 @@ def list_midi_ports(api: str | None = None, client_name: str = "swarm-instrument
     return "\n".join(lines)
 
 
-@dataclass
-class _OpenPort:
-    key: str
-    midi_in: Any
+def _loaded_libjack() -> str | None:
+    """The libjack this process already uses (the python-rtmidi wheel bundles its own), so the
+    patchbay shares it rather than loading a second copy."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8") as maps:
+            for line in maps:
+                path = line.split()[-1]
+                if re.search(r"/libjack(-[0-9a-f]+)?\.so", path):
+                    return path
+    except OSError:
+        pass
+    return ctypes.util.find_library("jack")
+
+
+class _JackPatchbay:
+    """A JACK client with no ports that is never activated: it only connects other clients'
+    ports, so it receives no notifications and has nothing to race with."""
+
+    def __init__(self, name: str) -> None:
+        path = _loaded_libjack()
+        if path is None:
+            raise OSError("libjack not found")
+        lib = ctypes.CDLL(path)
+        lib.jack_client_open.restype = ctypes.c_void_p
+        lib.jack_client_open.argtypes = [ctypes.c_char_p, ctypes.c_int,
+                                         ctypes.POINTER(ctypes.c_int)]
+        lib.jack_connect.restype = ctypes.c_int
+        lib.jack_connect.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p]
+        lib.jack_get_ports.restype = ctypes.POINTER(ctypes.c_char_p)
+        lib.jack_get_ports.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p,
+                                       ctypes.c_ulong]
+        lib.jack_free.argtypes = [ctypes.c_void_p]
+        lib.jack_client_close.argtypes = [ctypes.c_void_p]
+        status = ctypes.c_int(0)
+        client = lib.jack_client_open(name.encode(), _JACK_NO_START_SERVER, ctypes.byref(status))
+        if not client:
+            raise OSError(f"jack_client_open failed (status 0x{status.value:x})")
+        self._lib, self._client = lib, client
+
+    def midi_ports(self, flags: int) -> list[str]:
+        """MIDI ports with these flags (JackPortIsInput / JackPortIsOutput), in one snapshot:
+        rtmidi's get_ports() counts, then names one by one, and fails if a port goes between."""
+        ports = self._lib.jack_get_ports(self._client, None, JACK_MIDI_TYPE, flags)
+        if not ports:
+            return []
+        names = []
+        index = 0
+        while ports[index] is not None:
+            names.append(ports[index].decode(errors="replace"))
+            index += 1
+        self._lib.jack_free(ctypes.cast(ports, ctypes.c_void_p))
+        return names
+
+    def connect(self, source: str, destination: str) -> int:
+        """0 when connected now, EEXIST when it already was, another code on failure."""
+        return self._lib.jack_connect(self._client, source.encode(), destination.encode())
+
+    def close(self) -> None:
+        if self._client:
+            self._lib.jack_client_close(self._client)
+            self._client = None
 
 
 class MidiInput:
     """The instrument's MIDI inputs: chosen ports (index or name substring; None: every input)
-    and an optional virtual port, reopened by name when a device comes back."""
+    and an optional virtual port, reconnected by name when a device comes back."""
 
     def __init__(self, ports: Sequence[str | int] | None = None, virtual: str | None = None,
                  api: str | None = None, client_name: str = "swarm-instrument",
@@ -131,18 +202,20 @@ class MidiInput:
         self.report = report
         self.poll_interval = poll_interval
         self.api: str | None = None
-        self._lasting_problem: str | None = None
-        self._scan_problem: str | None = None
         self.dropped = 0
         self._queue: queue.Queue[tuple[bytes, float]] = queue.Queue(QUEUE_SIZE)
-        self._open: dict[str, _OpenPort] = {}
+        self._lasting_problem: str | None = None
+        self._scan_problem: str | None = None
+        self._reported: set[str] = set()
+        self._open: dict[str, Any] = {}  # port key -> its MidiIn (ALSA) or None (JACK)
         self._lost: list[str] = []
         self._patterns: list[str] | None = None  # None: every input
         self._exact: set[str] = set()
-        self._reported: set[str] = set()
         self._last_poll: float | None = None
         self._virtual_name = virtual
-        self._virtual: Any = None
+        self._virtual: Any = None  # the MidiIn with our virtual port (with JACK: every input)
+        self._jack_port: str | None = None  # with JACK: the full name of that port
+        self._patchbay: _JackPatchbay | None = None
         self._probe: Any = None
         self._rtmidi: Any = None
         try:
@@ -150,9 +223,16 @@ class MidiInput:
         except MidiUnavailable as exc:
             self._problem(str(exc))
             return
+        if self.api == "jack":
+            self._open_jack_input()
+        elif virtual:
+            self._virtual = self._new_midi_in()
+            if self._virtual is not None and not self._try(
+                    lambda: self._virtual.open_virtual_port(virtual),
+                    f"cannot open virtual MIDI input '{virtual}'"):
+                self._virtual.delete()
+                self._virtual = None
         self._select(ports)
-        if virtual:
-            self._open_virtual(virtual)
         self._scan()
 
     # ----- main thread -----
@@ -168,12 +248,33 @@ class MidiInput:
             self._reported.add(text)
             self.report(text)
 
+    def _try(self, action: Callable[[], Any], what: str, lasting: bool = True) -> bool:
+        try:
+            action()
+            return True
+        except Exception as exc:  # noqa: BLE001 - a device problem must not stop the show
+            self._problem(f"{what} ({exc})", lasting)
+            return False
+
+    def _new_midi_in(self) -> Any:
+        """A MidiIn whose messages go to our queue, or None (reported) if it cannot be made."""
+        made: list[Any] = []
+
+        def make() -> None:
+            midi_in = self._rtmidi.MidiIn(_api_constant(self._rtmidi, self.api),
+                                          self.client_name)
+            midi_in.ignore_types(sysex=True, timing=True, active_sense=True)
+            midi_in.set_callback(self._on_message)
+            made.append(midi_in)
+
+        return made[0] if self._try(make, "cannot create a MIDI input", lasting=False) else None
+
     def _select(self, ports: Sequence[str | int] | None) -> None:
         """Indexes are resolved to names now (then matched by name); substrings stay patterns."""
         if ports is None:
             return
         self._patterns = []
-        listed = self._probe.get_ports()
+        listed = self._list_ports() or []
         for selector in ports:
             text = str(selector).strip()
             if text.isdigit():
@@ -194,63 +295,90 @@ class MidiInput:
             return True
         return key in self._exact or any(p in key.casefold() for p in self._patterns)
 
-    def _open_virtual(self, name: str) -> None:
+    def _open_jack_input(self) -> None:
+        """Our one JACK input port, open until close(); devices get connected to it."""
         try:
-            self._virtual = self._rtmidi.MidiIn(_api_constant(self._rtmidi, self.api),
-                                                self.client_name)
-            self._virtual.ignore_types(sysex=True, timing=True, active_sense=True)
-            self._virtual.set_callback(self._on_message)
-            self._virtual.open_virtual_port(name)
-        except Exception as exc:  # noqa: BLE001 - a device problem must not stop the show
-            self._virtual = None
-            self._problem(f"cannot open virtual MIDI input '{name}' ({exc})")
-
-    def _open_port(self, key: str) -> None:
-        midi_in = None
-        try:
-            midi_in = self._rtmidi.MidiIn(_api_constant(self._rtmidi, self.api),
-                                          self.client_name)
-            names = [port_key(name) for name in midi_in.get_ports()]
-            if key not in names:
-                midi_in.delete()
-                return  # gone again between the scan and now; the next scan retries
-            midi_in.ignore_types(sysex=True, timing=True, active_sense=True)
-            midi_in.set_callback(self._on_message)
-            midi_in.open_port(names.index(key), LOCAL_PORT_NAME)
-        except Exception as exc:  # noqa: BLE001 - a device problem must not stop the show
-            if midi_in is not None:
-                midi_in.delete()
-            self._problem(f"cannot open MIDI input '{key}' ({exc}); retrying each second",
-                          lasting=False)
+            self._patchbay = _JackPatchbay(f"{self.client_name}-patchbay")
+        except OSError as exc:
+            self._problem(f"cannot connect JACK MIDI ports ({exc}); only the port itself "
+                          "can be played (connect to it with jack_connect or qjackctl)")
+        before = set(self._patchbay.midi_ports(_JACK_PORT_IS_INPUT)) if self._patchbay else set()
+        port_name = self._virtual_name or LOCAL_PORT_NAME
+        self._virtual = self._new_midi_in()
+        if self._virtual is None or not self._try(
+                lambda: self._virtual.open_virtual_port(port_name),
+                f"cannot open JACK MIDI input '{port_name}'"):
             return
-        self._open[key] = _OpenPort(key, midi_in)
-        if key in self._lost:
-            self._lost.remove(key)
-        self.report(f"opened MIDI input '{key}'")
+        if self._patchbay:
+            after = set(self._patchbay.midi_ports(_JACK_PORT_IS_INPUT))
+            ours = [name for name in after - before
+                    if name.endswith(f":{port_name}")]
+            # JACK renames a second client with the same name; the new port is ours
+            self._jack_port = ours[0] if ours else f"{self.client_name}:{port_name}"
 
-    def _close_port(self, key: str) -> None:
-        port = self._open.pop(key)
-        try:
-            port.midi_in.cancel_callback()
-            port.midi_in.close_port()
-        finally:
-            port.midi_in.delete()
+    def _attach(self, key: str) -> bool:
+        """Start listening to port `key`: a JACK connection, or a MidiIn of its own."""
+        if self.api == "jack":
+            if self._patchbay is None or self._jack_port is None:
+                return False
+            code = self._patchbay.connect(key, self._jack_port)
+            if code not in (0, errno.EEXIST):
+                self._problem(f"cannot connect MIDI input '{key}' (JACK error {code}); "
+                              "retrying each second", lasting=False)
+                return False
+            self._open[key] = None
+            return True
+        midi_in = self._new_midi_in()
+        if midi_in is None:
+            return False
+
+        def open_port() -> None:
+            names = [port_key(name) for name in midi_in.get_ports()]
+            midi_in.open_port(names.index(key), LOCAL_PORT_NAME)  # ValueError: gone again
+
+        if not self._try(open_port, f"cannot open MIDI input '{key}'; retrying each second",
+                         lasting=False):
+            midi_in.delete()
+            return False
+        self._open[key] = midi_in
+        return True
+
+    def _detach(self, key: str) -> None:
+        """Forget a port that went away (JACK has already dropped its connection)."""
+        midi_in = self._open.pop(key)
+        if midi_in is not None:
+            midi_in.close_port()
+            midi_in.delete()
+
+    def _list_ports(self) -> list[str] | None:
+        """The MIDI sources now, or None (reported) if they cannot be listed. rtmidi's listing
+        fails when a port goes while it reads the names, so it gets a second and third try."""
+        if self._patchbay is not None:
+            return self._patchbay.midi_ports(_JACK_PORT_IS_OUTPUT)
+        for attempt in range(3):
+            try:
+                return self._probe.get_ports()
+            except Exception as exc:  # noqa: BLE001 - a device problem must not stop the show
+                if attempt == 2:
+                    self._problem(f"cannot list MIDI ports ({exc})", lasting=False)
+        return None
 
     def _scan(self) -> None:
-        """Close ports that vanished, open wanted ones that (re)appeared."""
+        """Let go of ports that vanished, open wanted ones that (re)appeared."""
         self._scan_problem = None
-        try:
-            present = {port_key(name) for name in self._probe.get_ports()}
-        except Exception as exc:  # noqa: BLE001 - a device problem must not stop the show
-            self._problem(f"cannot list MIDI ports ({exc})", lasting=False)
+        listed = self._list_ports()
+        if listed is None:
             return
+        present = {port_key(name) for name in listed}
         for key in [key for key in self._open if key not in present]:
-            self._close_port(key)
+            self._detach(key)
             self._lost.append(key)
             self.report(f"MIDI input '{key}' went away; waiting for it to come back")
         for key in sorted(present):
-            if key not in self._open and self._wanted(key):
-                self._open_port(key)
+            if key not in self._open and self._wanted(key) and self._attach(key):
+                if key in self._lost:
+                    self._lost.remove(key)
+                self.report(f"opened MIDI input '{key}'")
 
     def poll(self, now: float) -> None:
         """Call each frame with a monotonic time; rescans the ports about once a second."""
@@ -277,7 +405,7 @@ class MidiInput:
     @property
     def ports_open(self) -> list[str]:
         names = list(self._open)
-        if self._virtual is not None:
+        if self._virtual is not None and self._virtual_name:
             names.append(f"virtual:{self._virtual_name}")
         return names
 
@@ -307,15 +435,18 @@ class MidiInput:
                 "dropped": self.dropped, "problem": self.problem, "state": self.state}
 
     def close(self) -> None:
+        """Close every port. The JACK input port goes first, before our other clients leave
+        and change the graph (see the top comment); delete() without cancel_callback() so
+        rtmidi stops calling before the callback is released."""
         for key in list(self._open):
-            self._close_port(key)
+            self._detach(key)
         if self._virtual is not None:
-            self._virtual.cancel_callback()
-            self._virtual.close_port()
             self._virtual.delete()
+        if self._patchbay is not None:
+            self._patchbay.close()
         if self._probe is not None:
             self._probe.delete()
-        self._virtual = self._probe = None
+        self._virtual = self._probe = self._patchbay = None
 
     # ----- rtmidi's thread -----
 

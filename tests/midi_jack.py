@@ -1,0 +1,131 @@
+"""JACK helpers for the MIDI tests: a private jackd with the dummy driver, and a MIDI sender
+that runs as its own process, as a controller or a DAW would.
+
+The sender lives in another process so that unplugging it is killing it: JACK drops its
+client without the sender unregistering ports, which libjack cannot do safely while the graph
+changes (see control/midi_input.py). Run as a script it is that sender:
+    python tests/midi_jack.py CLIENT --virtual PORT   (a device with an output port)
+    python tests/midi_jack.py CLIENT --to PORT        (a program that plays our port)
+then reads messages as hex bytes, one a line ("b0 46 7f"), from stdin.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+WAIT_S = 10.0  # a generous bound for something to come true; never a measured time
+
+
+@contextmanager
+def jack_midi_server() -> Iterator[str]:
+    """Start jackd (dummy driver, no realtime so CI needs no privileges) under a unique name,
+    wait until it takes clients, yield the name, stop it. Raises RuntimeError, with jackd's
+    output, when it is missing or does not start."""
+    jackd = shutil.which("jackd")
+    if jackd is None:
+        raise RuntimeError("jackd not found: the MIDI port tests need a JACK server "
+                           "(Debian: apt-get install jackd2)")
+    name = f"midi-test-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    with tempfile.TemporaryFile() as log:
+        server = subprocess.Popen([jackd, "--no-realtime", "-n", name, "-d", "dummy", "-r",
+                                   "48000", "-p", "256"], stdout=log, stderr=subprocess.STDOUT)
+        try:
+            _wait_for(server, log, name)
+            yield name
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+
+
+def _wait_for(server: subprocess.Popen, log, name: str) -> None:
+    import rtmidi
+
+    if rtmidi.API_UNIX_JACK not in rtmidi.get_compiled_api():
+        raise RuntimeError("this python-rtmidi has no JACK support (get_compiled_api() lacks "
+                           "API_UNIX_JACK); the PyPI wheel has it")
+    previous = os.environ.get("JACK_DEFAULT_SERVER")
+    os.environ["JACK_DEFAULT_SERVER"] = name
+    try:
+        deadline = time.monotonic() + WAIT_S
+        while True:
+            if server.poll() is not None:
+                log.seek(0)
+                raise RuntimeError(f"jackd exited ({server.returncode}):\n"
+                                   f"{log.read().decode(errors='replace')[-2000:]}")
+            try:
+                rtmidi.MidiOut(rtmidi.API_UNIX_JACK, "midi-test-probe").delete()  # no ports
+                return
+            except rtmidi.SystemError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("jackd did not start taking clients") from None
+                time.sleep(0.05)
+    finally:
+        if previous is None:
+            del os.environ["JACK_DEFAULT_SERVER"]
+        else:
+            os.environ["JACK_DEFAULT_SERVER"] = previous
+
+
+class Sender:
+    """A MIDI output in its own process (see the top comment); `unplug()` kills it."""
+
+    def __init__(self, client: str, *, virtual: str | None = None, to: str | None = None):
+        how = ["--virtual", virtual] if virtual else ["--to", str(to)]
+        self.client = client
+        self.process = subprocess.Popen(
+            [sys.executable, __file__, client, *how], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        ready, _, _ = select.select([self.process.stdout], [], [], WAIT_S)
+        line = self.process.stdout.readline() if ready else ""
+        if line.strip() != "ready":
+            self.unplug()
+            raise RuntimeError(f"the MIDI sender did not start: {line!r} "
+                               f"{self.process.stderr.read()[-2000:]}")
+
+    def send(self, *messages: list[int]) -> None:
+        for message in messages:
+            self.process.stdin.write(" ".join(f"{byte:02x}" for byte in message) + "\n")
+        self.process.stdin.flush()
+
+    def unplug(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
+            stream.close()
+
+
+def _main(argv: list[str]) -> None:
+    import rtmidi
+
+    client, how, port = argv
+    out = rtmidi.MidiOut(rtmidi.API_UNIX_JACK, client)
+    if how == "--virtual":
+        out.open_virtual_port(port)
+    else:
+        names = out.get_ports()
+        if port not in names:
+            print(f"no port {port!r} in {names}", flush=True)
+            os._exit(1)
+        out.open_port(names.index(port))
+    print("ready", flush=True)
+    for line in sys.stdin:
+        out.send_message([int(byte, 16) for byte in line.split()])
+    os._exit(0)  # no rtmidi teardown: the server drops the client
+
+
+if __name__ == "__main__":
+    _main(sys.argv[1:])
