@@ -304,15 +304,17 @@ class MidiInput:
                           "can be played (connect to it with jack_connect or qjackctl)")
         before = set(self._patchbay.midi_ports(_JACK_PORT_IS_INPUT)) if self._patchbay else set()
         port_name = self._virtual_name or LOCAL_PORT_NAME
-        self._virtual = self._new_midi_in()
-        if self._virtual is None or not self._try(
-                lambda: self._virtual.open_virtual_port(port_name),
-                f"cannot open JACK MIDI input '{port_name}'"):
+        midi_in = self._new_midi_in()
+        if midi_in is None:
             return
+        if not self._try(lambda: midi_in.open_virtual_port(port_name),
+                         f"cannot open JACK MIDI input '{port_name}'"):
+            midi_in.delete()  # no port was registered, so this cannot race
+            return
+        self._virtual = midi_in
         if self._patchbay:
             after = set(self._patchbay.midi_ports(_JACK_PORT_IS_INPUT))
-            ours = [name for name in after - before
-                    if name.endswith(f":{port_name}")]
+            ours = [name for name in after - before if name.endswith(f":{port_name}")]
             # JACK renames a second client with the same name; the new port is ours
             self._jack_port = ours[0] if ours else f"{self.client_name}:{port_name}"
 
