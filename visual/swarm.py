@@ -7,6 +7,7 @@ current buffer is kept in cell order:
     simulate_grid  current -> scratch, counting each agent's new cell (rank = atomicAdd)
     scan           cell counts -> cell starts (2-3 dispatches), zeroing the counts
     scatter        scratch -> current at start[cell] + rank, sorted for the next step
+    order          inside each cell, by agent id (atomics rank in any order): deterministic
 
 With `neighbors="brute"` the seed's tiled all-pairs kernel reads current, writes scratch and
 the two swap. Nothing is read back to the CPU per step. Main thread only.
@@ -119,6 +120,7 @@ class Swarm:
         }
         self._bin = compute_program(ctx, "bin.comp", defines)
         self._scatter = compute_program(ctx, "scatter.comp", defines)
+        self._order = compute_program(ctx, "order.comp", defines)
         self._scan = compute_program(
             ctx, "scan.comp", {"LOCAL_SIZE": SCAN_LOCAL_SIZE, "ITEMS": SCAN_ITEMS})
         self._stats = ctx.buffer(reserve=16)
@@ -308,16 +310,24 @@ class Swarm:
             self._grid_buffers.append(self.ctx.buffer(reserve=max(1, -(-size // SCAN_BLOCK)) * 4))
 
     def _sort_scratch_into_current(self) -> None:
-        """scan counts -> starts (zeroing counts), then scatter scratch into current."""
+        """scan counts -> starts (zeroing counts), scatter scratch into cell order, then order
+        each cell by id so that the same start gives the same steps, bit for bit."""
         self._scan_counts()
-        starts = self._grid_buffers[1]
+        self._grid_buffers[1].bind_to_storage_buffer(2)  # cell starts
+        self._rank.bind_to_storage_buffer(4)
+        # scatter: unsorted (binding 1) -> cell order (binding 0)
         self._current.bind_to_storage_buffer(0)
         self._scratch.bind_to_storage_buffer(1)
-        starts.bind_to_storage_buffer(2)
-        self._rank.bind_to_storage_buffer(4)
         set_uniforms(self._scatter, self._grid_uniforms())
         dispatch_1d(self._scatter, self._count, LOCAL_SIZE)
         self._barrier()
+        # order: cell order, any order inside a cell (binding 1) -> by id (binding 0)
+        self._scratch.bind_to_storage_buffer(0)
+        self._current.bind_to_storage_buffer(1)
+        set_uniforms(self._order, self._grid_uniforms())
+        dispatch_1d(self._order, self._count, LOCAL_SIZE)
+        self._barrier()
+        self._current, self._scratch = self._scratch, self._current
 
     def _scan_counts(self) -> None:
         counts, starts, sums = self._grid_buffers[0], self._grid_buffers[1], self._grid_buffers[2:]
@@ -343,7 +353,8 @@ class Swarm:
             self._barrier()
 
     def release(self) -> None:
-        for program in [*self._simulate.values(), self._bin, self._scatter, self._scan]:
+        for program in [*self._simulate.values(), self._bin, self._scatter, self._order,
+                        self._scan]:
             program.release()
         for buffer in [self._current, self._scratch, self._rank, self._stats,
                        *self._grid_buffers]:
