@@ -117,6 +117,17 @@ def build_parser() -> argparse.ArgumentParser:
                        help="play a sound file through the analysis instead of an input")
     sound.add_argument("--mute", action="store_true",
                        help="with --audio-file: analyse it without playing it out loud")
+    midi = parser.add_argument_group("MIDI")
+    midi.add_argument("--midi-port", action="append", metavar="INDEX|NAME",
+                      help="MIDI input by index or name substring, repeatable "
+                           "(default: every input)")
+    midi.add_argument("--list-midi", action="store_true", help="list MIDI inputs and exit")
+    midi.add_argument("--midi-virtual", metavar="NAME",
+                      help="also open a virtual input port NAME for a DAW or another program")
+    midi.add_argument("--midi-api", choices=("alsa", "jack"), help="MIDI system (default: any)")
+    midi.add_argument("--midi-map", metavar="PATH",
+                      help="MIDI mapping file (default: the learned one, else the shipped one)")
+    midi.add_argument("--no-midi", action="store_true", help="do not open MIDI at all")
     state = parser.add_argument_group("state")
     state.add_argument("--state-in", metavar="PATH.npz",
                        help="start from this state (arrays position, velocity); sets the count")
@@ -136,11 +147,19 @@ def build_params(args: argparse.Namespace) -> tuple[Params, list]:
     return params, routes
 
 
-def open_inputs(args: argparse.Namespace):
-    """The audio source the command line asks for; it never fails (silence, and says why)."""
+def open_inputs(args: argparse.Namespace, params: Params) -> dict:
+    """The audio source and MIDI the command line asks for; neither fails (each says why and
+    the show runs without it)."""
     from audio.source import open_audio
+    from control.midi import Midi
 
-    return open_audio(args.audio_device, args.audio_file, args.mute)
+    audio = open_audio(args.audio_device, args.audio_file, args.mute)
+    midi = None
+    if not args.no_midi:
+        midi = Midi.open(params, ports=args.midi_port or None, virtual=args.midi_virtual,
+                         api=args.midi_api, mapping_path=args.midi_map,
+                         report=lambda text: say(f"midi: {text}"))
+    return {"audio": audio, "midi": midi}
 
 
 def say(message: str) -> None:
@@ -238,7 +257,8 @@ def run_headless(args: argparse.Namespace, params: Params, routes: list, *,
     options = show_options(args, params)
     run = Run(args)
     ctx = create_headless_context()
-    show = run.show = Show(ctx, params, options, audio=open_inputs(args), routes=routes, say=say)
+    show = run.show = Show(ctx, params, options, routes=routes, say=say,
+                           **open_inputs(args, params))
     width, height = args.size or HEADLESS_SIZE
     framebuffer = show.renderer.offscreen_framebuffer((width, height))
     say(f"headless: {show.swarm.count} agents, {args.neighbors} neighbours, {width}x{height}, "
@@ -275,7 +295,7 @@ def run_window(args: argparse.Namespace, params: Params, routes: list) -> None:
                          size=args.size)
 
     def make_show(ctx):
-        run.show = Show(ctx, params, options, audio=open_inputs(args), routes=routes, say=say)
+        run.show = Show(ctx, params, options, routes=routes, say=say, **open_inputs(args, params))
         return run.show
 
     live = LiveWindow(window, make_show, fps=args.fps, frames=args.frames,
@@ -303,6 +323,11 @@ def main(argv: list[str] | None = None) -> int:
         from audio.source import list_input_devices
 
         print(list_input_devices())
+        return 0
+    if args.list_midi:
+        from control.midi_input import list_midi_ports
+
+        print(list_midi_ports(args.midi_api))
         return 0
     try:
         params, routes = build_params(args)

@@ -29,6 +29,9 @@ from visual.renderer import Renderer
 from visual.swarm import MAX_DT, Swarm, spawn_state
 
 
+BURST_SECONDS = 0.6
+
+
 @dataclass
 class ShowOptions:
     neighbors: str = "grid"
@@ -66,7 +69,7 @@ class FrameClock:
 
 class Show:
     def __init__(self, ctx: moderngl.Context, params: Params, options: ShowOptions, *,
-                 audio: Any = None, routes: Sequence[Any] = (),
+                 audio: Any = None, routes: Sequence[Any] = (), midi: Any = None,
                  say: Callable[[str], None] = print) -> None:
         from audio.base import Silence
 
@@ -75,7 +78,10 @@ class Show:
         self.options = options
         self.audio = audio if audio is not None else Silence()
         self.routes = list(routes)  # audio modulation: source -> parameter, amount
+        self.midi = midi  # control.midi.Midi, or None
         self.say = say
+        self.selected = 0  # the HUD's chosen parameter, for MIDI learn
+        self._burst = (0.0, -math.inf)  # separation burst: strength, start (show time)
         self.swarm = Swarm(ctx, params, neighbors=options.neighbors, seed=options.seed,
                            position=options.position, velocity=options.velocity)
         if options.obstacles:
@@ -104,9 +110,83 @@ class Show:
         self.audio.update(now)
         for message in self.audio.take_messages():
             self.say(f"audio: {message}")
+        if self.midi is not None:
+            for action in self.midi.update(now):
+                self._act(action)
+            self.status["midi"] = self._midi_line()
         self.speed_scale = speed_scale(self.audio.level, self.params["audio_speed_boost"])
         self.values = modulate(self.routes, self.audio.sources(), self.params.as_dict())
+        self._apply_burst()
         self.status["audio"] = self._audio_line()
+
+    # ---- MIDI actions, learn -------------------------------------------------------------------
+
+    def _act(self, action: Any) -> None:
+        """A note or program change's action (control.midi_controller.Action)."""
+        if action.kind == "respawn":
+            self.respawn()
+        elif action.kind == "separation_burst":
+            self._burst = (max(float(action.value or 127), 1.0) / 127.0, self.show_time)
+        elif action.kind == "recall_preset":
+            self.recall_preset(int(action.value))
+        elif action.kind == "learned":
+            self.say(f"midi: learned {action.param}")
+
+    def recall_preset(self, index: int) -> None:
+        """Recall preset slot `index` (0-based); the presets issue fills this in."""
+        self.say(f"midi: program change {index}: no preset bank loaded")
+
+    def _apply_burst(self) -> None:
+        """A separation burst: separation_weight up by 3 x velocity, fading over 0.6 s."""
+        strength, start = self._burst
+        age = self.show_time - start
+        if not 0.0 <= age < BURST_SECONDS:
+            return
+        from control.params import param
+
+        base = self.values.get("separation_weight", self.params["separation_weight"])
+        spec = param("separation_weight")
+        boosted = base + 3.0 * strength * (1.0 - age / BURST_SECONDS)
+        self.values["separation_weight"] = min(max(boosted, spec.lo), spec.hi)
+
+    def learnable(self) -> list[str]:
+        """Parameters a knob can drive (colours cannot), in registry order."""
+        from control.params import REGISTRY
+
+        return [p.name for p in REGISTRY if p.kind != "color"]
+
+    @property
+    def selected_param(self) -> str:
+        names = self.learnable()
+        return names[self.selected % len(names)]
+
+    def select(self, step: int) -> None:
+        self.selected = (self.selected + step) % len(self.learnable())
+
+    def toggle_learn(self) -> None:
+        """L: learn the selected parameter (the next knob turned binds), or cancel."""
+        if self.midi is None:
+            self.say("midi: MIDI is off; no knob to learn")
+            return
+        if self.midi.controller.learning:
+            self.midi.cancel_learn()
+        else:
+            self.midi.start_learn(self.selected_param)
+
+    def _midi_line(self) -> str:
+        state = self.midi.state()
+        line = state.get("state") or "MIDI"
+        if len(line) > 90:  # the full reason went to the console once; the HUD gets its start
+            line = line[:87] + "..."
+        learn = state["learn"]
+        if learn["active"]:
+            line += f"  LEARN: turn a knob for {learn['param']} (L cancels)"
+        waiting = state["pickup"]
+        if waiting:
+            shown = ", ".join(f"{name} knob {info['knob']:.3g}" for name, info
+                              in list(waiting.items())[:3])
+            line += f"  pickup: {shown}"
+        return line
 
     def _audio_line(self) -> str:
         """State and device, a level meter, the bands and the onsets (a * on an onset)."""
@@ -184,6 +264,7 @@ class Show:
             "paused": self.paused,
             "params": params,
             "audio": self.audio.telemetry(),
+            "midi": self.midi.state() if self.midi is not None else None,
             "modulated": {k: _round(v) for k, v in self.values.items()},
             "speed_scale": _round(self.speed_scale),
         }
@@ -206,10 +287,23 @@ class Show:
             f"{self.swarm.neighbors} neighbours  {'PAUSED' if self.paused else ''}".rstrip(),
         ]
         lines += [f"{key}: {value}" for key, value in self.status.items()]
+        name = self.selected_param
+        value = self.params[name]
+        shown = f"{value:.4g}" if isinstance(value, float) else str(value)
+        modulated = self.values.get(name)
+        if modulated is not None and modulated != value:
+            shown += f" (now {modulated:.4g})"
+        if self.midi is not None:
+            knob = self.midi.state()["pickup"].get(name)
+            if knob:
+                shown += f"  knob at {knob['knob']:.4g}: turn it past the value to pick up"
+        lines.append(f"param [Up/Down]: {name} = {shown}   L: MIDI learn")
         return lines
 
     def release(self) -> None:
         self.audio.close()
+        if self.midi is not None:
+            self.midi.close()
         self._sim_timer.release()
         self.renderer.release()
         self.swarm.release()

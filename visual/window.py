@@ -2,7 +2,8 @@
 
 Full-screen on the chosen screen by default (a borderless window covering it where true
 full-screen fails), vsync and a frame-rate cap. Keys: F full-screen, H HUD, Space pause,
-R respawn; Esc quits only when pressed twice within a second. The mouse moves the lure; the
+R respawn, Up/Down choose a parameter, L MIDI-learn it; Esc quits only when pressed twice
+within a second. The mouse moves the lure; the
 wheel zooms. Main thread only (pyglet's event loop).
 """
 
@@ -128,6 +129,12 @@ class LiveWindow:
             self.show.toggle_pause()
         elif symbol == key.R:
             self.show.respawn()
+        elif symbol == key.UP:
+            self.show.select(-1)
+        elif symbol == key.DOWN:
+            self.show.select(1)
+        elif symbol == key.L:
+            self.show.toggle_learn()
         return pyglet.event.EVENT_HANDLED  # never the default (Esc would close the window)
 
     def on_close(self):
