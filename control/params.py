@@ -104,6 +104,9 @@ REGISTRY: tuple[Param, ...] = (
     _f("max_force", 12, 0, 100000, "largest steering change per rule, units a second squared"),
     _f("audio_speed_boost", 2, 0, 100, "max_speed grows by level x this with the audio"),
     _f("obstacle_weight", 3, 0, 100, "weight of the push away from obstacle spheres"),
+    Param("neighbor_cap", 0, "int",
+          "grid path: at most this many nearby agents examined per agent, so a crowd in one "
+          "cell cannot stall the frame; 0: all of them (the seed)", 0, 1_000_000),
     _switch("separation", "separation rule on"),
     _switch("alignment", "alignment rule on"),
     _switch("cohesion", "cohesion rule on"),

@@ -14,6 +14,12 @@ layout(std430, binding = 2) readonly buffer CellStart { uint cell_start[]; };
 layout(std430, binding = 3) buffer CellCount { uint cell_count[]; };
 layout(std430, binding = 4) writeonly buffer AgentRank { uint agent_rank[]; };
 
+uniform uint u_neighbor_cap;
+
+const ivec2 ROWS[9] = ivec2[9](ivec2(0, 0), ivec2(-1, 0), ivec2(1, 0), ivec2(0, -1),
+                               ivec2(0, 1), ivec2(-1, -1), ivec2(1, -1), ivec2(-1, 1),
+                               ivec2(1, 1));
+
 void main() {
     uint i = global_index();
     if (i >= u_count) return;
@@ -25,15 +31,20 @@ void main() {
     ivec3 c = grid_cell(self.position.xyz);
     ivec3 lo = max(c - 1, ivec3(0));
     ivec3 hi = min(c + 1, u_grid_dims - 1);
-    for (int z = lo.z; z <= hi.z; z++) {
-        for (int y = lo.y; y <= hi.y; y++) {
-            uint first = cell_start[grid_index(ivec3(lo.x, y, z))];
-            uint last = cell_start[grid_index(ivec3(hi.x, y, z)) + 1u];
-            for (uint j = first; j < last; j++) {
-                if (j == i) continue;
-                if (gather_position(g, self.position.xyz, agents_in[j].position.xyz, r2, s2))
-                    g.ali += agents_in[j].velocity.xyz;
-            }
+    // The agent's own row first, then the others: under a neighbour cap the nearest rows are
+    // the ones examined, evenly on every side.
+    uint budget = u_neighbor_cap;  // candidates left to examine (0xffffffff: no cap)
+    for (int row = 0; row < 9 && budget > 0u; row++) {
+        ivec2 yz = c.yz + ROWS[row];
+        if (any(lessThan(yz, lo.yz)) || any(greaterThan(yz, hi.yz))) continue;
+        uint first = cell_start[grid_index(ivec3(lo.x, yz))];
+        uint last = cell_start[grid_index(ivec3(hi.x, yz)) + 1u];
+        last = first + min(last - first, budget);
+        budget -= last - first;
+        for (uint j = first; j < last; j++) {
+            if (j == i) continue;
+            if (gather_position(g, self.position.xyz, agents_in[j].position.xyz, r2, s2))
+                g.ali += agents_in[j].velocity.xyz;
         }
     }
 

@@ -318,3 +318,34 @@ def test_the_grid_is_deterministic(ctx):
         runs.append((x, v))
     np.testing.assert_array_equal(runs[0][0], runs[1][0])
     np.testing.assert_array_equal(runs[0][1], runs[1][1])
+
+
+def test_neighbor_cap_bounds_the_work_and_zero_is_the_seed(ctx):
+    """Everyone in one grid cell. Uncapped (0, the default) is the seed's kernel; with a cap K
+    each agent examines only the first K agents of its cell (id order), so the work is bounded
+    however crowded the cell."""
+    count, cap = 600, 16
+    rng = np.random.default_rng(3)
+    # Cells are 6 wide from -75 (neighbor_radius 6): [-3, 0) on each axis is inside one cell,
+    # and every pair there is closer than 6.
+    position = rng.uniform(-2.9, -0.1, size=(count, 3)).astype(np.float32)
+    velocity = rng.normal(scale=3.0, size=(count, 3)).astype(np.float32)
+    only_alignment = {"count": count, "neighbor_radius": 6.0, "separation": False,
+                      "cohesion": False, "seek": False, "containment": False}
+    params = Params(only_alignment)
+    (x, v), _ = run_gpu(ctx, params, position, velocity, "grid", dt=1 / 30)
+    rx, rv, margin = reference.step(position, velocity, params, 1 / 30)
+    assert_matches((x, v), (rx, rv), margin, "uncapped")
+
+    params["neighbor_cap"] = cap
+    (_, v), _ = run_gpu(ctx, params, position, velocity, "grid", dt=1 / 30)
+    max_speed, max_force = params["max_speed"], params["max_force"]
+    for i in (0, 5, cap - 1, cap, 300, count - 1):
+        others = [j for j in range(cap) if j != i]  # the first `cap` of the cell, not itself
+        mean = velocity[others].mean(axis=0)
+        desired = (mean + 1e-5) / np.linalg.norm(mean + 1e-5) * max_speed
+        steer = desired - velocity[i]
+        steer *= min(1.0, max_force / np.linalg.norm(steer))
+        expected = velocity[i] + steer / 30
+        expected *= min(1.0, max_speed / np.linalg.norm(expected))
+        np.testing.assert_allclose(v[i], expected, rtol=1e-4, atol=1e-4)

@@ -266,6 +266,7 @@ class Swarm:
             "u_obstacles": obstacles,
             "u_obstacle_weight": p["obstacle_weight"],
             "u_step": self.steps,
+            "u_neighbor_cap": p["neighbor_cap"] or 0xFFFFFFFF,
         }
 
     # ---- the grid ---------------------------------------------------------------------------
