@@ -23,7 +23,7 @@ import numpy as np
 
 from control.params import Params
 from visual.camera import OrbitCamera
-from visual.gl import GpuTimer
+from visual.gl import GpuTimer, ShaderError, ShaderWatch
 from visual.lure import Lure
 from visual.renderer import Renderer
 from visual.swarm import MAX_DT, Swarm, spawn_state
@@ -81,6 +81,8 @@ class Show:
         self.midi = midi  # control.midi.Midi, or None
         self.say = say
         self.selected = 0  # the HUD's chosen parameter, for MIDI learn
+        self._shader_watch = ShaderWatch()
+        self.shader_error: str | None = None
         self._burst = (0.0, -math.inf)  # separation burst: strength, start (show time)
         self.swarm = Swarm(ctx, params, neighbors=options.neighbors, seed=options.seed,
                            position=options.position, velocity=options.velocity)
@@ -107,6 +109,7 @@ class Show:
         from audio.analysis import speed_scale
         from audio.modulation import modulate
 
+        self.poll_shaders(now)
         self.audio.update(now)
         for message in self.audio.take_messages():
             self.say(f"audio: {message}")
@@ -118,6 +121,28 @@ class Show:
         self.values = modulate(self.routes, self.audio.sources(), self.params.as_dict())
         self._apply_burst()
         self.status["audio"] = self._audio_line()
+
+    def poll_shaders(self, now: float) -> None:
+        """Shader hot reload: an edited file under shaders/ is recompiled; a file that fails
+        shows its error (file and line) in the HUD and the last good programs keep running."""
+        if not self._shader_watch.changed(now):
+            return
+        errors = []
+        for owner in (self.swarm, self.renderer):
+            try:
+                owner.reload_shaders()
+            except ShaderError as exc:
+                errors.append(str(exc))
+        if errors:
+            error = " | ".join(line.strip() for text in errors for line in text.splitlines()
+                               if ":" in line and "error" in line.lower())[:300]
+            self.shader_error = error or errors[0][:300]
+            self.status["shaders"] = f"ERROR, last good shaders running: {self.shader_error}"
+            self.say(f"shaders: {errors[0]}")
+        else:
+            self.shader_error = None
+            self.status["shaders"] = "reloaded"
+            self.say("shaders: reloaded")
 
     # ---- MIDI actions, learn -------------------------------------------------------------------
 

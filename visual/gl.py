@@ -7,14 +7,19 @@ compiler error can be mapped back to the right file and line. Main thread only.
 
 from __future__ import annotations
 
+import os
 import re
+import time
 from collections import deque
 from pathlib import Path
 from typing import Any, Mapping
 
 import moderngl
 
-SHADER_DIR = Path(__file__).resolve().parent.parent / "shaders"
+BUNDLED_SHADERS = Path(__file__).resolve().parent.parent / "shaders"
+# SWARM_SHADERS points the instrument at another copy of the folder (to live-code your own);
+# tests point it at a temporary copy.
+SHADER_DIR = Path(os.environ.get("SWARM_SHADERS") or BUNDLED_SHADERS)
 GLSL_VERSION = "#version 430 core"
 MAX_GROUPS_X = 65535  # the minimum GL guarantees for GL_MAX_COMPUTE_WORK_GROUP_COUNT
 
@@ -40,8 +45,8 @@ class ShaderSource:
     """A shader's text with its includes expanded, and the files it came from, numbered."""
 
     def __init__(self, name: str, defines: Mapping[str, Any] | None = None,
-                 shader_dir: Path = SHADER_DIR) -> None:
-        self.shader_dir = shader_dir
+                 shader_dir: Path | None = None) -> None:
+        self.shader_dir = shader_dir or SHADER_DIR
         self.files: list[str] = []
         body: list[str] = []
         self._expand(name, body, set())
@@ -79,6 +84,33 @@ class ShaderSource:
             return f"{file}:{match.group(2)}"
 
         return re.sub(r"\b(\d+)[:(](\d+)\)?(?:\(\d+\))?", name, log, count=0)
+
+
+class ShaderWatch:
+    """Notices edits under the shader folder: `changed()` looks at most once a second."""
+
+    def __init__(self, interval: float = 1.0) -> None:
+        self.interval = interval
+        self._next = 0.0
+        self._seen = self._snapshot()
+
+    @staticmethod
+    def _snapshot() -> dict[str, float]:
+        try:
+            return {p.name: p.stat().st_mtime for p in SHADER_DIR.iterdir() if p.is_file()}
+        except OSError:
+            return {}
+
+    def changed(self, now: float | None = None) -> bool:
+        now = time.monotonic() if now is None else now
+        if now < self._next:
+            return False
+        self._next = now + self.interval
+        snapshot = self._snapshot()
+        if snapshot == self._seen:
+            return False
+        self._seen = snapshot
+        return True
 
 
 def compute_program(ctx: moderngl.Context, name: str,

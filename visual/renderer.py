@@ -138,10 +138,6 @@ class Renderer:
         self.params = params
         self.samples = samples
         self.background = BACKGROUND
-        self._cull = compute_program(ctx, "cull.comp", {"LOCAL_SIZE": CULL_LOCAL_SIZE})
-        self._agent_program = _program(ctx, "agent.vert", "agent.frag")
-        self._fade_program = _program(ctx, "fade.vert", "fade.frag")
-
         cone_positions, cone_normals = cone_mesh()
         far_positions, far_normals = far_triangle()
         self.near_vertices = len(cone_positions)
@@ -149,11 +145,7 @@ class Renderer:
         mesh = np.hstack([np.vstack([cone_positions, far_positions]),
                           np.vstack([cone_normals, far_normals])]).astype(np.float32)
         self._mesh = ctx.buffer(mesh.tobytes())
-        self._agent_vao = ctx.vertex_array(
-            self._agent_program, [(self._mesh, "3f 3f", "in_position", "in_normal")])
-        self._fade_vao = ctx.vertex_array(self._fade_program, [])
-        self._present_program = _program(ctx, "fade.vert", "present.frag")
-        self._present_vao = ctx.vertex_array(self._present_program, [])
+        self._install(self._build_programs())
 
         # The draw state as the cull pass starts it: both commands with no instances yet.
         template = np.zeros(DRAW_STATE_UINTS, np.uint32)
@@ -180,6 +172,41 @@ class Renderer:
         self._last_seek: float | None = None
         self._telegraph_start = -math.inf
         self.telegraph = 0.0
+
+    # ---- programs -------------------------------------------------------------------------------
+
+    def _build_programs(self) -> dict[str, Any]:
+        """Compile the cull kernel and the draw programs, with their vertex arrays."""
+        ctx, built = self.ctx, {}
+        try:
+            built["cull"] = compute_program(ctx, "cull.comp", {"LOCAL_SIZE": CULL_LOCAL_SIZE})
+            built["agent"] = _program(ctx, "agent.vert", "agent.frag")
+            built["fade"] = _program(ctx, "fade.vert", "fade.frag")
+            built["present"] = _program(ctx, "fade.vert", "present.frag")
+            built["agent_vao"] = ctx.vertex_array(
+                built["agent"], [(self._mesh, "3f 3f", "in_position", "in_normal")])
+            built["fade_vao"] = ctx.vertex_array(built["fade"], [])
+            built["present_vao"] = ctx.vertex_array(built["present"], [])
+        except Exception:
+            for obj in reversed(list(built.values())):
+                obj.release()
+            raise
+        return built
+
+    def _install(self, built: dict[str, Any]) -> None:
+        self._built = built
+        self._cull, self._agent_program = built["cull"], built["agent"]
+        self._fade_program, self._present_program = built["fade"], built["present"]
+        self._agent_vao, self._fade_vao = built["agent_vao"], built["fade_vao"]
+        self._present_vao = built["present_vao"]
+
+    def reload_shaders(self) -> None:
+        """Recompile from shaders/; on an error (ShaderError, raised) the running ones stay."""
+        built = self._build_programs()
+        old = self._built
+        self._install(built)
+        for obj in reversed(list(old.values())):
+            obj.release()
 
     # ---- counts -----------------------------------------------------------------------------
 
@@ -425,10 +452,8 @@ class Renderer:
 
     def release(self) -> None:
         """Free every GPU object this renderer made."""
-        for obj in (self._agent_vao, self._fade_vao, self._present_vao, self._present_program,
-                    self._mesh, self._draw_template,
-                    self._draw_state, *self._ring, self._visible_buffer, self._cull,
-                    self._agent_program, self._fade_program):
+        for obj in (*reversed(list(self._built.values())), self._mesh, self._draw_template,
+                    self._draw_state, *self._ring, self._visible_buffer):
             if obj is not None:
                 obj.release()
         self._release_parts(self._accumulation, self._accumulation_parts)
@@ -437,6 +462,7 @@ class Renderer:
         self._offscreen.clear()
         self._accumulation = self._visible_buffer = None
         self._ring = []
+        self._built = {}
         self._cull_timer.release()
         self._draw_timer.release()
 

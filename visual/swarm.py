@@ -113,16 +113,7 @@ class Swarm:
         self._neighbors = neighbors
         self.steps = 0
         self.obstacles: list[tuple[float, float, float, float]] = []
-        defines = {"LOCAL_SIZE": LOCAL_SIZE}
-        self._simulate = {
-            "brute": compute_program(ctx, "simulate_brute.comp", defines),
-            "grid": compute_program(ctx, "simulate_grid.comp", defines),
-        }
-        self._bin = compute_program(ctx, "bin.comp", defines)
-        self._scatter = compute_program(ctx, "scatter.comp", defines)
-        self._order = compute_program(ctx, "order.comp", defines)
-        self._scan = compute_program(
-            ctx, "scan.comp", {"LOCAL_SIZE": SCAN_LOCAL_SIZE, "ITEMS": SCAN_ITEMS})
+        self._programs = self._build_programs()
         self._stats = ctx.buffer(reserve=16)
         self._stats.clear()
         self._grid: GridShape | None = None
@@ -131,6 +122,32 @@ class Swarm:
         if position is None:
             position, velocity = spawn_state(params["count"], params, seed)
         self.set_state(position, velocity)
+
+    # ---- programs -----------------------------------------------------------------------------
+
+    def _build_programs(self) -> dict[str, moderngl.ComputeShader]:
+        """Compile every kernel from shaders/ (ShaderError names the file and line)."""
+        ctx, defines = self.ctx, {"LOCAL_SIZE": LOCAL_SIZE}
+        built: dict[str, moderngl.ComputeShader] = {}
+        try:
+            for name, file in (("brute", "simulate_brute.comp"), ("grid", "simulate_grid.comp"),
+                               ("bin", "bin.comp"), ("scatter", "scatter.comp"),
+                               ("order", "order.comp")):
+                built[name] = compute_program(ctx, file, defines)
+            built["scan"] = compute_program(
+                ctx, "scan.comp", {"LOCAL_SIZE": SCAN_LOCAL_SIZE, "ITEMS": SCAN_ITEMS})
+        except Exception:
+            for program in built.values():
+                program.release()
+            raise
+        return built
+
+    def reload_shaders(self) -> None:
+        """Recompile from shaders/; on an error (ShaderError, raised) the running kernels stay."""
+        programs = self._build_programs()
+        for program in self._programs.values():
+            program.release()
+        self._programs = programs
 
     # ---- state ------------------------------------------------------------------------------
 
@@ -214,7 +231,7 @@ class Swarm:
         """
         dt = min(max(float(dt), 0.0), MAX_DT)
         uniforms = self._uniforms(dt, target, speed_scale, values or {})
-        simulate = self._simulate[self.neighbors]
+        simulate = self._programs[self.neighbors]
         set_uniforms(simulate, uniforms)
         if self.neighbors == "brute":
             self._current.bind_to_storage_buffer(0)
@@ -289,8 +306,8 @@ class Swarm:
         self._current.bind_to_storage_buffer(1)
         self._grid_buffers[0].bind_to_storage_buffer(3)
         self._rank.bind_to_storage_buffer(4)
-        set_uniforms(self._bin, self._grid_uniforms())
-        dispatch_1d(self._bin, self._count, LOCAL_SIZE)
+        set_uniforms(self._programs["bin"], self._grid_uniforms())
+        dispatch_1d(self._programs["bin"], self._count, LOCAL_SIZE)
         self._barrier()
         self._current, self._scratch = self._scratch, self._current
         self._sort_scratch_into_current()
@@ -319,20 +336,20 @@ class Swarm:
         # scatter: unsorted (binding 1) -> cell order (binding 0)
         self._current.bind_to_storage_buffer(0)
         self._scratch.bind_to_storage_buffer(1)
-        set_uniforms(self._scatter, self._grid_uniforms())
-        dispatch_1d(self._scatter, self._count, LOCAL_SIZE)
+        set_uniforms(self._programs["scatter"], self._grid_uniforms())
+        dispatch_1d(self._programs["scatter"], self._count, LOCAL_SIZE)
         self._barrier()
         # order: cell order, any order inside a cell (binding 1) -> by id (binding 0)
         self._scratch.bind_to_storage_buffer(0)
         self._current.bind_to_storage_buffer(1)
-        set_uniforms(self._order, self._grid_uniforms())
-        dispatch_1d(self._order, self._count, LOCAL_SIZE)
+        set_uniforms(self._programs["order"], self._grid_uniforms())
+        dispatch_1d(self._programs["order"], self._count, LOCAL_SIZE)
         self._barrier()
         self._current, self._scratch = self._scratch, self._current
 
     def _scan_counts(self) -> None:
         counts, starts, sums = self._grid_buffers[0], self._grid_buffers[1], self._grid_buffers[2:]
-        scan = self._scan
+        scan = self._programs["scan"]
         levels = len(self._scan_sizes)
         # Down: scan each level in blocks, its block totals feed the next level.
         for k, size in enumerate(self._scan_sizes):
@@ -354,9 +371,9 @@ class Swarm:
             self._barrier()
 
     def release(self) -> None:
-        for program in [*self._simulate.values(), self._bin, self._scatter, self._order,
-                        self._scan]:
+        for program in self._programs.values():
             program.release()
+        self._programs = {}
         for buffer in [self._current, self._scratch, self._rank, self._stats,
                        *self._grid_buffers]:
             if buffer is not None:

@@ -1,0 +1,83 @@
+"""Shader hot reload: an edited shader is recompiled while the show runs; a broken one shows
+its file and line and the last good programs keep drawing."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+import visual.gl
+from control.params import Params
+from visual.app import Show, ShowOptions
+from visual.gl import BUNDLED_SHADERS
+
+SIZE = (160, 90)
+
+
+@pytest.fixture
+def shader_copy(tmp_path, monkeypatch):
+    folder = tmp_path / "shaders"
+    shutil.copytree(BUNDLED_SHADERS, folder)
+    monkeypatch.setattr(visual.gl, "SHADER_DIR", folder)
+    return folder
+
+
+def frame(show, framebuffer) -> np.ndarray:
+    show.advance(1 / 60)
+    show.draw(framebuffer)
+    return np.frombuffer(framebuffer.read(components=3), np.uint8).reshape(SIZE[1], SIZE[0], 3)
+
+
+def touch_later(path, seconds=5):
+    stat = path.stat()
+    os.utime(path, (stat.st_atime + seconds, stat.st_mtime + seconds))
+
+
+def test_a_broken_shader_keeps_the_last_good_one_and_a_fixed_one_reloads(ctx, shader_copy):
+    messages = []
+    show = Show(ctx, Params({"count": 800, "agent_size": 2.0}), ShowOptions(), say=messages.append)
+    framebuffer = show.renderer.offscreen_framebuffer(SIZE)
+    try:
+        assert (frame(show, framebuffer).max(axis=2) > 40).mean() > 0.01
+        boids = shader_copy / "boids.glsl"
+        lines = boids.read_text().splitlines()
+        broken_line = len(lines) + 1
+        boids.write_text("\n".join(lines) + "\nthis is not GLSL\n")
+        touch_later(boids)
+        show.poll_shaders(100.0)
+        assert "ERROR" in show.status["shaders"]
+        assert f"boids.glsl:{broken_line}" in show.status["shaders"], show.status["shaders"]
+        assert any("boids.glsl" in m for m in messages)
+        # The show goes on with the last good kernels: agents still move and are drawn.
+        before = show.swarm.read_state()[0]
+        image = frame(show, framebuffer)
+        assert (image.max(axis=2) > 40).mean() > 0.01
+        assert np.abs(show.swarm.read_state()[0] - before).max() > 0
+
+        # A working edit: the present pass paints everything green.
+        boids.write_text("\n".join(lines) + "\n")
+        present = shader_copy / "present.frag"
+        present.write_text(present.read_text().replace(
+            "f_color = vec4(texelFetch(u_image, ivec2(gl_FragCoord.xy), 0).rgb, 1.0);",
+            "f_color = vec4(0.0, 1.0, 0.0, 1.0);"))
+        touch_later(boids, 10)
+        touch_later(present, 10)
+        show.poll_shaders(200.0)
+        assert show.status["shaders"] == "reloaded" and show.shader_error is None
+        image = frame(show, framebuffer)
+        assert np.all(image == [0, 255, 0])
+    finally:
+        show.release()
+
+
+def test_the_watch_looks_at_most_once_a_second(shader_copy):
+    watch = visual.gl.ShaderWatch(interval=1.0)
+    touch_later(shader_copy / "common.glsl")
+    assert watch.changed(10.0)
+    touch_later(shader_copy / "common.glsl", 20)
+    assert not watch.changed(10.5)  # too soon: not even looked at
+    assert watch.changed(11.0)
+    assert not watch.changed(12.5)  # nothing new
