@@ -349,3 +349,30 @@ def test_neighbor_cap_bounds_the_work_and_zero_is_the_seed(ctx):
         expected = velocity[i] + steer / 30
         expected *= min(1.0, max_speed / np.linalg.norm(expected))
         np.testing.assert_allclose(v[i], expected, rtol=1e-4, atol=1e-4)
+
+
+def test_resize_keeps_agents_and_spawns_new_ones_on_the_gpu(ctx):
+    params = Params({"count": 1000})
+    position, velocity = spawn_state(1000, params, 4)
+    swarm = Swarm(ctx, params, position=position, velocity=velocity)
+    try:
+        swarm.step(1 / 60)
+        before, _ = swarm.read_state()
+        swarm.resize(600)  # shrink: ids 0..599 stay as they were
+        x, v = swarm.read_state()
+        assert x.shape == (600, 3)
+        np.testing.assert_array_equal(x, before[:600])
+        swarm.resize(1500)  # grow: 600..1499 spawned inside the spawn sphere, moving
+        x, v = swarm.read_state()
+        np.testing.assert_array_equal(x[:600], before[:600])
+        assert np.linalg.norm(x[600:], axis=1).max() <= params["spawn_radius"] + 1e-3
+        assert len(np.unique(np.round(x[600:], 4), axis=0)) == 900
+        np.testing.assert_allclose(np.linalg.norm(v[600:], axis=1), 4.0, rtol=1e-4)
+        ids = np.frombuffer(swarm.current.read(), np.float32)[3::8]
+        assert sorted(ids) == list(range(1500))
+        params["count"] = 1500
+        swarm.step(1 / 60)  # the grid re-sorts the resized buffer: a normal step follows
+        rx, rv, margin = reference.step(x, v, params, 1 / 60)
+        assert_matches(swarm.read_state(), (rx, rv), margin, "after resize")
+    finally:
+        swarm.release()

@@ -132,7 +132,7 @@ class Swarm:
         try:
             for name, file in (("brute", "simulate_brute.comp"), ("grid", "simulate_grid.comp"),
                                ("bin", "bin.comp"), ("scatter", "scatter.comp"),
-                               ("order", "order.comp")):
+                               ("order", "order.comp"), ("resize", "resize.comp")):
                 built[name] = compute_program(ctx, file, defines)
             built["scan"] = compute_program(
                 ctx, "scan.comp", {"LOCAL_SIZE": SCAN_LOCAL_SIZE, "ITEMS": SCAN_ITEMS})
@@ -195,6 +195,31 @@ class Swarm:
         """Between compute passes: shader storage writes become visible to the next pass (and to
         the renderer's cull and vertex shaders). Narrower than all bits: cheaper on NVIDIA."""
         self.ctx.memory_barrier(moderngl.SHADER_STORAGE_BARRIER_BIT)
+
+    def resize(self, count: int) -> None:
+        """Change the number of agents on the GPU: agents with ids below `count` stay where
+        they are, new ones are spawned like the guard's. No CPU upload, so no stalled frame."""
+        if not 1 <= count <= MAX_COUNT:
+            raise ValueError(f"count must be 1..{MAX_COUNT}, got {count}")
+        if count == self._count:
+            return
+        old, old_count = self._current, self._count
+        for buffer in (self._scratch, self._rank):
+            buffer.release()
+        self._current = self.ctx.buffer(reserve=count * AGENT_BYTES)
+        self._scratch = self.ctx.buffer(reserve=count * AGENT_BYTES)
+        self._rank = self.ctx.buffer(reserve=count * 4)
+        program = self._programs["resize"]
+        set_uniforms(program, self._uniforms(0.0, (0.0, 0.0, 0.0), 1.0, {}))
+        set_uniforms(program, {"u_old_count": old_count, "u_new_count": count})
+        self._current.bind_to_storage_buffer(0)
+        old.bind_to_storage_buffer(1)
+        self._stats.bind_to_storage_buffer(5)
+        dispatch_1d(program, max(old_count, count), LOCAL_SIZE)
+        self._barrier()
+        old.release()
+        self._count = count
+        self._grid = None  # in id order now: re-sort on the next step
 
     def read_state(self) -> tuple[np.ndarray, np.ndarray]:
         """(position, velocity), (N, 3) float32, in id order. Waits for the GPU: not per frame."""
