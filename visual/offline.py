@@ -1,0 +1,569 @@
+"""The offline render: a sound file in, a music video out (`instrument.py --render SONG`).
+
+The same show as live (analysis, modulation, preset, MIDI mapping), driven by the song's time
+instead of the clock: frame i is analysed at t = i / fps, simulated for exactly 1 / fps (in
+equal substeps of at most 1/30 s, the seed's clamp) and drawn offscreen at the video's size;
+its pixels go to the encoder's thread (visual/video.py) while the next frame renders. The same
+song, preset, seed and settings give the same frames.
+
+A control track (`--control`, control/control_track.py) automates parameters along the song:
+a track recorded live with `--record-control`, or a Standard MIDI File sent through the MIDI
+mapping. Every check that can fail (the song, the track, the codec, the size, the output)
+runs before the first frame, each failure one line naming the file and what to do. Ctrl+C
+stops the render, finishes the file (playable, with its sound up to the last frame) and says
+how many frames it holds.
+
+Main thread only (it owns the GL context); the encoder and the progress bar's output are the
+only other activity, the encoder on its own thread.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+import numpy as np
+
+from control.files import FileProblem, load_state, save_state
+from control.params import Params
+from visual.swarm import MAX_DT
+
+DEFAULT_FPS = 60.0
+DEFAULT_SIZE = (1920, 1080)
+FROM_CONTROL = "@control"  # `--render` without a song: the control track's recorded audio
+EXIT_INTERRUPTED = 130  # the shell's code for a run ended by Ctrl+C
+
+
+class RenderProblem(FileProblem):
+    """Bad input for a render (options, song, track): one line, said before any frame."""
+
+
+# ----- the command line -------------------------------------------------------------------
+
+def add_render_arguments(parser: argparse.ArgumentParser) -> None:
+    """The offline render's and the control recorder's options. In render mode the parser's
+    own --fps and --size mean the video's rate (default 60) and size (default 1920x1080)."""
+    group = parser.add_argument_group(
+        "offline render", "render a music video from a sound file: --render SONG --out "
+                          "VIDEO.mp4 (--fps and --size then set the video's rate and size, "
+                          "default 60 and 1920x1080)")
+    group.add_argument("--render", nargs="?", const=FROM_CONTROL, metavar="SONG",
+                       help="render the swarm driven by this sound file (WAV, or anything "
+                            "FFmpeg reads: MP3, FLAC, OGG) into a video, frame by frame; "
+                            "without SONG, the audio recorded in --control drives it")
+    group.add_argument("--out", metavar="VIDEO.mp4",
+                       help="the video to write (.mp4, .mov, .m4v or .mkv; default: the "
+                            "song's name with .mp4, in the current folder)")
+    group.add_argument("--control", metavar="TRACK",
+                       help="automate parameters along the song: a control track recorded "
+                            "with --record-control, or a MIDI file (.mid) through the MIDI "
+                            "mapping")
+    group.add_argument("--codec", metavar="NAME",
+                       help="video codec (default libx264: H.264; mpeg4 where it is missing)")
+    group.add_argument("--crf", type=_crf, default=18.0, metavar="Q",
+                       help="H.264 quality, 0 (lossless) to 51; lower is better and bigger "
+                            "(default 18: visually clean)")
+    group.add_argument("--encoder-preset", default="medium", metavar="NAME",
+                       help="x264 speed preset, ultrafast to veryslow (default medium)")
+    group.add_argument("--record-control", metavar="TRACK.jsonl",
+                       help="live: save the audio features, MIDI, parameter and preset "
+                            "changes with their times, to re-render the set with --control")
+
+
+def _crf(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 51:
+        raise argparse.ArgumentTypeError(f"expected a quality from 0 to 51, got {text!r}")
+    return value
+
+
+# ----- the song ----------------------------------------------------------------------------
+
+def load_song(path: str | os.PathLike) -> tuple[np.ndarray, int]:
+    """(samples (frames, channels) float32, rate) of a sound file: WAV through the project's
+    reader, anything else (MP3, FLAC, OGG, M4A) through PyAV's FFmpeg."""
+    from audio.wavfile import AudioFileError, read_wav
+
+    path = Path(path)
+    if not path.exists():
+        raise RenderProblem(f"{path}: no such file (the song to render)")
+    if path.is_dir():
+        raise RenderProblem(f"{path}: is a folder; give a sound file to --render")
+    try:
+        return read_wav(path)
+    except AudioFileError as exc:
+        wav_error = str(exc)
+    try:
+        return _decode_with_pyav(path)
+    except RenderProblem:
+        if path.suffix.lower() == ".wav":
+            raise RenderProblem(wav_error) from None
+        raise
+
+
+def _decode_with_pyav(path: Path) -> tuple[np.ndarray, int]:
+    try:
+        import av
+    except ImportError:
+        raise RenderProblem(f"{path}: not a WAV file, and reading other sound files needs "
+                            "PyAV (pip install av)") from None
+    chunks: list[np.ndarray] = []
+    rate = 0
+    try:
+        with av.open(str(path)) as container:
+            if not container.streams.audio:
+                raise RenderProblem(f"{path}: holds no audio; give a sound file (WAV, MP3, "
+                                    "FLAC, OGG) to --render")
+            stream = container.streams.audio[0]
+            rate = int(stream.codec_context.sample_rate or stream.rate or 0)
+            channels = min(max(stream.codec_context.channels, 1), 2)
+            layout = "mono" if channels == 1 else "stereo"
+            resampler = av.AudioResampler(format="flt", layout=layout, rate=rate)
+            for frame in container.decode(stream):
+                for out in resampler.resample(frame):
+                    chunks.append(out.to_ndarray().reshape(-1, channels))
+            for out in resampler.resample(None):
+                chunks.append(out.to_ndarray().reshape(-1, channels))
+    except RenderProblem:
+        raise
+    except Exception as exc:  # noqa: BLE001 - FFmpeg's errors come as many types
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise RenderProblem(f"{path}: not a sound file this can read ({reason}); give a WAV, "
+                            "MP3, FLAC or OGG file to --render") from None
+    samples = np.concatenate(chunks) if chunks else np.zeros((0, 1), np.float32)
+    if len(samples) == 0 or rate <= 0:
+        raise RenderProblem(f"{path}: holds no samples")
+    return np.ascontiguousarray(samples, np.float32), rate
+
+
+# ----- the plan: every check before the first frame ------------------------------------------
+
+@dataclass
+class RenderJob:
+    song: Path | None  # None: the control track's recorded audio drives the swarm
+    samples: np.ndarray | None  # (frames, channels) float32
+    rate: int
+    out: Path
+    fps: float
+    size: tuple[int, int]
+    codec: str
+    crf: float
+    encoder_preset: str
+    frames: int  # frames to render
+    duration: float  # seconds of song (or of control track)
+    track: Any = None  # control.control_track.ControlTrack
+    midi_mapping: str | None = None
+    args: argparse.Namespace | None = None  # for --screenshot and --state-out at the end
+
+    @property
+    def substeps(self) -> int:
+        """Equal simulation steps a frame, each at most MAX_DT, so simulated time = song time."""
+        return max(math.ceil((1.0 / self.fps) / MAX_DT - 1e-9), 1)
+
+    @property
+    def step(self) -> float:
+        return 1.0 / self.fps / self.substeps
+
+
+def plan_render(args: argparse.Namespace, params: Params, routes: list,
+                say: Callable[[str], None]) -> tuple[RenderJob, list]:
+    """Check everything a render needs and return the job and the routes to use; raises
+    RenderProblem (or VideoProblem) naming the file or option. Applies a control track's
+    starting parameters to `params` (then the preset and --count again on top)."""
+    from control.control_track import ControlTrack
+    from visual.video import (
+        DEFAULT_CODEC,
+        X264_PRESETS,
+        check_output,
+        check_size,
+        choose_codec,
+        fps_fraction,
+        frames_for,
+    )
+
+    if getattr(args, "dt", None) is not None:
+        raise RenderProblem("--dt cannot be combined with --render: a render steps exactly "
+                            "1/fps a frame (--fps sets it)")
+    if getattr(args, "record_control", None):
+        raise RenderProblem("--record-control records a live set; a render is already "
+                            "repeatable (drop --record-control, or --render)")
+    if getattr(args, "audio_file", None) or getattr(args, "audio_device", None) is not None:
+        raise RenderProblem("--render takes its sound from SONG; drop --audio-file / "
+                            "--audio-device")
+    if args.encoder_preset not in X264_PRESETS:
+        raise RenderProblem(f"--encoder-preset {args.encoder_preset}: not one of "
+                            f"{', '.join(X264_PRESETS)}")
+    fps = float(fps_fraction(float(args.fps) if args.fps else DEFAULT_FPS))  # as stored
+    size = tuple(args.size) if args.size else DEFAULT_SIZE
+
+    song = None if args.render == FROM_CONTROL else Path(args.render)
+    track = ControlTrack.load(args.control) if args.control else None
+    if song is None and track is None:
+        raise RenderProblem("--render needs a song (--render SONG), or a control track with "
+                            "recorded audio (--render --control TRACK)")
+    if song is None and (track.from_midi_file or not track.has_audio):
+        raise RenderProblem(f"{track.path}: holds no recorded audio to drive the swarm; give "
+                            "the song too: --render SONG --control "
+                            f"{track.path}")
+    out = Path(args.out) if args.out else Path.cwd() / (
+        (song.stem if song else track.path.stem) + ".mp4")
+    check_output(out, (song, args.control))
+    codec, message = choose_codec(args.codec or DEFAULT_CODEC)
+    if message:
+        say(message)
+    check_size(size, codec)
+
+    samples, rate = (load_song(song) if song is not None else (None, 0))
+    if samples is not None:
+        duration = len(samples) / rate
+    else:
+        duration = track.duration
+        if duration <= 0:
+            raise RenderProblem(f"{track.path}: lasts 0 s; nothing to render")
+        if track.header.get("audio_file"):
+            say(f"rendering {track.path.name}'s recorded audio features, without sound; "
+                f"give the set's sound file to mux it: --render "
+                f"{track.header['audio_file']} --control {track.path}")
+
+    if track is not None and not track.from_midi_file:
+        routes = _apply_track_start(track, args, params, routes, say)
+    frames = frames_for(duration, fps)
+    if getattr(args, "frames", None):
+        frames = min(frames, int(args.frames))
+    job = RenderJob(song, samples, rate, out, fps, size, codec, float(args.crf),
+                    args.encoder_preset, frames, duration, track,
+                    getattr(args, "midi_map", None), args)
+    return job, routes
+
+
+def _apply_track_start(track: Any, args: argparse.Namespace, params: Params, routes: list,
+                       say: Callable[[str], None]) -> list:
+    """A recorded set starts from its own parameters and routes, unless --preset (or
+    --resume) chose a start now; --count applies on top either way. The seed is the track's
+    unless --seed gives another than the default 0."""
+    if not (getattr(args, "preset", None) or getattr(args, "resume", False)):
+        params.update(track.start_params, where=f"{track.path}: params")
+        routes = track.routes
+        if getattr(args, "count", None) is not None:
+            params["count"] = args.count
+    seed = track.header.get("seed")
+    if isinstance(seed, int) and args.seed == 0 and seed != 0:
+        args.seed = seed
+        say(f"seed {seed}, as recorded in {track.path.name}")
+    return routes
+
+
+# ----- progress ------------------------------------------------------------------------------
+
+class Progress:
+    """One status line: frames done of the total, output frames a second, time left.
+
+    On a terminal it is redrawn in place (carriage return) at most 5 times a second; into a
+    file or pipe it prints a plain line every `plain_every` seconds.
+    """
+
+    def __init__(self, total: int, stream: TextIO | None = None,
+                 plain_every: float = 5.0) -> None:
+        self.total = total
+        self.stream = stream if stream is not None else sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.plain_every = plain_every
+        self.started = time.perf_counter()
+        self._last = -math.inf
+        self._shown = False
+
+    def line(self, done: int, now: float | None = None) -> str:
+        now = time.perf_counter() if now is None else now
+        elapsed = max(now - self.started, 1e-9)
+        rate = done / elapsed
+        left = (self.total - done) / rate if rate > 0 else math.inf
+        percent = 100.0 * done / max(self.total, 1)
+        width = 24
+        filled = int(width * done / max(self.total, 1))
+        bar = "#" * filled + "-" * (width - filled)
+        return (f"render [{bar}] {done}/{self.total} frames {percent:3.0f}%  "
+                f"{rate:5.1f} fps  {_clock(elapsed)} elapsed, {_clock(left)} left")
+
+    def update(self, done: int) -> None:
+        now = time.perf_counter()
+        interval = 0.2 if self.tty else self.plain_every
+        if done < self.total and now - self._last < interval:
+            return
+        self._last = now
+        text = self.line(done, now)
+        try:
+            if self.tty:
+                self.stream.write("\r" + text + "\x1b[K")
+                self._shown = True
+            else:
+                self.stream.write(text + "\n")
+            self.stream.flush()
+        except (OSError, ValueError):
+            pass  # a closed terminal must not stop the render
+
+    def finish(self) -> None:
+        if self.tty and self._shown:
+            try:
+                self.stream.write("\n")
+                self.stream.flush()
+            except (OSError, ValueError):
+                pass
+
+
+def _clock(seconds: float) -> str:
+    if not math.isfinite(seconds):
+        return "--:--"
+    seconds = round(seconds)
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else \
+        f"{rest // 60}:{rest % 60:02d}"
+
+
+@contextmanager
+def _sigint_deferred() -> Iterator[list]:
+    """While the file is being finished, a second Ctrl+C is noted, not raised, so it cannot
+    leave a half-written file. Only the main thread may touch signal handlers."""
+    caught: list = []
+    try:
+        previous = signal.signal(signal.SIGINT, lambda *_: caught.append(True))
+    except ValueError:  # not the main thread
+        yield caught
+        return
+    try:
+        yield caught
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+# ----- the render --------------------------------------------------------------------------
+
+@dataclass
+class RenderResult:
+    frames: int  # frames written to the file
+    planned: int
+    seconds: float  # wall time of the frame loop and the encoder's finish
+    interrupted: bool
+    out: Path
+
+    @property
+    def fps(self) -> float:
+        """Output frames a second: the render speed."""
+        return self.frames / self.seconds if self.seconds > 0 else 0.0
+
+
+Observer = Callable[[Any, int, float], None]
+
+
+def render(job: RenderJob, params: Params, options: Any, routes: Sequence[Any],
+           say: Callable[[str], None], *, ctx: Any = None, observe: Observer | None = None,
+           progress: Progress | None = None) -> RenderResult:
+    """Render `job` to its file. `ctx`: a GL context to use (default: a new headless one,
+    released at the end). `observe(show, index, t)` runs after each frame is drawn (tests
+    read the swarm there). Ctrl+C ends it early with a complete, playable file."""
+    from audio.base import OfflineAudio
+    from control.control_track import RecordedAudio
+    from visual.app import Show
+    from visual.gl import create_headless_context
+    from visual.video import VideoEncoder
+
+    audio_for_video = (job.samples, job.rate) if job.samples is not None else None
+    encoder = VideoEncoder(job.out, job.size, job.fps, codec=job.codec, crf=job.crf,
+                           preset=job.encoder_preset, audio=audio_for_video)
+    own_ctx = ctx is None
+    show = None
+    try:
+        if own_ctx:
+            ctx = create_headless_context()
+        if job.samples is not None:
+            audio = OfflineAudio(job.samples, job.rate, name=job.song.name)
+        else:
+            audio = RecordedAudio(job.track)
+        midi = _midi_file_input(job, params, say)
+        extra = {"midi": midi, "presets": _preset_bank()} if midi is not None else {}
+        show = Show(ctx, params, options, audio=audio, routes=routes, say=say, **extra)
+        framebuffer = show.renderer.offscreen_framebuffer(job.size)
+    except BaseException:
+        encoder.abandon()  # nothing rendered: leave no empty file behind
+        if show is not None:
+            show.release()
+        if own_ctx and ctx is not None:
+            ctx.release()
+        raise
+
+    width, height = job.size
+    source = job.song.name if job.song else f"{job.track.path.name} (recorded audio)"
+    say(f"render: {source}, {job.duration:.2f} s -> {job.out}: {job.frames} frames at "
+        f"{job.fps:g} fps ({job.substeps} step{'s' if job.substeps > 1 else ''} of "
+        f"{job.step * 1000:.2f} ms each), {width}x{height}, {job.codec}, "
+        f"{show.swarm.count} agents, {ctx.info['GL_RENDERER']}")
+    progress = progress or Progress(job.frames)
+    track = job.track if job.track is not None and not job.track.from_midi_file else None
+    started = time.perf_counter()
+    interrupted = False
+    failure: BaseException | None = None
+    last_pixels = None
+    previous_t = -math.inf
+    try:
+        for index in range(job.frames):
+            t = index / job.fps
+            if track is not None:
+                for event in track.events_between(previous_t, t):
+                    _apply_event(show, event, say)
+            previous_t = t
+            show.update(t)
+            for _ in range(job.substeps):
+                show.advance(job.step)
+            show.draw(framebuffer)
+            last_pixels = framebuffer.read(components=3, alignment=1)
+            encoder.submit(last_pixels, index)
+            if observe is not None:
+                observe(show, index, t)
+            progress.update(index + 1)
+    except KeyboardInterrupt:
+        interrupted = True
+    except BaseException as exc:  # noqa: BLE001 - finish the file, then re-raise
+        failure = exc
+    with _sigint_deferred():
+        progress.finish()
+        try:
+            stats = encoder.close()
+        except Exception as exc:  # noqa: BLE001 - the loop's own failure matters more
+            if failure is None:
+                failure = exc
+            stats = encoder.stats
+    seconds = time.perf_counter() - started
+    result = RenderResult(stats.frames, job.frames, seconds, interrupted, job.out)
+    try:
+        if failure is None:
+            if interrupted:
+                say(f"render stopped (Ctrl+C): {result.frames} of {job.frames} frames "
+                    f"({result.frames / job.fps:.2f} s) written to {job.out}, a playable "
+                    "file")
+            else:
+                say(f"render: {result.frames} frames ({result.frames / job.fps:.2f} s) "
+                    f"written to {job.out.resolve()} in {seconds:.1f} s ({result.fps:.2f} "
+                    "frames a second)")
+            _finish_extras(show, last_pixels, job, say)
+    finally:
+        show.release()
+        if own_ctx:
+            ctx.release()
+    if failure is not None:
+        raise failure
+    return result
+
+
+def _apply_event(show: Any, event: Any, say: Callable[[str], None]) -> None:
+    """A recorded param, preset or action event, at its time (audio and midi events are
+    read elsewhere or only logged: see control/control_track.py)."""
+    if event.kind == "param":
+        show.params[event.get("name")] = event.get("value")
+    elif event.kind == "preset":
+        from audio.modulation import routes_from_json
+
+        show.params.update(event.get("params") or {})
+        show.routes = routes_from_json(event.get("routes") or [])
+    elif event.kind == "action":
+        from control.midi_controller import Action
+
+        # A recalled preset's values are in the param events that follow; only actions that
+        # change no parameter (a respawn, a separation burst) are replayed.
+        act = getattr(show, "act", None) or getattr(show, "_act", None)
+        if event.get("action") == "respawn":
+            show.respawn()
+        elif event.get("action") == "separation_burst" and act is not None:
+            act(Action("separation_burst", event.get("value")))
+
+
+def _midi_file_input(job: RenderJob, params: Params, say: Callable[[str], None]) -> Any:
+    """For a .mid control track: the live MIDI path (mapping, knobs, actions) fed from the
+    file at song time. Knobs act at once: no pickup, since a file has no physical knob."""
+    if job.track is None or not job.track.from_midi_file:
+        return None
+    from control.control_track import MidiFileSource
+    from control.midi import USER_MAPPING, Midi
+    from control.midi_controller import MidiController
+
+    mapping = job.midi_mapping or (USER_MAPPING if USER_MAPPING.exists() else None)
+    midi = Midi(params, MidiFileSource(job.track.midi_messages(), job.track.path.name),
+                mapping_path=mapping, save_path=None, report=lambda text: say(f"midi: {text}"))
+    midi.controller = MidiController(params, midi.controller.mapping, armed=False)
+    return midi
+
+
+def _preset_bank() -> Any:
+    """The preset slots, so a MIDI file's program changes and crossfades recall presets as
+    live. Not for recorded tracks: their param events already hold what the presets did."""
+    try:
+        from control.presets import PresetBank
+    except ImportError:
+        return None
+    return PresetBank()
+
+
+def _finish_extras(show: Any, pixels: bytes | None, job: RenderJob,
+                   say: Callable[[str], None]) -> None:
+    """--screenshot (the last frame) and --state-out, as a headless run writes them."""
+    args = job.args
+    if args is None:
+        return
+    if getattr(args, "screenshot", None) and pixels is not None:
+        from visual.png import write_png
+
+        width, height = job.size
+        write_png(args.screenshot, np.frombuffer(pixels, np.uint8).reshape(height, width,
+                                                                              3)[::-1])
+        say(f"screenshot ({width}x{height}) saved to {Path(args.screenshot).resolve()}")
+    if getattr(args, "state_out", None):
+        position, velocity = show.swarm.read_state()
+        save_state(args.state_out, position, velocity)
+        say(f"state of {len(position)} agents written to {args.state_out}")
+
+
+def show_options_for_render(args: argparse.Namespace, params: Params) -> Any:
+    """ShowOptions from the command line for a render (no --dt: the render sets the step)."""
+    from visual.app import ShowOptions
+
+    position = velocity = None
+    if getattr(args, "state_in", None):
+        position, velocity = load_state(args.state_in)
+        if args.count is not None and args.count != len(position):
+            raise RenderProblem(f"{args.state_in}: holds {len(position)} agents but --count "
+                                f"is {args.count}; drop --count (the state sets it)")
+        params["count"] = len(position)
+    for path, what in ((getattr(args, "state_out", None), "state"),
+                       (getattr(args, "screenshot", None), "screenshot")):
+        if path:
+            folder = Path(path).resolve().parent
+            if not folder.is_dir() or not os.access(folder, os.W_OK):
+                raise RenderProblem(f"{path}: cannot write into {folder} (the {what} file)")
+    return ShowOptions(neighbors=getattr(args, "neighbors", "grid"), seed=args.seed,
+                       fixed_dt=None, obstacles=getattr(args, "obstacle", None) or (),
+                       position=position, velocity=velocity)
+
+
+def run_render(args: argparse.Namespace, params: Params, routes: list,
+               say: Callable[[str], None]) -> int:
+    """`instrument.py --render`: plan (every check), render, report. Bad input raises
+    RenderProblem / VideoProblem (FileProblem: the instrument prints one line, exit 2) before
+    anything renders; 0 when done, 130 after Ctrl+C (the file holds what was rendered)."""
+    try:
+        job, routes = plan_render(args, params, routes, say)
+        options = show_options_for_render(args, params)
+        result = render(job, params, options, routes, say)
+    except KeyboardInterrupt:  # while checking or setting up, before the first frame
+        say("render stopped (Ctrl+C) before the first frame; no video written")
+        return EXIT_INTERRUPTED
+    return EXIT_INTERRUPTED if result.interrupted else 0
