@@ -11,8 +11,9 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
-from control.files import FileProblem, load_preset_params, load_state, save_state
+from control.files import FileProblem, load_state, save_state
 from control.params import MAX_COUNT, ParamError, Params
 from visual.swarm import MAX_DT, NEIGHBOR_MODES
 
@@ -94,9 +95,11 @@ def build_parser() -> argparse.ArgumentParser:
     view.add_argument("--windowed", action="store_true", help="a window instead of full-screen")
     view.add_argument("--size", type=_size, metavar="WxH",
                       help="window size (implies --windowed); headless frame size "
-                           f"(default {HEADLESS_SIZE[0]}x{HEADLESS_SIZE[1]})")
+                           f"(default {HEADLESS_SIZE[0]}x{HEADLESS_SIZE[1]}); with --render, "
+                           "the video's (default 1920x1080)")
     view.add_argument("--fps", type=_rate, metavar="RATE",
-                      help="frame-rate cap (default: the display's refresh rate)")
+                      help="frame-rate cap (default: the display's refresh rate); with "
+                           "--render, the video's frame rate (default 60)")
     view.add_argument("--screenshot", metavar="PATH.png", help="save the last frame as a PNG")
     view.add_argument("--telemetry", metavar="PATH",
                       help="append one JSON object a second (and one at exit) to this file")
@@ -105,8 +108,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help=f"number of agents (1 to {MAX_COUNT}; default 16384)")
     swarm.add_argument("--neighbors", choices=NEIGHBOR_MODES, default="grid",
                        help="neighbour search: uniform grid, or the seed's all-pairs reference")
-    swarm.add_argument("--preset", metavar="PATH",
-                       help="a preset JSON file; its \"params\" set parameters by name")
+    swarm.add_argument("--preset", metavar="NAME|PATH",
+                       help="start from a preset: a bundled or saved one by name or slot "
+                            "number, or a .json file")
     swarm.add_argument("--obstacle", type=_obstacle, action="append", default=[],
                        metavar="X,Y,Z,R", help="a sphere the swarm avoids (up to 8)")
     sound = parser.add_argument_group("audio")
@@ -128,6 +132,20 @@ def build_parser() -> argparse.ArgumentParser:
     midi.add_argument("--midi-map", metavar="PATH",
                       help="MIDI mapping file (default: the learned one, else the shipped one)")
     midi.add_argument("--no-midi", action="store_true", help="do not open MIDI at all")
+    safety = parser.add_argument_group("safety")
+    safety.add_argument("--no-supervisor", action="store_true",
+                        help="run the show in this process (default: a supervisor restarts it "
+                             "if it dies or hangs; bounded runs such as --frames have none)")
+    safety.add_argument("--resume", action="store_true",
+                        help="start from the recovery file the last run saved every few seconds")
+    safety.add_argument("--safe-mode", action="store_true",
+                        help="start from the last state with no audio, no MIDI and the bundled "
+                             "shaders, for when something at start-up keeps failing")
+    safety.add_argument("--heartbeat-fd", type=int, help=argparse.SUPPRESS)
+    safety.add_argument("--last-telemetry", help=argparse.SUPPRESS)
+    from visual.offline import add_render_arguments
+
+    add_render_arguments(parser)
     state = parser.add_argument_group("state")
     state.add_argument("--state-in", metavar="PATH.npz",
                        help="start from this state (arrays position, velocity); sets the count")
@@ -136,23 +154,41 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def build_params(args: argparse.Namespace) -> tuple[Params, list]:
-    """The parameters (defaults, the preset, then options) and the audio modulation routes."""
-    params = Params()
-    routes = []
-    if args.preset:
-        routes = load_preset_params(args.preset, params)
+def build_params(args: argparse.Namespace) -> tuple[Params, list, Any]:
+    """The parameters (defaults, then --resume's recovery file or --preset, then --count), the
+    audio modulation routes and the preset started from."""
+    from control.presets import PresetBank, PresetError, apply_preset, load_preset, \
+        load_recovery
+
+    params, routes, preset = Params(), [], None
+    keep = ("count",) if args.count is not None else ()
+    if args.resume or args.safe_mode:
+        try:
+            preset = load_recovery()
+            routes = apply_preset(preset, params, keep=keep)
+            say(f"resuming from {preset.path} ({preset.state.get('preset') or 'no preset'})")
+        except PresetError as exc:
+            say(f"cannot resume: {exc}; starting from "
+                f"{'--preset ' + args.preset if args.preset else 'the defaults'}")
+            preset = None
+    if preset is None and args.preset:
+        preset = load_preset(PresetBank().resolve(args.preset))
+        routes = apply_preset(preset, params, keep=keep)
     if args.count is not None:
         params["count"] = args.count
-    return params, routes
+    return params, routes, preset
 
 
 def open_inputs(args: argparse.Namespace, params: Params) -> dict:
     """The audio source and MIDI the command line asks for; neither fails (each says why and
-    the show runs without it)."""
+    the show runs without it). Safe mode opens neither."""
+    from audio.base import Silence
     from audio.source import open_audio
     from control.midi import Midi
 
+    if args.safe_mode:
+        say("safe mode: no audio, no MIDI, the bundled shaders")
+        return {"audio": Silence("safe mode", "safe mode: audio is off"), "midi": None}
     audio = open_audio(args.audio_device, args.audio_file, args.mute)
     midi = None
     if not args.no_midi:
@@ -195,9 +231,12 @@ class Run:
     """What every way of running shares: the telemetry file, the status line, the ending."""
 
     def __init__(self, args: argparse.Namespace) -> None:
-        from visual.app import Telemetry
+        from control.supervisor import Heartbeat
+        from visual.app import LatestRecord, Telemetry
 
         self.args = args
+        self.heartbeat = Heartbeat(args.heartbeat_fd)
+        self.latest = LatestRecord(args.last_telemetry) if args.last_telemetry else None
         self.telemetry = None
         if args.telemetry:
             try:
@@ -208,10 +247,20 @@ class Run:
         self._last_report = self.started
         self.show = None
 
+    def attach(self, show, params: Params, routes: list) -> None:
+        """The show is built: start --record-control's recorder on it."""
+        from control.control_track import open_recorder
+
+        self.show = show
+        show.recorder = open_recorder(self.args, params, routes, show.audio)
+
     def each_frame(self) -> None:
         now = time.perf_counter()
+        self.heartbeat.beat(now)
+        if self.latest is not None:
+            self.latest.maybe_write(now, self.show.telemetry)
         if self.telemetry is not None:
-            self.telemetry.maybe_write(now, self.show.telemetry())
+            self.telemetry.maybe_write(now, self.show.telemetry)
             if self.telemetry.error:
                 say(self.telemetry.error)
                 self.telemetry = None
@@ -245,11 +294,23 @@ class Run:
         if self.telemetry is not None:
             self.telemetry.write(show.telemetry())
             self.telemetry.close()
+        if show.recorder is not None:
+            show.recorder.close()
+            say(show.recorder.error or f"control track written to {self.args.record_control}")
         show.release()
 
 
-def run_headless(args: argparse.Namespace, params: Params, routes: list, *,
-                 seconds: float | None = None) -> None:
+def preset_machinery(args: argparse.Namespace, preset: Any) -> dict:
+    """The preset slots, the preset started from, and the recovery file's writer (open-ended
+    shows only: a bounded run such as --frames leaves the last show's recovery file alone)."""
+    from control.presets import PresetBank, RecoveryWriter
+
+    recovery = RecoveryWriter() if args.frames is None else None
+    return {"presets": PresetBank(), "preset": preset, "recovery": recovery}
+
+
+def run_headless(args: argparse.Namespace, params: Params, routes: list, preset: Any = None,
+                 *, seconds: float | None = None) -> None:
     """Render offscreen (EGL) until --frames, `seconds` of wall time, or Ctrl+C."""
     from visual.app import Show
     from visual.gl import create_headless_context
@@ -257,8 +318,9 @@ def run_headless(args: argparse.Namespace, params: Params, routes: list, *,
     options = show_options(args, params)
     run = Run(args)
     ctx = create_headless_context()
-    show = run.show = Show(ctx, params, options, routes=routes, say=say,
-                           **open_inputs(args, params))
+    show = Show(ctx, params, options, routes=routes, say=say, **open_inputs(args, params),
+                **preset_machinery(args, preset))
+    run.attach(show, params, routes)
     width, height = args.size or HEADLESS_SIZE
     framebuffer = show.renderer.offscreen_framebuffer((width, height))
     say(f"headless: {show.swarm.count} agents, {args.neighbors} neighbours, {width}x{height}, "
@@ -285,7 +347,8 @@ def run_headless(args: argparse.Namespace, params: Params, routes: list, *,
     ctx.release()
 
 
-def run_window(args: argparse.Namespace, params: Params, routes: list) -> None:
+def run_window(args: argparse.Namespace, params: Params, routes: list, preset: Any = None
+               ) -> None:
     from visual.app import Show
     from visual.window import LiveWindow, open_window
 
@@ -295,8 +358,10 @@ def run_window(args: argparse.Namespace, params: Params, routes: list) -> None:
                          size=args.size)
 
     def make_show(ctx):
-        run.show = Show(ctx, params, options, routes=routes, say=say, **open_inputs(args, params))
-        return run.show
+        show = Show(ctx, params, options, routes=routes, say=say, **open_inputs(args, params),
+                    **preset_machinery(args, preset))
+        run.attach(show, params, routes)
+        return show
 
     live = LiveWindow(window, make_show, fps=args.fps, frames=args.frames,
                       on_frame=run.each_frame, say=say)
@@ -316,6 +381,14 @@ def run_window(args: argparse.Namespace, params: Params, routes: list) -> None:
     window.close()
 
 
+def supervised(args: argparse.Namespace) -> bool:
+    """Open-ended shows get a supervisor; bounded runs (--frames, the no-display ten seconds)
+    and the child itself do not."""
+    if args.no_supervisor or args.heartbeat_fd is not None or args.frames is not None:
+        return False
+    return args.headless or has_display()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -329,20 +402,34 @@ def main(argv: list[str] | None = None) -> int:
 
         print(list_midi_ports(args.midi_api))
         return 0
+    if args.safe_mode:
+        import visual.gl
+
+        visual.gl.SHADER_DIR = visual.gl.BUNDLED_SHADERS
+    if supervised(args) and args.render is None:
+        from control.supervisor import Supervisor
+
+        say("supervisor: the show runs in a child process and comes back if it dies or hangs "
+            "(--no-supervisor to run it here)")
+        return Supervisor(list(argv if argv is not None else sys.argv[1:]), say=say).run()
     try:
-        params, routes = build_params(args)
+        params, routes, preset = build_params(args)
+        if args.render is not None:
+            from visual.offline import run_render
+
+            return run_render(args, params, routes, say)
         if args.headless:
-            run_headless(args, params, routes)
+            run_headless(args, params, routes, preset)
         elif not has_display():
             args.screenshot = args.screenshot or NO_DISPLAY_SCREENSHOT
             say(f"no display found (DISPLAY is not set): rendering {NO_DISPLAY_SECONDS:.0f} s "
                 "headless instead of opening a window")
-            run_headless(args, params, routes, seconds=NO_DISPLAY_SECONDS)
+            run_headless(args, params, routes, preset, seconds=NO_DISPLAY_SECONDS)
         else:
             from visual.window import WindowError
 
             try:
-                run_window(args, params, routes)
+                run_window(args, params, routes, preset)
             except WindowError as exc:
                 print(f"instrument: error: {exc}", file=sys.stderr)
                 return 1

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from control.params import MAX_COUNT, ParamError, Params
+from control.params import MAX_COUNT
 
 
 class FileProblem(ValueError):
@@ -36,25 +36,6 @@ def read_json(path: str | os.PathLike) -> Any:
         raise FileProblem(
             f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
         ) from None
-
-
-def load_preset_params(path: str | os.PathLike, params: Params) -> list:
-    """Apply a preset file's "params" to `params` and return its audio modulation "routes";
-    a bad file changes nothing."""
-    from audio.modulation import routes_from_json
-
-    data = read_json(path)
-    if not isinstance(data, dict):
-        raise FileProblem(f"{path}: a preset is a JSON object with a \"params\" object inside")
-    values = data.get("params", {})
-    if not isinstance(values, dict):
-        raise FileProblem(f"{path}: \"params\" must be an object of parameter names to values")
-    try:
-        routes = routes_from_json(data.get("routes", []), where=f"{path}: routes")
-        params.update(values, where=f"{path}: params")
-    except ParamError as exc:
-        raise FileProblem(str(exc)) from None
-    return routes
 
 
 def load_state(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:

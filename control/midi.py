@@ -16,10 +16,13 @@ from typing import Any, Protocol
 from control.midi_controller import Action, MidiController
 from control.midi_map import MappingError, MidiMapping, load_mapping, save_mapping
 from control.params import Params
+from control.presets import user_presets_dir
 
 PRESETS = Path(__file__).resolve().parent.parent / "presets"
 DEFAULT_MAPPING = PRESETS / "midi-default.json"  # shipped: an 8-knob controller
-USER_MAPPING = PRESETS / "midi.json"  # written by learn, read at start when present
+# Written by learn, read at start when present: beside the user's saved presets (never in the
+# installed folder; SWARM_PRESETS_DIR moves both).
+USER_MAPPING = user_presets_dir() / "midi.json"
 
 
 class MessageSource(Protocol):

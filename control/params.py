@@ -104,6 +104,12 @@ REGISTRY: tuple[Param, ...] = (
     _f("max_force", 12, 0, 100000, "largest steering change per rule, units a second squared"),
     _f("audio_speed_boost", 2, 0, 100, "max_speed grows by level x this with the audio"),
     _f("obstacle_weight", 3, 0, 100, "weight of the push away from obstacle spheres"),
+    _f("morph_seconds", 2, 0, 60,
+       "a recalled preset blends in over this many seconds (0: at once)"),
+    _f("crossfade", 0, 0, 1,
+       "blend between presets crossfade_a (0) and crossfade_b (1): put a MIDI fader here"),
+    Param("crossfade_a", 1, "int", "the preset slot at crossfade 0", 1, 9),
+    Param("crossfade_b", 2, "int", "the preset slot at crossfade 1", 1, 9),
     Param("neighbor_cap", 0, "int",
           "grid path: at most this many nearby agents examined per agent, so a crowd in one "
           "cell cannot stall the frame; 0: all of them (the seed)", 0, 1_000_000),

@@ -85,7 +85,8 @@ def test_preset_params_apply(tmp_path):
     ('{"params": {"boundary": "torus"}}', "'boundary' must be one of"),
     ('{"params": {"count": 2.5}}', "'count' must be a whole number"),
     ('{"params": {"seek": "yes"}}', "'seek' must be true or false"),
-    ('{"params": ', "not valid JSON at line 1"),
+    ('{"params": ', "the file ends early at line 1"),
+    ('{"params": {}} x', "not valid JSON at line 1"),
     ('[1, 2]', "a preset is a JSON object"),
 ])
 def test_bad_preset_is_one_clear_line(tmp_path, content, expected):

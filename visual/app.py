@@ -30,6 +30,8 @@ from visual.swarm import MAX_DT, Swarm, spawn_state
 
 
 BURST_SECONDS = 0.6
+# Parameters that steer the preset machinery itself: recalls and crossfades leave them alone.
+CONTROL_ONLY = frozenset({"crossfade", "crossfade_a", "crossfade_b"})
 
 
 @dataclass
@@ -70,6 +72,7 @@ class FrameClock:
 class Show:
     def __init__(self, ctx: moderngl.Context, params: Params, options: ShowOptions, *,
                  audio: Any = None, routes: Sequence[Any] = (), midi: Any = None,
+                 presets: Any = None, preset: Any = None, recovery: Any = None,
                  say: Callable[[str], None] = print) -> None:
         from audio.base import Silence
 
@@ -80,6 +83,14 @@ class Show:
         self.routes = list(routes)  # audio modulation: source -> parameter, amount
         self.midi = midi  # control.midi.Midi, or None
         self.say = say
+        self.bank = presets  # control.presets.PresetBank: slots 1-9, or None
+        self.preset = preset  # the preset last recalled (or started from), for "modified"
+        self.morph = None  # control.presets.Morph in progress
+        self._morph_started = 0.0
+        self.recovery = recovery  # control.presets.RecoveryWriter, or None
+        self.recorder = None  # control.control_track.ControlRecorder (--record-control)
+        self._crossfade_seen = params["crossfade"]
+        self._crossfade_pair = None  # ((slot a, slot b), (preset a, preset b))
         self.selected = 0  # the HUD's chosen parameter, for MIDI learn
         self._shader_watch = ShaderWatch()
         self.shader_error: str | None = None
@@ -115,12 +126,122 @@ class Show:
             self.say(f"audio: {message}")
         if self.midi is not None:
             for action in self.midi.update(now):
-                self._act(action)
+                self.act(action)
             self.status["midi"] = self._midi_line()
+        self._update_presets(now)
+        if self.recorder is not None:  # on the show's clock, as an offline render replays it
+            self.recorder.capture(self, self.show_time)
         self.speed_scale = speed_scale(self.audio.level, self.params["audio_speed_boost"])
         self.values = modulate(self.routes, self.audio.sources(), self.params.as_dict())
         self._apply_burst()
         self.status["audio"] = self._audio_line()
+
+    # ---- presets ---------------------------------------------------------------------------------
+
+    def recall_slot(self, slot: int) -> None:
+        """Number key / program change: blend to the slot's preset over morph_seconds. A bad
+        file is shown in the HUD and the current look stays."""
+        from control.presets import Morph, PresetError
+
+        if self.bank is None:
+            return
+        try:
+            preset = self.bank.recall(slot)
+        except PresetError as exc:
+            self._preset_problem(str(exc))
+            return
+        self.morph = Morph(self.params.as_dict(), preset, self.params["morph_seconds"],
+                           start_routes=self.routes, keep=CONTROL_ONLY)
+        if self.recorder is not None:
+            self.recorder.record_preset(self.show_time, preset.name, preset.values,
+                                        preset.routes)
+        self._morph_started = self.show_time
+        self.preset = preset
+        self.status.pop("preset error", None)
+        self._step_morph()
+        if self.midi is not None:
+            self.midi.preset_recalled()  # knobs pick up the new values instead of jumping
+        self.say(f"preset: slot {slot}, {preset.name}")
+
+    def save_slot(self, slot: int) -> None:
+        """Ctrl+number: the current look into the user's slot file (the old one kept)."""
+        from control.presets import PresetError, preset_from_show
+
+        if self.bank is None:
+            return
+        name = self.preset.name if self.preset is not None and not self.preset_modified() \
+            else f"slot {slot}"
+        try:
+            path = self.bank.save(slot, preset_from_show(name, self.params, self.routes))
+        except PresetError as exc:
+            self._preset_problem(str(exc))
+            return
+        self.preset = self.bank.recall(slot)
+        self.say(f"preset: saved '{name}' into slot {slot} ({path})")
+
+    def recall_preset(self, index: int) -> None:
+        """A MIDI program change (0-based) recalls slot index + 1."""
+        from control.presets import slot_for_program
+
+        slot = slot_for_program(index)
+        if slot is None:
+            self.say(f"midi: program change {index}: no slot {index + 1} (slots are 1-9)")
+        else:
+            self.recall_slot(slot)
+
+    def preset_modified(self) -> bool:
+        from control.presets import differs
+
+        return self.preset is not None and differs(self.preset, self.params, self.routes,
+                                                   keep=CONTROL_ONLY)
+
+    def _preset_problem(self, message: str) -> None:
+        self.status["preset error"] = message[:200]
+        self.say(f"preset: {message}; the current look stays")
+
+    def _step_morph(self) -> None:
+        t = self.show_time - self._morph_started
+        self.params.update(self.morph.values_at(t))
+        self.routes = self.morph.routes_at(t)
+        if self.morph.progress_at(t) >= 1.0:
+            self.morph = None
+
+    def _update_presets(self, now: float) -> None:
+        if self.morph is not None:
+            self._step_morph()
+        self._update_crossfade()
+        if self.recovery is not None:
+            error = self.recovery.maybe_save(now, self.params, self.routes,
+                                             {"preset": self.preset.name if self.preset else None,
+                                              "seed": self.options.seed})
+            if error:
+                self.say(f"preset: {error}")
+        name = self.preset.name if self.preset is not None else "(none)"
+        morph = f"  morph {self.morph.progress_at(self.show_time - self._morph_started):.0%}" \
+            if self.morph is not None else ""
+        modified = self.morph is None and self.preset_modified()  # a morph is not an edit
+        self.status["preset"] = f"{name}{' (modified)' if modified else ''}{morph}"
+
+    def _update_crossfade(self) -> None:
+        """A moved `crossfade` (a MIDI fader) blends presets crossfade_a and crossfade_b."""
+        from control.presets import PresetError, blend_routes, crossfade
+
+        x = self.params["crossfade"]
+        if x == self._crossfade_seen or self.bank is None:
+            return
+        self._crossfade_seen = x
+        slots = (self.params["crossfade_a"], self.params["crossfade_b"])
+        if self._crossfade_pair is None or self._crossfade_pair[0] != slots:
+            try:  # read the two files once per pair of slots, not at every fader step
+                self._crossfade_pair = (slots, tuple(self.bank.recall(s) for s in slots))
+            except PresetError as exc:
+                self._preset_problem(str(exc))
+                return
+        a, b = self._crossfade_pair[1]
+        self.morph = None
+        self.params.update(crossfade(a, b, x, keep=CONTROL_ONLY))
+        self.routes = blend_routes(a.routes, b.routes, x)
+        self.preset = b if x >= 0.5 else a
 
     def poll_shaders(self, now: float) -> None:
         """Shader hot reload: an edited file under shaders/ is recompiled; a file that fails
@@ -146,8 +267,10 @@ class Show:
 
     # ---- MIDI actions, learn -------------------------------------------------------------------
 
-    def _act(self, action: Any) -> None:
+    def act(self, action: Any) -> None:
         """A note or program change's action (control.midi_controller.Action)."""
+        if self.recorder is not None:
+            self.recorder.record_action(self.show_time, action.kind, action.value)
         if action.kind == "respawn":
             self.respawn()
         elif action.kind == "separation_burst":
@@ -156,10 +279,6 @@ class Show:
             self.recall_preset(int(action.value))
         elif action.kind == "learned":
             self.say(f"midi: learned {action.param}")
-
-    def recall_preset(self, index: int) -> None:
-        """Recall preset slot `index` (0-based); the presets issue fills this in."""
-        self.say(f"midi: program change {index}: no preset bank loaded")
 
     def _apply_burst(self) -> None:
         """A separation burst: separation_weight up by 3 x velocity, fading over 0.6 s."""
@@ -251,7 +370,7 @@ class Show:
     def advance(self, dt: float) -> None:
         """Simulate one step of `dt` (unless paused); the camera's clock moves either way."""
         if self.swarm.count != self.params["count"]:
-            self.respawn()
+            self.swarm.resize(self.params["count"])  # on the GPU: no stalled frame
         self.show_time += dt
         self.camera.time = self.show_time
         self.camera.follow(self.renderer.swarm_radius, dt, self.renderer.swarm_center)
@@ -279,6 +398,7 @@ class Show:
                   for k, v in self.params.as_dict().items()}
         return {
             "time": time.time(),
+            "pid": os.getpid(),
             "frame": self.frame,
             "fps": _round(self.clock.fps),
             "frame_ms": _round(self.clock.frame_ms),
@@ -290,6 +410,12 @@ class Show:
             "params": params,
             "audio": self.audio.telemetry(),
             "midi": self.midi.state() if self.midi is not None else None,
+            "preset": {
+                "name": self.preset.name if self.preset is not None else None,
+                "modified": self.morph is None and self.preset_modified(),
+                "morph": (None if self.morph is None else
+                          _round(self.morph.progress_at(self.show_time - self._morph_started))),
+            },
             "modulated": {k: _round(v) for k, v in self.values.items()},
             "speed_scale": _round(self.speed_scale),
         }
@@ -338,6 +464,28 @@ def _round(value: float | None, digits: int = 3) -> float | None:
     return None if value is None or not math.isfinite(value) else round(value, digits)
 
 
+class LatestRecord:
+    """The newest telemetry record, replaced whole about once a second (a temporary file and a
+    rename): what the supervisor puts in a crash report. Failures are silent: it is a log."""
+
+    def __init__(self, path: str | os.PathLike, interval: float = 1.0) -> None:
+        self.path = os.fspath(path)
+        self.interval = interval
+        self._last = -math.inf
+
+    def maybe_write(self, now: float, record_of: Callable[[], dict]) -> None:
+        if now - self._last < self.interval:
+            return
+        self._last = now
+        temporary = f"{self.path}.tmp"
+        try:
+            with open(temporary, "w", encoding="utf-8") as stream:
+                stream.write(json.dumps(record_of()))
+            os.replace(temporary, self.path)
+        except (OSError, ValueError):
+            pass
+
+
 class Telemetry:
     """Appends one JSON object a line to a file: once a second and once at exit.
 
@@ -354,11 +502,12 @@ class Telemetry:
         except OSError as exc:
             raise OSError(f"{path}: cannot open the telemetry file ({exc.strerror})") from None
 
-    def maybe_write(self, now: float, record: dict) -> bool:
+    def maybe_write(self, now: float, record_of: Callable[[], dict]) -> bool:
+        """Write `record_of()` if a second has passed (the record is only built then)."""
         if now - self._last < self.interval:
             return False
         self._last = now
-        return self.write(record)
+        return self.write(record_of())
 
     def write(self, record: dict) -> bool:
         if self._stream is None:
@@ -372,7 +521,7 @@ class Telemetry:
             return False
 
     def close(self) -> None:
-        if self._stream is not None:
+        if getattr(self, "_stream", None) is not None:
             try:
                 self._stream.close()
             except OSError:

@@ -2,8 +2,8 @@
 
 Full-screen on the chosen screen by default (a borderless window covering it where true
 full-screen fails), vsync and a frame-rate cap. Keys: F full-screen, H HUD, Space pause,
-R respawn, Up/Down choose a parameter, L MIDI-learn it; Esc quits only when pressed twice
-within a second. The mouse moves the lure; the
+R respawn, Up/Down choose a parameter, L MIDI-learn it, 1-9 recall a preset slot,
+Ctrl+1-9 save into it; Esc quits only when pressed twice within a second. The mouse moves the lure; the
 wheel zooms. Main thread only (pyglet's event loop).
 """
 
@@ -135,6 +135,12 @@ class LiveWindow:
             self.show.select(1)
         elif symbol == key.L:
             self.show.toggle_learn()
+        elif key._1 <= symbol <= key._9:
+            slot = symbol - key._1 + 1
+            if modifiers & key.MOD_CTRL:
+                self.show.save_slot(slot)
+            else:
+                self.show.recall_slot(slot)
         return pyglet.event.EVENT_HANDLED  # never the default (Esc would close the window)
 
     def on_close(self):

@@ -1,0 +1,141 @@
+"""Presets in the running show: number keys recall with a morph, Ctrl+number saves, a MIDI
+program change recalls, a crossfade fader blends two slots, a bad slot keeps the look, and
+--resume starts from the recovery file."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+from control.params import Params
+from control.presets import PresetBank, RecoveryWriter, load_preset
+from visual.app import Show, ShowOptions
+
+
+@pytest.fixture
+def show(ctx, tmp_path):
+    messages = []
+    params = Params({"count": 400, "morph_seconds": 1.0})
+    show = Show(ctx, params, ShowOptions(), presets=PresetBank(tmp_path / "user"),
+                recovery=RecoveryWriter(tmp_path / "recovery.json", interval=0.0),
+                say=messages.append)
+    show.messages = messages
+    yield show
+    show.release()
+
+
+def run_frames(show, seconds, fps=30):
+    for _ in range(round(seconds * fps)):
+        show.update(show.show_time)
+        show.advance(1 / fps)
+
+
+def test_a_recall_morphs_then_lands_exactly(show):
+    target = PresetBank(show.bank.user_folder).recall(2)  # bundled slot 2: murmuration
+    start = show.params["max_speed"]
+    show.recall_slot(2)
+    assert show.params["count"] == target.values["count"]  # stepped values switch at once
+    run_frames(show, 0.5)
+    middle = show.params["max_speed"]
+    assert min(start, target.values["max_speed"]) < middle < max(start, target.values["max_speed"])
+    assert "morph" in show.status["preset"]
+    assert 0 < show.telemetry()["preset"]["morph"] < 1
+    run_frames(show, 0.7)
+    for name, value in target.values.items():
+        assert show.params[name] == (tuple(value) if isinstance(value, list) else value), name
+    assert show.telemetry()["preset"] == {"name": "murmuration", "modified": False,
+                                          "morph": None}
+    show.params["seek_weight"] = 3.0
+    show.update(show.show_time)
+    assert show.status["preset"] == "murmuration (modified)"
+
+
+def test_ctrl_number_saves_and_the_number_recalls_it(show):
+    show.params.update({"separation_weight": 4.25, "trail": 0.5})
+    show.save_slot(7)
+    saved = show.bank.user_folder / "slot-7.json"
+    assert load_preset(saved).values["separation_weight"] == 4.25
+    show.params.update({"separation_weight": 1.0, "trail": 0.0, "morph_seconds": 0.0})
+    show.recall_slot(7)
+    run_frames(show, 0.1)
+    assert show.params["separation_weight"] == 4.25 and show.params["trail"] == 0.5
+    # Saving again keeps the previous file as a backup.
+    show.params["trail"] = 0.25
+    show.save_slot(7)
+    assert load_preset(str(saved) + ".bak").values["trail"] == 0.5
+
+
+def test_a_bad_slot_file_keeps_the_current_look(show):
+    folder = show.bank.user_folder
+    folder.mkdir(parents=True)
+    (folder / "slot-3.json").write_text('{"format": "swarm-preset", "version": 1, "params": {')
+    before = show.params.as_dict()
+    show.recall_slot(3)
+    run_frames(show, 0.2)
+    assert show.params.as_dict() == before
+    assert "slot-3.json" in show.status["preset error"]
+    assert (folder / "slot-3.json").read_text().endswith('"params": {')  # untouched
+
+
+def test_program_change_and_the_crossfade_fader(show):
+    show.params["morph_seconds"] = 0.0
+    show.recall_preset(0)  # program change 0: slot 1
+    run_frames(show, 0.1)
+    assert show.preset.name == PresetBank(show.bank.user_folder).recall(1).name
+    a, b = (PresetBank(show.bank.user_folder).recall(n) for n in (1, 2))
+    show.params.update({"crossfade_a": 1, "crossfade_b": 2, "crossfade": 0.25})
+    run_frames(show, 0.1)
+    expected = a.values["alignment_weight"] * 0.75 + b.values["alignment_weight"] * 0.25
+    assert show.params["alignment_weight"] == pytest.approx(expected)
+    assert show.params["boundary"] == a.values["boundary"]
+    show.params["crossfade"] = 1.0
+    run_frames(show, 0.1)
+    assert show.params["alignment_weight"] == pytest.approx(b.values["alignment_weight"])
+    assert show.params["crossfade"] == 1.0  # the fader's own value is not overwritten
+
+
+def test_the_recovery_file_follows_the_show(show, tmp_path):
+    show.params["cohesion_weight"] = 2.75
+    run_frames(show, 0.1)
+    recovered = load_preset(tmp_path / "recovery.json")
+    assert recovered.values["cohesion_weight"] == 2.75
+
+
+def test_resume_starts_from_the_recovery_file(tmp_path):
+    recovery = tmp_path / "recovery.json"
+    RecoveryWriter(recovery).save(Params({"count": 333, "max_speed": 21.0}), [],
+                                  {"preset": "murmuration"})
+    env = {**os.environ, "SWARM_RECOVERY_FILE": str(recovery)}
+    telemetry = tmp_path / "t.jsonl"
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "instrument.py"), "--headless", "--frames", "2", "--resume",
+         "--size", "96x54", "--no-midi", "--telemetry", str(telemetry)],
+        env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "resuming from" in result.stdout
+    record = json.loads(telemetry.read_text().splitlines()[-1])
+    assert record["agents"] == 333 and record["params"]["max_speed"] == 21.0
+    # No recovery file: say so and start from the defaults.
+    env["SWARM_RECOVERY_FILE"] = str(tmp_path / "none.json")
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "instrument.py"), "--headless", "--frames", "1", "--resume",
+         "--size", "96x54", "--no-midi", "--count", "200"],
+        env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and "cannot resume" in result.stdout
+
+
+def test_preset_by_name_and_unknown_name(tmp_path):
+    env = {**os.environ, "SWARM_PRESETS_DIR": str(tmp_path)}
+    ok = subprocess.run([sys.executable, str(ROOT / "instrument.py"), "--headless", "--frames",
+                         "1", "--size", "96x54", "--no-midi", "--count", "300", "--preset",
+                         "flat-wrap"], env=env, capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0, ok.stderr
+    bad = subprocess.run([sys.executable, str(ROOT / "instrument.py"), "--headless", "--frames",
+                          "1", "--preset", "murmuraton"], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert bad.returncode == 2 and "murmuraton" in bad.stderr and "murmuration" in bad.stderr

@@ -1,0 +1,119 @@
+"""The supervisor: the show comes back after SIGKILL or a hang, with a crash report; repeated
+crashes lead to safe mode; Ctrl+C ends both processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from control.supervisor import Supervisor, crash_logger
+
+WAIT_S = 60.0
+
+
+def read_pid(path: Path) -> int | None:
+    try:
+        return json.loads(path.read_text())["pid"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def wait_for(check, what, timeout=WAIT_S):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.2)
+    pytest.fail(f"timed out waiting for {what}")
+
+
+@pytest.fixture
+def supervised(tmp_path):
+    env = {**os.environ, "SWARM_STATE_DIR": str(tmp_path),
+           "SWARM_RECOVERY_FILE": str(tmp_path / "recovery.json")}
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "instrument.py"), "--headless", "--size", "96x54",
+         "--count", "300", "--no-midi"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    yield process, tmp_path
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def test_the_show_comes_back_after_sigkill_and_a_hang(supervised):
+    process, state = supervised
+    record = state / "last-telemetry.json"
+    first = wait_for(lambda: read_pid(record), "the show's first telemetry")
+    assert first != process.pid  # the show runs in a child process
+
+    os.kill(first, signal.SIGKILL)
+    second = wait_for(lambda: (pid := read_pid(record)) not in (None, first) and pid,
+                      "the show to come back after SIGKILL")
+    log = (state / "crash.log").read_text()
+    assert "killed by signal 9" in log and '"pid": %d' % first in log
+
+    os.kill(second, signal.SIGSTOP)  # frozen: no frames, no heartbeat
+    third = wait_for(lambda: (pid := read_pid(record)) not in (None, first, second) and pid,
+                     "the show to come back after hanging")
+    assert "stopped answering" in (state / "crash.log").read_text()
+    assert process.poll() is None
+
+    process.send_signal(signal.SIGINT)
+    assert process.wait(timeout=30) == 0
+    with pytest.raises(ProcessLookupError):
+        os.kill(third, 0)  # the child ended with it
+
+
+def test_repeated_crashes_restart_in_safe_mode(tmp_path):
+    """A show that dies at once, again and again: the fourth start is in --safe-mode, with
+    --resume from the second start on."""
+    starts = tmp_path / "starts.txt"
+    crasher = ("import sys; open(sys.argv[1], 'a').write(' '.join(sys.argv[2:]) + '\\n'); "
+               "sys.exit(3 if sys.argv[2:].count('--safe-mode') == 0 else 0)")
+    supervisor = Supervisor([], state_dir=tmp_path, say=lambda text: None,
+                            program=[sys.executable, "-c", crasher, str(starts)])
+    assert supervisor.run() == 0  # the safe-mode child exits 0: the supervisor ends
+    lines = starts.read_text().splitlines()
+    assert len(lines) == 4
+    assert "--resume" not in lines[0] and all("--resume" in line for line in lines[1:])
+    assert all("--safe-mode" not in line for line in lines[:3]) and "--safe-mode" in lines[3]
+    assert (tmp_path / "crash.log").read_text().count("exited with code 3") == 3
+
+
+def test_the_crash_log_rotates(tmp_path):
+    logger = crash_logger(tmp_path)
+    for _ in range(1200):
+        logger.info("x" * 1000)
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert "crash.log" in files and "crash.log.1" in files
+    assert all(p.stat().st_size <= 1_001_000 for p in tmp_path.iterdir())
+
+
+def test_safe_mode_runs_on_the_bundled_shaders(tmp_path):
+    broken = tmp_path / "shaders"
+    shutil.copytree(ROOT / "shaders", broken)
+    (broken / "common.glsl").write_text("not glsl at all\n")
+    env = {**os.environ, "SWARM_SHADERS": str(broken), "SWARM_STATE_DIR": str(tmp_path)}
+    args = [sys.executable, str(ROOT / "instrument.py"), "--headless", "--frames", "3",
+            "--size", "96x54", "--count", "300"]
+    failing = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
+    assert failing.returncode != 0 and "common.glsl" in failing.stderr
+    safe = subprocess.run(args + ["--safe-mode"], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert safe.returncode == 0, safe.stderr
+    assert "safe mode" in safe.stdout and "3 frames" in safe.stdout
