@@ -1,0 +1,161 @@
+"""Fault injection on one running show: after each fault the show still runs, the screen is not
+black, and no file on disk is damaged.
+
+The faults: an audio callback fed blocks that break it, an audio stream that stalls, an audio
+device that vanishes, a MIDI port that vanishes mid-message (and malformed MIDI bytes), a
+truncated preset recalled live, a shader with a syntax error saved while running, NaN written
+into the agent buffer. SIGKILL of the show process is in test_supervisor.py (it needs the
+supervisor's child process).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import visual.gl
+from audio.live import AudioInput
+from conftest import ROOT
+from control.midi import DEFAULT_MAPPING, Midi
+from control.params import Params
+from control.presets import PresetBank, RecoveryWriter, load_preset
+from test_audio_faults import FakeSoundDevice, mic, sine_block
+from test_midi_show import FakeSource
+from visual.app import Show, ShowOptions
+
+SIZE = (160, 90)
+FPS = 60
+
+
+def digest(folder: Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+class Rig:
+    """A show with a fake sound card and a fake MIDI port, driven frame by frame."""
+
+    def __init__(self, ctx, tmp_path: Path) -> None:
+        self.sd = FakeSoundDevice([mic()])
+        self.audio = AudioInput(sd=self.sd)
+        self.midi_source = FakeSource()
+        params = Params({"count": 1200, "agent_size": 2.0, "morph_seconds": 0.0})
+        self.midi = Midi(params, self.midi_source, mapping_path=DEFAULT_MAPPING,
+                         save_path=tmp_path / "user" / "midi.json", report=lambda text: None)
+        self.messages: list[str] = []
+        self.show = Show(ctx, params, ShowOptions(), audio=self.audio, midi=self.midi,
+                         presets=PresetBank(tmp_path / "user"),
+                         recovery=RecoveryWriter(tmp_path / "recovery.json", interval=0.5),
+                         say=self.messages.append)
+        self.framebuffer = self.show.renderer.offscreen_framebuffer(SIZE)
+        self.now = 100.0
+
+    def frames(self, count: int, feed_audio: bool = True) -> np.ndarray:
+        for _ in range(count):
+            self.now += 1 / FPS
+            stream = self.sd.streams[-1] if self.sd.streams else None
+            if feed_audio and stream and not (stream.closed or stream.dead):
+                for _ in range(3):
+                    stream.feed(sine_block())
+            self.show.update(self.now)
+            assert self.audio.wait_for_reopening()
+            self.show.advance(1 / FPS)
+            self.show.draw(self.framebuffer)
+        pixels = self.framebuffer.read(components=3)
+        return np.frombuffer(pixels, np.uint8).reshape(SIZE[1], SIZE[0], 3)
+
+    def assert_healthy(self, what: str) -> None:
+        image = self.frames(12)
+        assert (image.max(axis=2) > 40).mean() > 0.01, f"black screen after {what}"
+        position, velocity = self.show.swarm.read_state()
+        assert np.isfinite(position).all() and np.isfinite(velocity).all(), what
+
+
+@pytest.fixture
+def rig(ctx, tmp_path, monkeypatch):
+    shaders = tmp_path / "shaders"
+    shutil.copytree(visual.gl.BUNDLED_SHADERS, shaders)
+    monkeypatch.setattr(visual.gl, "SHADER_DIR", shaders)
+    rig = Rig(ctx, tmp_path)
+    rig.shaders = shaders
+    yield rig
+    rig.show.release()
+
+
+def test_the_show_survives_every_fault(rig, tmp_path):
+    bundled = digest(ROOT / "presets")
+    rig.assert_healthy("start")
+    assert rig.audio.state == "ok" and rig.show.audio.level > 0.5
+
+    # 1. The audio callback gets blocks that would break a careless callback.
+    class Exploding:
+        def __len__(self):
+            raise RuntimeError("driver bug")
+
+    callback = rig.sd.stream.callback  # as PortAudio's thread calls it; it must never raise
+    for block in (None, "text", np.full((256, 2), np.nan, np.float32), Exploding(),
+                  np.zeros((10**6, 2), np.float32)):
+        callback(block, 256, None, None)
+    rig.assert_healthy("malformed audio blocks")
+    assert np.isfinite(rig.show.audio.level)
+
+    # 2. The stream stalls: audio lost, the level falls to zero, the show goes on.
+    rig.frames(round(1.2 * FPS), feed_audio=False)
+    assert rig.audio.state in ("audio lost", "ok")  # lost, or already reopened by name
+    rig.assert_healthy("an audio stall")
+
+    # 3. The device vanishes, then comes back.
+    rig.sd.plugged = []
+    rig.sd.stream.dead = True
+    rig.frames(round(1.0 * FPS))
+    assert rig.audio.state == "audio lost" and rig.show.audio.level < 0.3
+    rig.assert_healthy("the audio device vanishing")
+    rig.sd.plugged = [mic()]
+    rig.frames(round(6 * FPS))
+    assert rig.audio.state == "ok"
+
+    # 4. The MIDI port vanishes mid-message; then junk bytes; knobs work afterwards.
+    rig.midi_source.queue += [(bytes([0xB0, 70]), 1.0)]  # the port went away here
+    rig.midi_source.status = lambda: {"api": "fake", "ports_open": [], "state": "MIDI: lost"}
+    rig.assert_healthy("a MIDI port vanishing mid-message")
+    rig.midi_source.queue += [(bytes([0xF0, 1, 2]), 1.1), (bytes([0xFF] * 7), 1.2),
+                              (b"", 1.3), (bytes([0x80]), 1.4)]
+    rig.assert_healthy("malformed MIDI")
+    rig.midi_source.queue += [(bytes([0xB0, 70, 0]), 1.5), (bytes([0xB0, 70, 127]), 1.6)]
+    rig.frames(1)
+    assert rig.show.params["separation_weight"] == pytest.approx(5.0)
+
+    # 5. A truncated preset recalled live: the look stays, the file is left as it was.
+    user = tmp_path / "user"
+    user.mkdir(exist_ok=True)
+    truncated = '{"format": "swarm-preset", "version": 1, "params": {"max_speed": 1'
+    (user / "slot-4.json").write_text(truncated)
+    before = rig.show.params.as_dict()
+    rig.show.recall_slot(4)
+    rig.assert_healthy("a truncated preset")
+    assert rig.show.params.as_dict() == before
+    assert (user / "slot-4.json").read_text() == truncated
+    assert "slot-4.json" in rig.show.status["preset error"]
+
+    # 6. A shader with a syntax error saved while running: the last good one keeps drawing.
+    vertex = rig.shaders / "agent.vert"
+    vertex.write_text(vertex.read_text() + "\nvoid broken( {\n")
+    rig.show._shader_watch._next = 0.0
+    rig.show.poll_shaders(rig.now + 10)
+    assert "agent.vert" in rig.show.status["shaders"]
+    rig.assert_healthy("a broken shader")
+
+    # 7. NaN in the agent buffer (a driver fault, a bad write): the guard puts agents back.
+    agents = np.frombuffer(rig.show.swarm.current.read(), np.float32).reshape(-1, 8).copy()
+    agents[::50, 0:3] = np.nan
+    rig.show.swarm.current.write(agents.tobytes())
+    rig.assert_healthy("NaN in the agent buffer")
+    assert rig.show.swarm.read_guarded() >= len(agents[::50])
+
+    # Nothing on disk was damaged: the recovery file reads whole, bundled presets unchanged.
+    assert load_preset(tmp_path / "recovery.json").values["separation_weight"] == 5.0
+    assert digest(ROOT / "presets") == bundled
