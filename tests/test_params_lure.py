@@ -59,3 +59,21 @@ def test_a_moved_lure_holds_then_blends_back_to_wandering():
     assert jumps.max() < 2.0  # no jump when it lets go
     np.testing.assert_allclose(lure.position(7.5), wander_point(7.5, 60.0))
     assert lure.wandering
+
+
+def test_a_hitch_is_a_slow_frame_and_a_slow_machine_is_not():
+    from visual.app import FrameClock
+
+    clock = FrameClock()
+    t = 0.0
+    for _ in range(100):
+        t += 1 / 60
+        assert not clock.tick(t)
+    t += 0.2  # one 200 ms hitch among 16.7 ms frames
+    assert clock.tick(t) and clock.slow_frames == 1
+    assert abs(clock.last_slow_ms - 200) < 1e-6
+    software = FrameClock()  # every frame 120 ms (llvmpipe): slow, but steady, not a hitch
+    t = 0.0
+    for _ in range(100):
+        t += 0.12
+        assert not software.tick(t)

@@ -30,6 +30,7 @@ from visual.swarm import MAX_DT, Swarm, spawn_state
 
 
 BURST_SECONDS = 0.6
+SLOW_MS = 50.0  # a frame this long shows on stage
 # Parameters that steer the preset machinery itself: recalls and crossfades leave them alone.
 CONTROL_ONLY = frozenset({"crossfade", "crossfade_a", "crossfade_b"})
 
@@ -46,12 +47,26 @@ class ShowOptions:
 
 @dataclass
 class FrameClock:
-    """Frames per second and frame time over the last second of frames (wall clock)."""
+    """Frames per second and frame time over the last second of frames (wall clock), and the
+    slow frames: longer than SLOW_MS and three times the recent median (a hitch, not a slow
+    machine). A slow frame is counted and logged, never fatal."""
 
     times: deque = field(default_factory=lambda: deque(maxlen=240))
+    slow_frames: int = 0
+    last_slow_ms: float | None = None
 
-    def tick(self, now: float) -> None:
+    def tick(self, now: float) -> bool:
+        """Record a frame; True when it was a slow one."""
         self.times.append(now)
+        if len(self.times) < 30:
+            return False
+        gaps = np.diff(np.fromiter(self.times, float))
+        frame_ms = gaps[-1] * 1000.0
+        if frame_ms > SLOW_MS and frame_ms > 3.0 * float(np.median(gaps)) * 1000.0:
+            self.slow_frames += 1
+            self.last_slow_ms = frame_ms
+            return True
+        return False
 
     @property
     def frame_ms(self) -> float | None:
@@ -112,6 +127,7 @@ class Show:
         self.values: dict[str, Any] = {}  # modulated parameter values for this frame
         self.speed_scale = 1.0  # the audio boost: 1 + level * audio_speed_boost
         self.status: dict[str, str] = {}  # one line each for the HUD: audio, midi, preset, ...
+        self._next_slow_note = 0.0
 
     # ---- update -----------------------------------------------------------------------------
 
@@ -385,7 +401,10 @@ class Show:
         self.renderer.render(self.swarm, self.camera, framebuffer, lure=self.lure_position(),
                              time=self.show_time, values=self.values)
         self.frame += 1
-        self.clock.tick(time.perf_counter())
+        if self.clock.tick(time.perf_counter()) and time.perf_counter() >= self._next_slow_note:
+            self._next_slow_note = time.perf_counter() + 10.0  # at most a line every 10 s
+            self.say(f"slow frame: {self.clock.last_slow_ms:.0f} ms at frame {self.frame} "
+                     f"({self.clock.slow_frames} so far)")
 
     # ---- what the HUD and telemetry show --------------------------------------------------------
 
@@ -402,6 +421,7 @@ class Show:
             "frame": self.frame,
             "fps": _round(self.clock.fps),
             "frame_ms": _round(self.clock.frame_ms),
+            "slow_frames": self.clock.slow_frames,
             "gpu_ms": {k: _round(v) for k, v in self.gpu_ms.items()},
             "agents": self.swarm.count,
             "visible": self.renderer.visible,
