@@ -72,3 +72,20 @@ def test_a_missing_audio_file_keeps_the_show_running(tmp_path):
                         "--audio-file", str(tmp_path / "missing.wav"))
     assert result.returncode == 0, result.stderr
     assert "missing.wav" in result.stdout and "3 frames" in result.stdout
+
+
+def test_a_live_set_recorded_then_rendered(tmp_path):
+    """--record-control on a live (headless) set, then --render --control: the video has the
+    set's length and the recorded preset's parameters drive it."""
+    track, video = tmp_path / "set.jsonl", tmp_path / "set.mp4"
+    live = instrument("--headless", "--frames", "24", "--dt", "0.0333", "--size", "96x54",
+                      "--count", "400", "--no-midi", "--preset", "flat-wrap",
+                      "--record-control", str(track))
+    assert live.returncode == 0, live.stderr
+    assert f"control track written to {track}" in live.stdout
+    header = json.loads(track.read_text().splitlines()[0])
+    assert header["format"] == "swarm-control" and header["params"]["dimensions"] == 2
+    render = instrument("--render", "--control", str(track), "--out", str(video),
+                        "--size", "96x54", "--fps", "30", "--no-midi")
+    assert render.returncode == 0, render.stderr
+    assert "written to" in render.stdout and video.stat().st_size > 0
