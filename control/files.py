@@ -6,9 +6,9 @@ says what to do; nothing here leaves a half-written file behind.
 
 from __future__ import annotations
 
+import io
 import json
 import os
-import tempfile
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -70,22 +70,9 @@ def load_state(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
 
 
 def save_state(path: str | os.PathLike, position: np.ndarray, velocity: np.ndarray) -> None:
-    """Write the state atomically: a temporary file in the same folder, then one rename."""
-    path = Path(path)
-    folder = path.parent if str(path.parent) else Path(".")
-    try:
-        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".npz", dir=folder)
-    except OSError as exc:
-        raise FileProblem(f"{path}: cannot write there ({exc.strerror})") from None
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            np.savez(stream, position=position.astype(np.float32),
-                     velocity=velocity.astype(np.float32))
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except OSError as exc:
-        raise FileProblem(f"{path}: cannot write it ({exc.strerror})") from None
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
+    """Write the state atomically (control/atomic.py), keeping the file it replaces as .bak."""
+    from control.atomic import atomic_write_bytes
+
+    buffer = io.BytesIO()
+    np.savez(buffer, position=position.astype(np.float32), velocity=velocity.astype(np.float32))
+    atomic_write_bytes(path, buffer.getvalue(), backup=True)

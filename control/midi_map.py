@@ -22,8 +22,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -407,28 +405,15 @@ def load_mapping(path: str | os.PathLike) -> MidiMapping:
 
 
 def save_mapping(path: str | os.PathLike, mapping: MidiMapping) -> None:
-    """Write atomically (temporary file in the same folder, fsync, rename), keeping the file it
-    replaces as PATH.bak, so a crash or a full disk never leaves a half-written mapping."""
-    path = Path(path)
-    folder = path.parent if str(path.parent) else Path(".")
-    text = _format(mapping_to_json(mapping))
+    """Write atomically (control/atomic.py: a temporary file in the same folder, fsync, one
+    rename), keeping the file it replaces as PATH.bak: a crash or a full disk never leaves a
+    half-written mapping."""
+    from control.atomic import atomic_write_text
+
     try:
-        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    except OSError as exc:
-        raise MappingError(f"{path}: cannot write there ({exc.strerror})") from None
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        if path.exists():
-            shutil.copy2(path, path.with_name(path.name + ".bak"))
-        os.replace(temporary, path)
-    except OSError as exc:
-        raise MappingError(f"{path}: cannot write it ({exc.strerror})") from None
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
+        atomic_write_text(path, _format(mapping_to_json(mapping)), backup=True)
+    except FileProblem as exc:
+        raise MappingError(str(exc)) from None
 
 
 @dataclass
