@@ -6,7 +6,8 @@ Each count runs at the seed's density (spawn and contain radius scaled by (N / 1
 settles for a few simulated seconds, has the camera frame the swarm as the live window does,
 then renders frames with a fixed 1/60 s step. Whole frames are timed by the wall clock up to
 ctx.finish() (CPU work included), each pass by GL timer queries where the driver has them.
-The HUD is drawn with pyglet in a hidden headless window where pyglet can open one (else left out, and said).
+The HUD is drawn with pyglet in a hidden headless window where pyglet can open one (else
+left out, and said).
 """
 
 from __future__ import annotations

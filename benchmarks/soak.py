@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import resource
-import statistics
 import sys
 import time
 from pathlib import Path

@@ -24,7 +24,6 @@ import math
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 from control.files import FileProblem, read_json

@@ -3,8 +3,8 @@
 Full-screen on the chosen screen by default (a borderless window covering it where true
 full-screen fails), vsync and a frame-rate cap. Keys: F full-screen, H HUD, Space pause,
 R respawn, Up/Down choose a parameter, L MIDI-learn it, 1-9 recall a preset slot,
-Ctrl+1-9 save into it; Esc quits only when pressed twice within a second. The mouse moves the lure; the
-wheel zooms. Main thread only (pyglet's event loop).
+Ctrl+1-9 save into it; Esc quits only when pressed twice within a second. The mouse moves
+the lure; the wheel zooms. Main thread only (pyglet's event loop).
 """
 
 from __future__ import annotations
