@@ -85,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--count", type=int, default=16384)
     parser.add_argument("--size", default="1280x720")
     parser.add_argument("--audio", metavar="WAV", help="audio file (default: a synthetic song)")
+    parser.add_argument("--no-midi", action="store_true", help="no MIDI traffic (to compare)")
     parser.add_argument("--json", metavar="PATH")
     args = parser.parse_args(argv)
     width, height = (int(v) for v in args.size.lower().split("x"))
@@ -102,8 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     ctx = create_headless_context()
     params = Params({"count": args.count, "morph_seconds": 2.0})
     source = RandomMidi(1)
-    midi = Midi(params, source, mapping_path=DEFAULT_MAPPING, save_path=None,
-                report=lambda text: None)
+    midi = None if args.no_midi else Midi(params, source, mapping_path=DEFAULT_MAPPING,
+                                          save_path=None, report=lambda text: None)
     messages: list[str] = []
     show = Show(ctx, params, ShowOptions(fixed_dt=1 / 60), audio=audio, midi=midi,
                 presets=PresetBank(), say=messages.append)
