@@ -376,3 +376,26 @@ def test_resize_keeps_agents_and_spawns_new_ones_on_the_gpu(ctx):
         assert_matches(swarm.read_state(), (rx, rv), margin, "after resize")
     finally:
         swarm.release()
+
+
+def test_a_neighbor_radius_sweep_reuses_the_grid_buffers(ctx):
+    """A knob sweeping neighbor_radius changes the grid's shape every frame: the buffers are
+    kept (with room to spare) instead of reallocated, and every step stays exact."""
+    params = Params({"count": 800})
+    position, velocity = crowded_state(800, params)
+    swarm = Swarm(ctx, params, position=position, velocity=velocity)
+    try:
+        swarm.step(1 / 60)
+        buffers = list(swarm._grid_buffers)
+        for radius in (3.05, 3.1, 3.2, 3.35, 3.5, 3.4, 3.0, 2.9):  # 2.9: more cells, within room
+            params["neighbor_radius"] = radius
+            before = swarm.read_state()
+            swarm.step(1 / 60)
+            rx, rv, margin = reference.step(*before, params, 1 / 60)
+            assert_matches(swarm.read_state(), (rx, rv), margin, f"radius {radius}")
+        assert swarm._grid_buffers == buffers
+        params["neighbor_radius"] = 1.0  # 27x the cells: now it must grow
+        swarm.step(1 / 60)
+        assert swarm._grid_buffers[0] is not buffers[0]
+    finally:
+        swarm.release()

@@ -72,6 +72,14 @@ def grid_shape(params: Params, max_cells: int = MAX_CELLS) -> GridShape:
     return GridShape(origin, cell, dims)
 
 
+def scan_levels(n: int) -> list[int]:
+    """Values at each level of the blocked prefix sum: n, then one block total per block."""
+    sizes = [n]
+    while sizes[-1] > SCAN_BLOCK:
+        sizes.append(-(-sizes[-1] // SCAN_BLOCK))
+    return sizes
+
+
 def spawn_state(count: int, params: Params, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """The seed's spawn: positions inside a sphere of spawn_radius, velocities on a sphere of
     max_speed / 2 (a disc and a circle in 2D). Same seed, same start."""
@@ -118,6 +126,7 @@ class Swarm:
         self._stats.clear()
         self._grid: GridShape | None = None
         self._grid_buffers: list[moderngl.Buffer] = []
+        self._grid_capacity = 0  # entries the counts and starts buffers hold
         self._current = self._scratch = self._rank = None
         if position is None:
             position, velocity = spawn_state(params["count"], params, seed)
@@ -323,8 +332,9 @@ class Swarm:
         shape = grid_shape(self.params)
         if shape == self._grid:
             return
-        if self._grid is None or shape.cells != self._grid.cells:
-            self._allocate_grid(shape.cells)
+        if shape.cells + 1 > self._grid_capacity:
+            self._allocate_grid(shape.cells + 1)
+        self._scan_sizes = scan_levels(shape.cells + 1)
         self._grid = shape
         # Count the unsorted agents (in current), then sort them via scratch.
         self._grid_buffers[0].clear()
@@ -337,20 +347,21 @@ class Swarm:
         self._current, self._scratch = self._scratch, self._current
         self._sort_scratch_into_current()
 
-    def _allocate_grid(self, cells: int) -> None:
+    def _allocate_grid(self, needed: int) -> None:
+        """Counts and starts for `needed` entries (cells + 1: the end of the last cell) with a
+        quarter to spare, so a knob sweeping neighbor_radius does not reallocate every frame
+        (slow, and it left driver memory growing in the soak)."""
         for buffer in self._grid_buffers:
             buffer.release()
-        n = cells + 1  # one more start: the end of the last cell
-        counts = self.ctx.buffer(reserve=n * 4)
+        capacity = max(needed, min(needed + needed // 4 + SCAN_BLOCK, MAX_CELLS + 1))
+        counts = self.ctx.buffer(reserve=capacity * 4)
         counts.clear()
-        starts = self.ctx.buffer(reserve=n * 4)
+        starts = self.ctx.buffer(reserve=capacity * 4)
         self._grid_buffers = [counts, starts]
-        self._scan_sizes = [n]
-        while self._scan_sizes[-1] > SCAN_BLOCK:
-            self._scan_sizes.append(-(-self._scan_sizes[-1] // SCAN_BLOCK))
         # sums[k] holds the block totals of level k (then scanned in place).
-        for size in self._scan_sizes:
+        for size in scan_levels(capacity):
             self._grid_buffers.append(self.ctx.buffer(reserve=max(1, -(-size // SCAN_BLOCK)) * 4))
+        self._grid_capacity = capacity
 
     def _sort_scratch_into_current(self) -> None:
         """scan counts -> starts (zeroing counts), scatter scratch into cell order, then order
@@ -404,4 +415,5 @@ class Swarm:
             if buffer is not None:
                 buffer.release()
         self._grid_buffers = []
+        self._grid_capacity = 0
         self._current = self._scratch = self._rank = None
