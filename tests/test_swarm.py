@@ -397,5 +397,9 @@ def test_a_neighbor_radius_sweep_reuses_the_grid_buffers(ctx):
         params["neighbor_radius"] = 1.0  # 27x the cells: now it must grow
         swarm.step(1 / 60)
         assert swarm._grid_buffers[0] is not buffers[0]
+        grown = swarm._grid_capacity
+        params["neighbor_radius"] = 3.0  # far smaller again: the memory is given back
+        swarm.step(1 / 60)
+        assert swarm._grid_capacity < grown / 4
     finally:
         swarm.release()

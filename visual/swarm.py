@@ -332,8 +332,9 @@ class Swarm:
         shape = grid_shape(self.params)
         if shape == self._grid:
             return
-        if shape.cells + 1 > self._grid_capacity:
-            self._allocate_grid(shape.cells + 1)
+        needed = shape.cells + 1
+        if needed > self._grid_capacity or needed * 4 < self._grid_capacity:
+            self._allocate_grid(needed)  # grow, or give back memory once far too big
         self._scan_sizes = scan_levels(shape.cells + 1)
         self._grid = shape
         # Count the unsorted agents (in current), then sort them via scratch.
