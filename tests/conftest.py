@@ -4,6 +4,7 @@ error behind, and the project root on sys.path so tests import the instrument's 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -19,6 +20,27 @@ _USER_FILES = Path(tempfile.mkdtemp(prefix="swarm-test-home-"))
 os.environ["SWARM_PRESETS_DIR"] = str(_USER_FILES / "presets")
 os.environ["SWARM_RECOVERY_FILE"] = str(_USER_FILES / "recovery.json")
 os.environ["SWARM_STATE_DIR"] = str(_USER_FILES / "state")
+
+
+def _clear_stale_jack_state() -> None:
+    """JACK keeps a registry of servers in /dev/shm, eight at most; a server that died without
+    cleaning up (killed, or stopped while clients hung on) keeps its place, and after eight of
+    those every new jackd fails with "Too many servers already active". When no jackd runs,
+    nothing there is in use: clear it, so the JACK tests start from a clean slate."""
+    for comm in Path("/proc").glob("[0-9]*/comm"):
+        try:
+            if comm.read_text().strip() in ("jackd", "jackdbus"):
+                return
+        except OSError:
+            continue
+    for path in Path("/dev/shm").glob("jack*"):
+        try:
+            shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+        except OSError:
+            pass
+
+
+_clear_stale_jack_state()
 for path in (ROOT, ROOT / "tests"):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))

@@ -70,29 +70,38 @@ def _open_client(lib: ctypes.CDLL, server: str, name: str) -> int | None:
 
 
 def start_jackd(name: str, rate: int = RATE, period: int = PERIOD,
-                timeout: float = 10.0) -> subprocess.Popen:
-    """Start a dummy-driver jackd called `name` and wait until a client can connect."""
+                timeout: float = 10.0, attempts: int = 3) -> subprocess.Popen:
+    """Start a dummy-driver jackd called `name` and wait until a client can connect. A server
+    that exits at once is tried again (seen once on CI, among many servers started and
+    stopped in a row); after `attempts` the test fails with jackd's own output."""
     jackd = shutil.which("jackd")
     if jackd is None:
         pytest.fail("jackd not found: these tests need a JACK server (apt-get install jackd2)")
     env = dict(os.environ, JACK_NO_AUDIO_RESERVATION="1", JACK_NO_START_SERVER="1")
-    log = tempfile.TemporaryFile()
-    proc = subprocess.Popen([jackd, "-n", name, "-d", "dummy", "-r", str(rate), "-p",
-                             str(period)], stdout=log, stderr=subprocess.STDOUT, env=env,
-                            stdin=subprocess.DEVNULL)
-    proc.log = log  # type: ignore[attr-defined]
     lib = _libjack()
-    deadline = time.monotonic() + timeout
-    while True:
-        client = _open_client(lib, name, "pytest-probe")
-        if client:
-            lib.jack_client_close(client)
-            return proc
-        if proc.poll() is not None or time.monotonic() > deadline:
-            stop_jackd(proc)
-            log.seek(0)
-            pytest.fail(f"jackd -n {name} did not start:\n{log.read().decode(errors='replace')}")
-        time.sleep(0.05)
+    output = ""
+    for _ in range(attempts):
+        log = tempfile.TemporaryFile()
+        proc = subprocess.Popen([jackd, "-n", name, "-d", "dummy", "-r", str(rate), "-p",
+                                 str(period)], stdout=log, stderr=subprocess.STDOUT, env=env,
+                                stdin=subprocess.DEVNULL)
+        proc.log = log  # type: ignore[attr-defined]
+        deadline = time.monotonic() + timeout
+        while True:
+            client = _open_client(lib, name, "pytest-probe")
+            if client:
+                lib.jack_client_close(client)
+                return proc
+            if proc.poll() is not None or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        proc.log = None  # type: ignore[attr-defined]  # read it before stop_jackd closes it
+        stop_jackd(proc)
+        log.seek(0)
+        output = log.read().decode(errors="replace")
+        log.close()
+        time.sleep(0.5)
+    pytest.fail(f"jackd -n {name} did not start ({attempts} tries):\n{output}")
 
 
 def stop_jackd(proc: subprocess.Popen) -> None:
