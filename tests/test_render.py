@@ -357,3 +357,21 @@ def test_offscreen_framebuffers_of_two_sizes_coexist(ctx, renderer_for):
     assert renderer.offscreen_framebuffer((160, 120)) is big
     image = np.frombuffer(big.read(components=3), np.uint8).reshape(120, 160, 3)
     assert swarm_pixels(image).any() and swarm_pixels(small).any()
+
+
+def test_the_lure_marker_shows_where_the_mouse_holds_the_lure(ctx, renderer_for):
+    renderer = renderer_for(colour_params())
+    agents = renderer_for.agents(*ball(200, 5.0, 8.0))  # a small ball at the centre
+    camera = OrbitCamera(distance=100.0, orbit_speed=0.0)
+    lure = camera.screen_to_swarm(SIZE[0] * 0.8, SIZE[1] * 0.5, *SIZE)  # right of the swarm
+    framebuffer = renderer.offscreen_framebuffer(SIZE)
+    x, y = round(SIZE[0] * 0.8), round(SIZE[1] * 0.5)
+
+    def pixel(show_lure):
+        renderer.render(agents, camera, framebuffer, lure=lure, show_lure=show_lure)
+        image = np.frombuffer(framebuffer.read(components=3), np.uint8).reshape(
+            SIZE[1], SIZE[0], 3)
+        return image[y - 1:y + 2, x - 1:x + 2].astype(int).max(axis=(0, 1))
+
+    assert pixel(True).min() > 150  # a bright marker where the lure is
+    assert pixel(False).max() < 40  # nothing there without it

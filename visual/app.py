@@ -399,7 +399,8 @@ class Show:
 
     def draw(self, framebuffer: moderngl.Framebuffer) -> None:
         self.renderer.render(self.swarm, self.camera, framebuffer, lure=self.lure_position(),
-                             time=self.show_time, values=self.values)
+                             time=self.show_time, values=self.values,
+                             show_lure=not self.lure.wandering)
         self.frame += 1
         if self.clock.tick(time.perf_counter()) and time.perf_counter() >= self._next_slow_note:
             self._next_slow_note = time.perf_counter() + 10.0  # at most a line every 10 s

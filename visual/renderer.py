@@ -183,10 +183,12 @@ class Renderer:
             built["agent"] = _program(ctx, "agent.vert", "agent.frag")
             built["fade"] = _program(ctx, "fade.vert", "fade.frag")
             built["present"] = _program(ctx, "fade.vert", "present.frag")
+            built["lure"] = _program(ctx, "lure.vert", "lure.frag")
             built["agent_vao"] = ctx.vertex_array(
                 built["agent"], [(self._mesh, "3f 3f", "in_position", "in_normal")])
             built["fade_vao"] = ctx.vertex_array(built["fade"], [])
             built["present_vao"] = ctx.vertex_array(built["present"], [])
+            built["lure_vao"] = ctx.vertex_array(built["lure"], [])
         except Exception:
             for obj in reversed(list(built.values())):
                 obj.release()
@@ -199,6 +201,7 @@ class Renderer:
         self._fade_program, self._present_program = built["fade"], built["present"]
         self._agent_vao, self._fade_vao = built["agent_vao"], built["fade_vao"]
         self._present_vao = built["present_vao"]
+        self._lure_program, self._lure_vao = built["lure"], built["lure_vao"]
 
     def reload_shaders(self) -> None:
         """Recompile from shaders/; on an error (ShaderError, raised) the running ones stay."""
@@ -323,14 +326,15 @@ class Renderer:
 
     def render(self, swarm: Any, camera: OrbitCamera, framebuffer: moderngl.Framebuffer, *,
                lure: Sequence[float] = (0.0, 0.0, 0.0), time: float | None = None,
-               values: Mapping[str, Any] | None = None) -> None:
+               values: Mapping[str, Any] | None = None, show_lure: bool = False) -> None:
         """Cull, draw and present `swarm` (anything with `current` and `count`, as `Swarm`) as
         seen by `camera` into `framebuffer`, which is left bound.
 
         `lure` is the point the near-lure count is taken around; `time` (seconds, simulated
         time for reproducible renders; default: the wall clock) drives the telegraph's fade;
-        `values` overrides parameters for this frame (modulated values). `framebuffer.size` is
-        the size drawn: re-detect the window's framebuffer after a resize.
+        `values` overrides parameters for this frame (modulated values). `show_lure` draws a
+        marker at the lure (while the mouse holds it). `framebuffer.size` is the size drawn:
+        re-detect the window's framebuffer after a resize.
         """
         p = ChainMap(dict(values or {}), self.params.as_dict())
         ctx = self.ctx
@@ -410,6 +414,8 @@ class Renderer:
         with self._draw_timer:
             self._agent_vao.render_indirect(self._draw_state, moderngl.TRIANGLES, count=2)
         ctx.disable(moderngl.DEPTH_TEST)
+        if show_lure:
+            self._draw_lure(view_projection, lure, size)
 
         # 4. present, and keep a copy of this frame's counts to read two frames from now.
         self._present(framebuffer, target)
@@ -435,6 +441,19 @@ class Renderer:
         color.use(0)
         set_uniforms(self._present_program, {"u_image": 0})
         self._present_vao.render(moderngl.TRIANGLES, vertices=3)
+
+    def _draw_lure(self, view_projection: np.ndarray, lure: Sequence[float],
+                   size: tuple[int, int]) -> None:
+        """A ring at the lure, over the agents, blended."""
+        ctx = self.ctx
+        self._lure_program["u_view_projection"].write(matrix_bytes(view_projection))
+        set_uniforms(self._lure_program, {"u_lure": tuple(float(v) for v in lure),
+                                          "u_pixels": max(12.0, size[1] / 40.0),
+                                          "u_color": (1.0, 0.95, 0.85)})
+        ctx.enable(moderngl.BLEND | moderngl.PROGRAM_POINT_SIZE)
+        ctx.blend_func = moderngl.SRC_ALPHA, moderngl.ONE_MINUS_SRC_ALPHA
+        self._lure_vao.render(moderngl.POINTS, vertices=1)
+        ctx.disable(moderngl.BLEND | moderngl.PROGRAM_POINT_SIZE)
 
     def _fade(self, target: moderngl.Framebuffer, trail: float) -> None:
         """Pull last frame's image towards the background by 1 - trail; clear only depth."""
