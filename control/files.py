@@ -23,19 +23,69 @@ class FileProblem(ValueError):
 
 
 def read_json(path: str | os.PathLike) -> Any:
+    """A JSON file's content, or FileProblem saying what is wrong and what to try: a file cut
+    off (a crash mid-write, a full disk) says so and points at PATH.bak when there is one; a
+    key given twice is refused rather than silently taking the last."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise FileProblem(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise FileProblem(f"{path}: is a folder, not a file") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise FileProblem(f"{path}: cannot read it ({exc})") from None
+        raise FileProblem(f"{path}: cannot read it ({getattr(exc, 'strerror', None) or exc})") \
+            from None
+    backup = path.with_name(path.name + ".bak")
+    restore = f"; the previous version is in {backup}" if backup.is_file() else ""
+    if not text.strip():
+        raise FileProblem(f"{path}: the file is empty{restore}")
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_no_duplicates)
+    except _DuplicateKey as exc:
+        raise FileProblem(f"{path}: key '{exc.key}' appears twice; keep one") from None
     except json.JSONDecodeError as exc:
-        raise FileProblem(
-            f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
-        ) from None
+        if _ends_early(text):
+            raise FileProblem(f"{path}: the file ends early at line {exc.lineno} (truncated, "
+                              f"perhaps by a crash or a full disk){restore}") from None
+        raise FileProblem(f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: "
+                          f"{exc.msg}") from None
+
+
+def _ends_early(text: str) -> bool:
+    """True when the text stops inside a string or with brackets left open: a cut-off file,
+    not a typo."""
+    depth, in_string, escaped = 0, False, False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "{[":
+            depth += 1
+        elif char in "}]":
+            depth -= 1
+    return in_string or depth > 0
+
+
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise _DuplicateKey(key)
+        result[key] = value
+    return result
 
 
 def load_state(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:

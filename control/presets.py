@@ -37,8 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from audio.modulation import Route, RouteError, routes_from_json, routes_to_json
-from control.atomic import atomic_write_text, backup_path
-from control.files import FileProblem
+from control.atomic import atomic_write_text
+from control.files import FileProblem, read_json
 from control.params import BY_NAME, REGISTRY, Param, ParamError, Params
 
 FORMAT = "swarm-preset"
@@ -550,66 +550,12 @@ def load_recovery(path: str | os.PathLike | None = None) -> Preset:
 # ---- helpers -----------------------------------------------------------------------------------
 
 def _read_json(path: Path) -> Any:
-    """The file's JSON, or PresetError with what to try (a truncated file points at .bak)."""
+    """The file's JSON (control.files.read_json: truncation, duplicates, .bak hint), or
+    PresetError."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise PresetError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise PresetError(f"{path}: is a folder, not a preset file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PresetError(f"{path}: cannot read it ({getattr(exc, 'strerror', None) or exc})") \
-            from None
-    backup = backup_path(path)
-    restore = f"; the previous version is in {backup}" if backup.is_file() else ""
-    if not text.strip():
-        raise PresetError(f"{path}: the file is empty{restore}")
-    try:
-        return json.loads(text, object_pairs_hook=_no_duplicates)
-    except _DuplicateKey as exc:
-        raise PresetError(f"{path}: key '{exc.key}' appears twice; keep one") from None
-    except json.JSONDecodeError as exc:
-        if _ends_early(text):
-            raise PresetError(f"{path}: the file ends early at line {exc.lineno} (truncated, "
-                              f"perhaps by a crash or a full disk){restore}") from None
-        raise PresetError(f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: "
-                          f"{exc.msg}") from None
-
-
-def _ends_early(text: str) -> bool:
-    """True when the text stops inside a string or with brackets left open: a cut-off file
-    (a crash mid-write by another program, a full disk), not a typo."""
-    depth, in_string, escaped = 0, False, False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "{[":
-            depth += 1
-        elif char in "}]":
-            depth -= 1
-    return in_string or depth > 0
-
-
-class _DuplicateKey(ValueError):
-    def __init__(self, key: str) -> None:
-        super().__init__(key)
-        self.key = key
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise _DuplicateKey(key)
-        result[key] = value
-    return result
+        return read_json(path)
+    except FileProblem as exc:
+        raise PresetError(str(exc)) from None
 
 
 def _preset_files(folder: Path) -> list[Path]:
