@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -20,6 +21,14 @@ _USER_FILES = Path(tempfile.mkdtemp(prefix="swarm-test-home-"))
 os.environ["SWARM_PRESETS_DIR"] = str(_USER_FILES / "presets")
 os.environ["SWARM_RECOVERY_FILE"] = str(_USER_FILES / "recovery.json")
 os.environ["SWARM_STATE_DIR"] = str(_USER_FILES / "state")
+
+
+def run_instrument(*args: str, env: dict | None = None, cwd: Path | None = None,
+                   timeout: float = 180) -> subprocess.CompletedProcess:
+    """`python instrument.py ARGS` as a user runs it, output captured."""
+    return subprocess.run([sys.executable, str(ROOT / "instrument.py"), *args],
+                          capture_output=True, text=True, timeout=timeout, env=env,
+                          cwd=cwd or ROOT)
 
 
 def _clear_stale_jack_state() -> None:

@@ -4,21 +4,14 @@ rehearses with --audio-file, and modulation routes from a preset."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
+from conftest import run_instrument as instrument
 
 from audio.wavfile import write_wav
-from conftest import ROOT
 from control.files import load_state
 
 RATE = 48000
-
-
-def instrument(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "instrument.py"), *args],
-                          capture_output=True, text=True, timeout=180, cwd=ROOT)
 
 
 def run_with(tmp_path, name: str, samples: np.ndarray, *extra: str):

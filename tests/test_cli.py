@@ -3,23 +3,16 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
-
 import reference
-from conftest import ROOT
+from conftest import run_instrument as instrument
+
 from control.files import load_state
 from control.params import Params
 from visual.lure import Lure
 from visual.swarm import spawn_state
-
-
-def instrument(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "instrument.py"), *args],
-                          capture_output=True, text=True, timeout=timeout, cwd=ROOT)
 
 
 def test_fixed_steps_reproduce_the_seed_kernel(tmp_path):

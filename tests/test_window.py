@@ -12,8 +12,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import ROOT
+from conftest import run_instrument as instrument
+
 from visual.png import read_png
 from visual.window import EscapeGuard
 
@@ -38,12 +39,6 @@ def xvfb():
     yield display
     process.terminate()
     process.wait(timeout=10)
-
-
-def instrument(*args, env=None, cwd=None, timeout=180):
-    return subprocess.run([sys.executable, str(ROOT / "instrument.py"), *args],
-                          capture_output=True, text=True, timeout=timeout, env=env,
-                          cwd=cwd or ROOT)
 
 
 def with_display(display):

@@ -104,6 +104,7 @@ class Show:
         self._morph_started = 0.0
         self.recovery = recovery  # control.presets.RecoveryWriter, or None
         self.recorder = None  # control.control_track.ControlRecorder (--record-control)
+        self.modified = False  # the live look differs from the recalled preset
         self._crossfade_seen = params["crossfade"]
         self._crossfade_pair = None  # ((slot a, slot b), (preset a, preset b))
         self.selected = 0  # the HUD's chosen parameter, for MIDI learn
@@ -235,8 +236,9 @@ class Show:
         name = self.preset.name if self.preset is not None else "(none)"
         morph = f"  morph {self.morph.progress_at(self.show_time - self._morph_started):.0%}" \
             if self.morph is not None else ""
-        modified = self.morph is None and self.preset_modified()  # a morph is not an edit
-        self.status["preset"] = f"{name}{' (modified)' if modified else ''}{morph}"
+        # Compared once a frame; telemetry reads the result. A morph is not an edit.
+        self.modified = self.morph is None and self.preset_modified()
+        self.status["preset"] = f"{name}{' (modified)' if self.modified else ''}{morph}"
 
     def _update_crossfade(self) -> None:
         """A moved `crossfade` (a MIDI fader) blends presets crossfade_a and crossfade_b."""
@@ -433,7 +435,7 @@ class Show:
             "midi": self.midi.state() if self.midi is not None else None,
             "preset": {
                 "name": self.preset.name if self.preset is not None else None,
-                "modified": self.morph is None and self.preset_modified(),
+                "modified": self.modified,
                 "morph": (None if self.morph is None else
                           _round(self.morph.progress_at(self.show_time - self._morph_started))),
             },
