@@ -7,7 +7,7 @@ import pytest
 
 import reference
 from control.params import Params
-from visual.swarm import MAX_CELLS, Swarm, grid_shape, pack_agents, spawn_state
+from visual.swarm import MAX_CELLS, Swarm, cell_budget, grid_shape, pack_agents, spawn_state
 
 PATHS = ("grid", "brute")
 TOL = 2e-4  # positions and velocities are O(1..100); float32 rounding differs in sum order
@@ -51,8 +51,9 @@ def path(request):
 
 
 def run_gpu(ctx, params, position, velocity, path, steps=1, dt=1 / 60, target=(4.0, 2.0, -1.0),
-            obstacles=()):
+            obstacles=(), max_cells=None):
     swarm = Swarm(ctx, params, neighbors=path, position=position, velocity=velocity)
+    swarm.max_cells = max_cells
     try:
         if obstacles:
             swarm.set_obstacles(obstacles)
@@ -248,12 +249,27 @@ def test_grid_follows_a_changed_neighbor_radius(ctx):
 def test_fine_grid_with_three_scan_levels(ctx):
     """A tiny radius in a big sphere: 16M cells, three levels of prefix sum."""
     params = Params({"count": 2000, "neighbor_radius": 0.4, "separation_radius": 0.2})
-    shape = grid_shape(params)
+    shape = grid_shape(params, MAX_CELLS)
     assert shape.cells + 1 > 1024 * 1024 and shape.cells <= MAX_CELLS
+    position, velocity = crowded_state(2000, params)
+    (x, v), _ = run_gpu(ctx, params, position, velocity, "grid", max_cells=MAX_CELLS)
+    rx, rv, margin = reference.step(position, velocity, params, 1 / 60, target=(4.0, 2.0, -1.0))
+    assert_matches((x, v), (rx, rv), margin, "fine grid")
+
+
+def test_tiny_radius_gets_cells_wider_than_the_radius_and_stays_exact(ctx):
+    """16K agents with a 0.5 radius asked for 16M cells (the soak's slow frames); the count
+    bounds the grid now, and the wider cells still find every neighbour."""
+    params = Params({"count": 16384, "neighbor_radius": 0.5})
+    assert grid_shape(params).cells <= cell_budget(16384) < grid_shape(params, MAX_CELLS).cells
+    assert grid_shape(params).cell > 0.5
+    params = Params({"count": 2000, "neighbor_radius": 0.4, "separation_radius": 0.2})
+    shape = grid_shape(params)
+    assert shape.cells <= cell_budget(2000) and shape.cell > 0.4
     position, velocity = crowded_state(2000, params)
     (x, v), _ = run_gpu(ctx, params, position, velocity, "grid")
     rx, rv, margin = reference.step(position, velocity, params, 1 / 60, target=(4.0, 2.0, -1.0))
-    assert_matches((x, v), (rx, rv), margin, "fine grid")
+    assert_matches((x, v), (rx, rv), margin, "coarse grid")
 
 
 def test_grid_shape_is_exact_and_bounded():
@@ -384,6 +400,7 @@ def test_a_neighbor_radius_sweep_reuses_the_grid_buffers(ctx):
     params = Params({"count": 800})
     position, velocity = crowded_state(800, params)
     swarm = Swarm(ctx, params, position=position, velocity=velocity)
+    swarm.max_cells = MAX_CELLS  # 800 agents' own budget would cap the 1.0 radius's grid
     try:
         swarm.step(1 / 60)
         buffers = list(swarm._grid_buffers)

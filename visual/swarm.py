@@ -31,6 +31,8 @@ SCAN_LOCAL_SIZE = 256
 SCAN_ITEMS = 4
 SCAN_BLOCK = SCAN_LOCAL_SIZE * SCAN_ITEMS
 MAX_CELLS = 1 << 24
+MIN_CELLS = 1 << 15
+CELLS_PER_AGENT = 16  # more cells than this only adds scan work: the cells are mostly empty
 MAX_OBSTACLES = 8
 MAX_DT = 1.0 / 30.0  # the seed clamps a frame's step so a hitch does not explode the flock
 AGENT_BYTES = 32
@@ -52,12 +54,23 @@ class GridShape:
         return self.dims[0] * self.dims[1] * self.dims[2]
 
 
-def grid_shape(params: Params, max_cells: int = MAX_CELLS) -> GridShape:
+def cell_budget(count: int) -> int:
+    """The most cells worth having for `count` agents: every frame scans and clears all of
+    them, so a tiny neighbor_radius must not ask 16M cells for 16K agents (it did in the soak:
+    frames of 15-60 ms and 170 MB of grid). Past CELLS_PER_AGENT a cell per agent, a finer grid
+    would only save candidates of crowded cells, at the cost of scanning empty ones."""
+    return min(MAX_CELLS, max(MIN_CELLS, CELLS_PER_AGENT * count))
+
+
+def grid_shape(params: Params, max_cells: int | None = None) -> GridShape:
     """The grid for these parameters: it covers the containment sphere (or the wrap box).
 
-    Cells are `neighbor_radius` wide, or wider when that would need more than `max_cells`:
-    a wider cell is still exact (only slower), a narrower one would miss neighbours.
+    Cells are `neighbor_radius` wide, or wider when that would need more than `max_cells`
+    (default: `cell_budget` of the count): a wider cell is still exact (only slower), a
+    narrower one would miss neighbours.
     """
+    if max_cells is None:
+        max_cells = cell_budget(params["count"])
     radius = params["contain_radius"]
     extent = radius if params["boundary"] == "wrap" else radius * 1.25
     flat = params["dimensions"] == 2
@@ -127,6 +140,7 @@ class Swarm:
         self._grid: GridShape | None = None
         self._grid_buffers: list[moderngl.Buffer] = []
         self._grid_capacity = 0  # entries the counts and starts buffers hold
+        self.max_cells: int | None = None  # None: cell_budget(count)
         self._current = self._scratch = self._rank = None
         if position is None:
             position, velocity = spawn_state(params["count"], params, seed)
@@ -329,7 +343,8 @@ class Swarm:
 
     def _ensure_sorted(self) -> None:
         """Bring `current` into cell order when the state or the grid's shape has changed."""
-        shape = grid_shape(self.params)
+        budget = self.max_cells if self.max_cells is not None else cell_budget(self._count)
+        shape = grid_shape(self.params, budget)
         if shape == self._grid:
             return
         needed = shape.cells + 1
