@@ -224,7 +224,8 @@ def show_options(args: argparse.Namespace, params: Params):
             if not folder.is_dir() or not os.access(folder, os.W_OK):
                 raise FileProblem(f"{path}: cannot write into {folder} (the {what} file)")
     return ShowOptions(neighbors=args.neighbors, seed=args.seed, fixed_dt=args.dt,
-                       obstacles=args.obstacle, position=position, velocity=velocity)
+                       obstacles=args.obstacle, position=position, velocity=velocity,
+                       reproducible=args.dt is not None)
 
 
 class Run:

@@ -246,24 +246,91 @@ def test_swarm_centre_and_radius_match_numpy(ctx):
         agents.release()
 
 
-def test_counts_arrive_two_frames_late_without_waiting(ctx):
+def test_counts_arrive_once_the_gpu_has_finished_their_frame(ctx):
     camera = OrbitCamera()
     agents = AgentBuffer(ctx, np.zeros((1000, 3), np.float32))
     renderer = Renderer(ctx, Params({"lure_radius": 1.0}))
     framebuffer = renderer.offscreen_framebuffer(SIZE)
     hidden = np.tile(np.asarray(camera.eye) * 1.5, (1000, 1))
     velocity = np.ones((1000, 3), np.float32)
+    assert renderer._counter_ring.fences is not None  # EGL on llvmpipe has GL fences
     # Frame k shows 1000 - 100 k agents: the rest are hidden behind the camera.
     seen = []
     try:
-        for k in range(5):
+        for k in range(6):
             position = np.zeros((1000, 3), np.float32)
             position[: 100 * k] = hidden[: 100 * k]
             agents.write(position, velocity)
             renderer.render(agents, camera, framebuffer)
-            seen.append((renderer.visible, renderer.near_lure))
-        assert seen[0] == seen[1] == (None, None)
-        assert seen[2:] == [(1000, 1000), (900, 900), (800, 800)]
+            seen.append((k, renderer.counts_frame, renderer.visible, renderer.near_lure))
+        for k, frame, visible, near in seen:
+            if frame is not None:  # counts of a finished frame, never of a later one
+                assert frame <= k and visible == near == 1000 - 100 * frame, seen
+        frames = [frame for _, frame, _, _ in seen if frame is not None]
+        assert frames == sorted(frames)
+        ctx.finish()  # every frame so far finished: the next render reads the newest of them
+        renderer.render(agents, camera, framebuffer)
+        assert renderer.counts_frame >= 5 and renderer.visible == 500
+    finally:
+        renderer.release()
+        agents.release()
+
+
+def test_fixed_lag_reads_exactly_two_frames_late(ctx):
+    """--dt and --render: the camera follows counts of a fixed frame, so runs repeat."""
+    agents = AgentBuffer(ctx, np.zeros((300, 3), np.float32))
+    renderer = Renderer(ctx, Params())
+    renderer.fixed_lag = True
+    framebuffer = renderer.offscreen_framebuffer(SIZE)
+    try:
+        lags = []
+        for _ in range(6):
+            renderer.render(agents, OrbitCamera(), framebuffer)
+            lags.append(None if renderer.counts_frame is None
+                        else renderer.frames - 1 - renderer.counts_frame)
+        assert lags == [None, None, 2, 2, 2, 2] and renderer.readback == "two frames late"
+    finally:
+        renderer.release()
+        agents.release()
+
+
+class _StuckFences:
+    """Fences of a GPU that never gets there: whatever waits on them would hang."""
+
+    def __init__(self):
+        self.live = set()
+        self.made = 0
+        self.done = False
+
+    def insert(self):
+        self.made += 1
+        self.live.add(self.made)
+        return self.made
+
+    def signalled(self, token):
+        return self.done
+
+    def delete(self, token):
+        self.live.remove(token)
+
+
+def test_counts_are_never_read_before_the_gpu_is_done(ctx):
+    """With the GPU behind, frames go on without counts (nothing reads an unfinished copy),
+    a full ring drops its oldest copy, and the fences are all freed."""
+    agents = AgentBuffer(ctx, np.zeros((500, 3), np.float32))
+    renderer = Renderer(ctx, Params())
+    stuck = _StuckFences()
+    renderer._counter_ring.fences = stuck
+    framebuffer = renderer.offscreen_framebuffer(SIZE)
+    try:
+        for _ in range(5):
+            renderer.render(agents, OrbitCamera(), framebuffer)
+            assert renderer.counts is None
+        assert renderer._counter_ring.overwritten == 2 and len(stuck.live) == 3
+        stuck.done = True
+        renderer.render(agents, OrbitCamera(), framebuffer)
+        assert renderer.counts_frame == 5 and renderer.visible == 500
+        assert not stuck.live
     finally:
         renderer.release()
         agents.release()

@@ -43,6 +43,10 @@ class ShowOptions:
     obstacles: Sequence[Sequence[float]] = ()
     position: np.ndarray | None = None  # --state-in
     velocity: np.ndarray | None = None
+    # Same input, same frames: the renderer's counts (which the camera follows) are read a
+    # fixed two frames late, waiting for the GPU if need be (--dt and --render). A live show
+    # reads them when the GPU is done instead, never waiting.
+    reproducible: bool = False
 
 
 @dataclass
@@ -116,9 +120,13 @@ class Show:
         if options.obstacles:
             self.swarm.set_obstacles(options.obstacles)
         self.renderer = Renderer(ctx, params)
+        self.renderer.fixed_lag = options.reproducible
         self.camera = OrbitCamera()
         self.lure = Lure(params["contain_radius"], flat=params["dimensions"] == 2)
         self._sim_timer = GpuTimer(ctx)
+        if not self.renderer.has_fences:
+            say("GL fences unavailable: counts and GPU times are read two frames late, which "
+                "waits whenever the GPU is further behind")
         self.clock = FrameClock()
         self.paused = False
         self.frame = 0
@@ -429,6 +437,9 @@ class Show:
             "agents": self.swarm.count,
             "visible": self.renderer.visible,
             "near_lure": self.renderer.near_lure,
+            "counts_lag": (None if self.renderer.counts_frame is None
+                           else self.renderer.frames - 1 - self.renderer.counts_frame),
+            "readback": self.renderer.readback,
             "paused": self.paused,
             "params": params,
             "audio": self.audio.telemetry(),

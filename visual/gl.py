@@ -16,6 +16,8 @@ from typing import Any, Mapping
 
 import moderngl
 
+from visual.fence import fences_for
+
 BUNDLED_SHADERS = Path(__file__).resolve().parent.parent / "shaders"
 # SWARM_SHADERS points the instrument at another copy of the folder (to live-code your own);
 # tests point it at a temporary copy.
@@ -150,7 +152,9 @@ def is_software(ctx: moderngl.Context) -> bool:
 
 
 class GpuTimer:
-    """GL timer queries read a few frames late, so reading never stalls the frame.
+    """GL timer queries read once a fence says the GPU has finished them, so reading never
+    stalls the frame (without fences: read a few frames late, which waits only when the GPU
+    is further behind than that).
 
     `available` is False where the driver has no meaningful timer queries (software GL):
     `last_ms` then stays None and callers fall back to wall time around `ctx.finish()`.
@@ -165,36 +169,46 @@ class GpuTimer:
                 self._free.extend(ctx.query(time=True) for _ in range(depth))
             except Exception:
                 self.available = False
-        self._pending: deque = deque()
+        self._fences = fences_for(ctx) if self.available else None
+        self._pending: deque = deque()  # (query, fence), oldest first
         self.last_ms: float | None = None
 
     def __enter__(self) -> "GpuTimer":
         if self.available and self._free:
             query = self._free.popleft()
-            self._pending.append(query)
-            self._active = query.__enter__()
+            self._active = query
+            query.__enter__()
         else:
-            self._active = None
+            self._active = None  # every query still in flight: this frame goes untimed
         return self
 
     def __exit__(self, *exc: Any) -> None:
         if self._active is not None:
             self._active.__exit__(*exc)
-        # Read the oldest query once every slot is in flight: it is a few frames old.
-        if self.available and not self._free and self._pending:
-            query = self._pending.popleft()
-            self.last_ms = query.elapsed / 1e6
-            self._free.append(query)
+            self._pending.append((self._active, self._fences.insert() if self._fences else 0))
+        if self._fences is not None:
+            while self._pending and self._fences.signalled(self._pending[0][1]):
+                self._read_oldest()
+        elif not self._free and self._pending:
+            self._read_oldest()  # a few frames old
+
+    def _read_oldest(self) -> None:
+        query, fence = self._pending.popleft()
+        self.last_ms = query.elapsed / 1e6
+        if self._fences is not None:
+            self._fences.delete(fence)
+        self._free.append(query)
 
     def flush(self) -> float | None:
         """Read every pending query (waits for the GPU): for benchmarks and the end of a run."""
         while self._pending:
-            query = self._pending.popleft()
-            self.last_ms = query.elapsed / 1e6
-            self._free.append(query)
+            self._read_oldest()
         return self.last_ms
 
     def release(self) -> None:
         # moderngl's Query has no release(); dropping the references frees them.
+        if self._fences is not None:
+            for _, fence in self._pending:
+                self._fences.delete(fence)
         self._free.clear()
         self._pending.clear()

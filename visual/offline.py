@@ -551,7 +551,7 @@ def show_options_for_render(args: argparse.Namespace, params: Params) -> Any:
                 raise RenderProblem(f"{path}: cannot write into {folder} (the {what} file)")
     return ShowOptions(neighbors=getattr(args, "neighbors", "grid"), seed=args.seed,
                        fixed_dt=None, obstacles=getattr(args, "obstacle", None) or (),
-                       position=position, velocity=velocity)
+                       position=position, velocity=velocity, reproducible=True)
 
 
 def run_render(args: argparse.Namespace, params: Params, routes: list,

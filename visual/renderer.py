@@ -30,6 +30,7 @@ import numpy as np
 
 from control.params import Params
 from visual.camera import OrbitCamera, matrix_bytes
+from visual.fence import ReadbackRing
 from visual.gl import GpuTimer, ShaderError, ShaderSource, compute_program, dispatch_1d, \
     set_uniforms
 
@@ -37,7 +38,7 @@ CULL_LOCAL_SIZE = 256
 BACKGROUND = (0.012, 0.014, 0.024)  # near black, a hint of blue
 TELEGRAPH_JUMP = 0.25       # seek_weight rising more than this in one frame is the tell
 TELEGRAPH_SECONDS = 0.5     # how long the colour shift takes to fade out
-COUNTER_RING = 3            # counter copies in flight: the one read is two frames old
+COUNTER_RING = 3            # counter copies in flight before the oldest is dropped unread
 FOG_START, FOG_END = 1.2, 3.5  # fog, in multiples of the camera's distance to its target
 # Colour = mix(slow, fast, smoothstep(SPEED_RAMP, speed / max_speed)): a flock cruises at
 # about 0.4-0.7 of max_speed, in the lower middle of the ramp, so bursts (and the audio speed
@@ -128,7 +129,8 @@ class Renderer:
     """Culls and draws a `Swarm` each frame; owns every GPU object it uses (`release()`).
 
     After `render`, `visible`, `near_lure`, `swarm_center` and `swarm_radius` hold what the
-    cull pass measured two frames earlier (None until then); `gpu_ms` the GPU time of the cull
+    cull pass measured in the newest frame the GPU has finished (`counts_frame`; None until
+    one has), read without waiting (GL fences); `gpu_ms` the GPU time of the cull
     and draw passes where the driver can time them; `telegraph` the current strength (0..1) of
     the telegraph colour shift.
     """
@@ -153,9 +155,8 @@ class Renderer:
         template[5:10] = (self.far_vertices, 0, self.near_vertices, 0, 0)
         self._draw_template = ctx.buffer(template.tobytes())
         self._draw_state = ctx.buffer(template.tobytes())
-        self._ring = [ctx.buffer(template.tobytes()) for _ in range(COUNTER_RING)]
+        self._counter_ring = ReadbackRing(ctx, template.nbytes, COUNTER_RING)
         self._last_scales = _SumScales(1, (0.0, 0.0, 0.0), 1.0, 1.0, 1.0)
-        self._ring_scales = [self._last_scales] * COUNTER_RING
         self._frames = 0
         self._visible_buffer: moderngl.Buffer | None = None
         self._capacity = 0
@@ -169,6 +170,7 @@ class Renderer:
         self._draw_timer = GpuTimer(ctx)
         self.gpu_ms: dict[str, float | None] = {"cull": None, "draw": None}
         self.counts: CullCounts | None = None
+        self.counts_frame: int | None = None  # the render (from 0) that `counts` comes from
         self._last_seek: float | None = None
         self._telegraph_start = -math.inf
         self.telegraph = 0.0
@@ -214,8 +216,33 @@ class Renderer:
     # ---- counts -----------------------------------------------------------------------------
 
     @property
+    def readback(self) -> str:
+        """"fences" (counts read once the GPU is done, never waiting) or "two frames late"
+        (`fixed_lag`, or a driver without fences: waits when the GPU is further behind)."""
+        ring = self._counter_ring
+        return "two frames late" if ring.fixed_lag or ring.fences is None else "fences"
+
+    @property
+    def has_fences(self) -> bool:
+        return self._counter_ring.fences is not None
+
+    @property
+    def fixed_lag(self) -> bool:
+        """Read counts exactly two frames late, waiting if need be: reproducible frames."""
+        return self._counter_ring.fixed_lag
+
+    @fixed_lag.setter
+    def fixed_lag(self, value: bool) -> None:
+        self._counter_ring.fixed_lag = value
+
+    @property
+    def frames(self) -> int:
+        """Frames rendered so far."""
+        return self._frames
+
+    @property
     def visible(self) -> int | None:
-        """Agents drawn in a recent frame (two frames late), None before the third frame."""
+        """Agents drawn in the newest finished frame, None until the GPU has finished one."""
         return None if self.counts is None else self.counts.visible
 
     @property
@@ -417,15 +444,16 @@ class Renderer:
         if show_lure:
             self._draw_lure(view_projection, lure, size)
 
-        # 4. present, and keep a copy of this frame's counts to read two frames from now.
+        # 4. present, and keep a copy of this frame's counts to read once the GPU is done
+        # with it (a fence: reading never waits).
         self._present(framebuffer, target)
-        slot = self._frames % COUNTER_RING
-        ctx.copy_buffer(self._ring[slot], self._draw_state)
-        self._ring_scales[slot] = self._last_scales = scales
+        self._counter_ring.push(self._draw_state, (self._frames, scales))
+        self._last_scales = scales
         self._frames += 1
-        if self._frames >= COUNTER_RING:
-            oldest = self._frames % COUNTER_RING
-            self.counts = self._decode(self._ring[oldest].read(), self._ring_scales[oldest])
+        done = self._counter_ring.poll()
+        if done is not None:
+            data, (self.counts_frame, done_scales) = done
+            self.counts = self._decode(data, done_scales)
         self.gpu_ms = {"cull": self._cull_timer.last_ms, "draw": self._draw_timer.last_ms}
 
     def _present(self, framebuffer: moderngl.Framebuffer, image: moderngl.Framebuffer) -> None:
@@ -472,7 +500,7 @@ class Renderer:
     def release(self) -> None:
         """Free every GPU object this renderer made."""
         for obj in (*reversed(list(self._built.values())), self._mesh, self._draw_template,
-                    self._draw_state, *self._ring, self._visible_buffer):
+                    self._draw_state, self._visible_buffer):
             if obj is not None:
                 obj.release()
         self._release_parts(self._accumulation, self._accumulation_parts)
@@ -480,7 +508,7 @@ class Renderer:
             self._release_parts(framebuffer, parts)
         self._offscreen.clear()
         self._accumulation = self._visible_buffer = None
-        self._ring = []
+        self._counter_ring.release()
         self._built = {}
         self._cull_timer.release()
         self._draw_timer.release()

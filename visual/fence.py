@@ -1,0 +1,179 @@
+"""GL fence syncs through ctypes: moderngl has none, and without them reading a result back
+(a counter buffer, a timer query) waits for the GPU whenever it is behind.
+
+    fences = Fences.for_current_context()   # None where the driver's entry points are missing
+    token = fences.insert()                 # after the commands whose results we want
+    if fences.signalled(token): ...         # never waits: glClientWaitSync with a zero timeout
+    fences.delete(token)
+
+The entry points come from the window system that made the current context: EGL
+(`eglGetProcAddress`, headless and on the H200) or GLX (`glXGetProcAddressARB`, the pyglet
+window). Main thread only, with the context current.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import weakref
+from collections import deque
+from typing import Any
+
+import moderngl
+
+GL_SYNC_GPU_COMMANDS_COMPLETE = 0x9117
+GL_SYNC_FLUSH_COMMANDS_BIT = 0x00000001
+GL_ALREADY_SIGNALED = 0x911A
+GL_TIMEOUT_EXPIRED = 0x911B
+GL_CONDITION_SATISFIED = 0x911C
+GL_WAIT_FAILED = 0x911D
+
+
+def _library(name: str, fallback: str) -> ctypes.CDLL | None:
+    for candidate in (ctypes.util.find_library(name), fallback):
+        if candidate:
+            try:
+                return ctypes.CDLL(candidate)
+            except OSError:
+                continue
+    return None
+
+
+def _proc_loader():
+    """The current context's GetProcAddress, or None when no EGL or GLX context is current."""
+    egl = _library("EGL", "libEGL.so.1")
+    if egl is not None and hasattr(egl, "eglGetCurrentContext"):
+        egl.eglGetCurrentContext.restype = ctypes.c_void_p
+        if egl.eglGetCurrentContext():
+            egl.eglGetProcAddress.restype = ctypes.c_void_p
+            egl.eglGetProcAddress.argtypes = [ctypes.c_char_p]
+            return egl.eglGetProcAddress
+    glx = _library("GL", "libGL.so.1")
+    if glx is not None and hasattr(glx, "glXGetCurrentContext"):
+        glx.glXGetCurrentContext.restype = ctypes.c_void_p
+        if glx.glXGetCurrentContext():
+            glx.glXGetProcAddressARB.restype = ctypes.c_void_p
+            glx.glXGetProcAddressARB.argtypes = [ctypes.c_char_p]
+            return glx.glXGetProcAddressARB
+    return None
+
+
+class Fences:
+    """glFenceSync / glClientWaitSync(timeout 0) / glDeleteSync of the current context."""
+
+    def __init__(self, fence_sync, client_wait_sync, delete_sync) -> None:
+        self._fence_sync = fence_sync
+        self._client_wait_sync = client_wait_sync
+        self._delete_sync = delete_sync
+
+    @classmethod
+    def for_current_context(cls) -> "Fences | None":
+        """None where no EGL/GLX context is current or the driver lacks GL 3.2 syncs; callers
+        then fall back to reading results a few frames late (which can wait)."""
+        try:
+            loader = _proc_loader()
+        except (OSError, AttributeError):
+            return None
+        if loader is None:
+            return None
+        pointers = [loader(name) for name in (b"glFenceSync", b"glClientWaitSync",
+                                              b"glDeleteSync")]
+        if not all(pointers):
+            return None
+        fence_sync = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_uint, ctypes.c_uint)(pointers[0])
+        client_wait_sync = ctypes.CFUNCTYPE(ctypes.c_uint, ctypes.c_void_p, ctypes.c_uint,
+                                            ctypes.c_uint64)(pointers[1])
+        delete_sync = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(pointers[2])
+        fences = cls(fence_sync, client_wait_sync, delete_sync)
+        # A fence on an idle context signals at once; one that does not, or fails, means the
+        # entry points do not belong to this context.
+        probe = fences.insert()
+        status = client_wait_sync(probe, GL_SYNC_FLUSH_COMMANDS_BIT, 1_000_000_000)
+        fences.delete(probe)
+        if not probe or status not in (GL_ALREADY_SIGNALED, GL_CONDITION_SATISFIED):
+            return None
+        return fences
+
+    def insert(self) -> int:
+        """A fence after every command issued so far."""
+        return self._fence_sync(GL_SYNC_GPU_COMMANDS_COMPLETE, 0) or 0
+
+    def signalled(self, token: int) -> bool:
+        """Whether the GPU has finished everything before `token`. Never waits; flushes, so a
+        fence that is only queued gets to the GPU."""
+        if not token:
+            return False
+        status = self._client_wait_sync(token, GL_SYNC_FLUSH_COMMANDS_BIT, 0)
+        return status in (GL_ALREADY_SIGNALED, GL_CONDITION_SATISFIED)
+
+    def delete(self, token: int) -> None:
+        if token:
+            self._delete_sync(token)
+
+
+_BY_CONTEXT: "weakref.WeakKeyDictionary[moderngl.Context, Fences | None]" = \
+    weakref.WeakKeyDictionary()
+
+
+def fences_for(ctx: moderngl.Context) -> Fences | None:
+    """The Fences of `ctx` (which must be current), looked up once per context."""
+    if ctx not in _BY_CONTEXT:
+        _BY_CONTEXT[ctx] = Fences.for_current_context()
+    return _BY_CONTEXT[ctx]
+
+
+class ReadbackRing:
+    """Copies of a small GPU buffer, one a frame, read back once the GPU has finished them.
+
+    `push(source, tag)` copies `source` into the next slot (on the GPU) and fences it; `poll()`
+    returns (bytes, tag) of the newest copy whose fence has signalled, or None, without ever
+    waiting. Where fences are missing, or with `fixed_lag` (the same frames every run), it reads
+    the copy `depth - 1` frames old instead, which waits when the GPU is further behind. If the GPU falls a whole ring behind,
+    the oldest copies are overwritten unread (the GPU orders the copies; nothing waits).
+    """
+
+    def __init__(self, ctx: moderngl.Context, size: int, depth: int = 3) -> None:
+        self.ctx = ctx
+        self.depth = depth
+        self.fences = fences_for(ctx)
+        self._slots = [ctx.buffer(reserve=size) for _ in range(depth)]
+        self._pending: deque[tuple[int, int, Any]] = deque()  # (slot, fence, tag), oldest first
+        self._next = 0
+        self.overwritten = 0  # copies dropped unread: the GPU was a whole ring behind
+        self.fixed_lag = False  # True: always the copy depth - 1 frames old (may wait)
+
+    def push(self, source: moderngl.Buffer, tag: Any = None) -> None:
+        slot, self._next = self._next, (self._next + 1) % self.depth
+        for entry in [e for e in self._pending if e[0] == slot]:
+            self._pending.remove(entry)
+            self._delete(entry[1])
+            self.overwritten += 1
+        self.ctx.copy_buffer(self._slots[slot], source)
+        self._pending.append((slot, self.fences.insert() if self.fences else 0, tag))
+
+    def poll(self) -> tuple[bytes, Any] | None:
+        ready = None
+        if self.fences is None or self.fixed_lag:
+            if len(self._pending) == self.depth:
+                ready = self._pending.popleft()
+                self._delete(ready[1])
+        else:
+            # Fences of one context signal in order: stop at the first that has not.
+            while self._pending and self.fences.signalled(self._pending[0][1]):
+                ready = self._pending.popleft()
+                self._delete(ready[1])
+        if ready is None:
+            return None
+        return self._slots[ready[0]].read(), ready[2]
+
+    def _delete(self, token: int) -> None:
+        if self.fences is not None:
+            self.fences.delete(token)
+
+    def release(self) -> None:
+        for slot, token, _ in self._pending:
+            self._delete(token)
+        self._pending.clear()
+        for buffer in self._slots:
+            buffer.release()
+        self._slots = []
