@@ -1,6 +1,7 @@
 """Soak: a long show at a fixed time step, with audio from a file and random MIDI traffic.
 
     python benchmarks/soak.py --minutes 60 --json soak.json [--audio song.wav]
+    python benchmarks/soak.py --wall-limit 540 --checkpoint soak.npz ...  # then --resume soak.npz
 
 Runs the whole frame (update with audio analysis, modulation and MIDI; simulate; cull; draw)
 offscreen, `--minutes` of simulated show time at 1/60 s a frame. MIDI traffic is random: the
@@ -78,6 +79,30 @@ class RandomMidi:
         pass
 
 
+def save_checkpoint(path: str, state: dict, position: np.ndarray, velocity: np.ndarray,
+                    times: np.ndarray) -> None:
+    """Where the soak stands, to go on in another process (an hour does not fit one call to
+    the lent GPU): agents, parameters, the MIDI generator, frame times so far."""
+    import io
+
+    from control.atomic import atomic_write_bytes
+
+    buffer = io.BytesIO()
+    np.savez(buffer, position=position, velocity=velocity, times=times,
+             state=np.frombuffer(json.dumps(state).encode(), np.uint8))
+    atomic_write_bytes(path, buffer.getvalue(), backup=False)
+
+
+def load_checkpoint(path: str) -> tuple[dict, np.ndarray, np.ndarray, np.ndarray]:
+    try:
+        with np.load(path) as data:
+            state = json.loads(bytes(data["state"]).decode())
+            return state, data["position"], data["velocity"], data["times"]
+    except (OSError, ValueError, KeyError) as exc:
+        raise SystemExit(f"soak: cannot resume from {path}: {exc}; start a new soak without "
+                         "--resume") from exc
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -87,7 +112,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--audio", metavar="WAV", help="audio file (default: a synthetic song)")
     parser.add_argument("--no-midi", action="store_true", help="no MIDI traffic (to compare)")
     parser.add_argument("--json", metavar="PATH")
+    parser.add_argument("--wall-limit", type=float, metavar="SECONDS",
+                        help="stop after this much wall time and write --checkpoint, to go "
+                             "on with --resume in a new process")
+    parser.add_argument("--checkpoint", metavar="PATH.npz", help="where --wall-limit saves")
+    parser.add_argument("--resume", metavar="PATH.npz", help="go on from a checkpoint")
     args = parser.parse_args(argv)
+    if args.wall_limit is not None and not args.checkpoint:
+        parser.error("--wall-limit needs --checkpoint PATH.npz (where to save the progress)")
     width, height = (int(v) for v in args.size.lower().split("x"))
 
     from audio.base import OfflineAudio
@@ -98,24 +130,38 @@ def main(argv: list[str] | None = None) -> int:
     from visual.app import Show, ShowOptions
     from visual.gl import create_headless_context
 
+    resumed = load_checkpoint(args.resume) if args.resume else None
     samples = read_wav(args.audio)[0] if args.audio else synthetic_song()
     audio = OfflineAudio(samples, RATE)
     ctx = create_headless_context()
-    params = Params({"count": args.count, "morph_seconds": 2.0})
     source = RandomMidi(1)
+    if resumed is None:
+        frames = round(args.minutes * 60 * 60)
+        state = {"frames": frames, "done": 0, "segments": [], "failures": [], "sent": 0,
+                 "recalls": 0, "wall_s": 0.0}
+        params = Params({"count": args.count, "morph_seconds": 2.0})
+        times = np.zeros(frames)
+        position = velocity = None
+    else:
+        state, position, velocity, times = resumed
+        frames = state["frames"]
+        params = Params(state["params"])
+        source.rng.bit_generator.state = state["midi_rng"]
+        source.knobs = np.array(state["knobs"])
+        source.sent = state["sent"]
     midi = None if args.no_midi else Midi(params, source, mapping_path=DEFAULT_MAPPING,
                                           save_path=None, report=lambda text: None)
     messages: list[str] = []
-    show = Show(ctx, params, ShowOptions(fixed_dt=1 / 60), audio=audio, midi=midi,
-                presets=PresetBank(), say=messages.append)
+    show = Show(ctx, params, ShowOptions(fixed_dt=1 / 60, position=position, velocity=velocity),
+                audio=audio, midi=midi, presets=PresetBank(), say=messages.append)
     framebuffer = show.renderer.offscreen_framebuffer((width, height))
 
-    frames = round(args.minutes * 60 * 60)
-    times = np.empty(frames)
-    memory = [(0, resident_mb())]
-    failures: list[str] = []
+    first = state["done"]
+    memory = [(first, resident_mb())]
+    failures: list[str] = state["failures"]
     started = time.perf_counter()
-    for frame in range(frames):
+    frame = first - 1
+    for frame in range(first, frames):
         t = frame / 60
         ctx.finish()
         t0 = time.perf_counter()
@@ -129,32 +175,54 @@ def main(argv: list[str] | None = None) -> int:
             if len(failures) > 20:
                 break
         times[frame] = (time.perf_counter() - t0) * 1e3
-        if (frame + 1) % max(frames // 10, 1) == 0:
+        if (frame + 1) % max(frames // 20, 1) == 0:
             memory.append((frame + 1, resident_mb()))
             print(f"{(frame + 1) / 3600:.2f} min simulated, frame p50 "
-                  f"{np.percentile(times[:frame + 1], 50):.2f} ms, {memory[-1][1]:.0f} MiB",
+                  f"{np.percentile(times[first:frame + 1], 50):.2f} ms, {memory[-1][1]:.0f} MiB",
                   flush=True)
-    position, velocity = show.swarm.read_state()
+        if args.wall_limit is not None and time.perf_counter() - started > args.wall_limit:
+            break
     done = frame + 1
+    memory.append((done, resident_mb()))
+    position, velocity = show.swarm.read_state()
+    # Growth within this process, from its first tenth (start-up allocations) to its end.
+    settled = next((m for m in memory[1:] if m[0] - first >= (done - first) / 10), memory[-1])
+    state["segments"].append({
+        "frames": [first, done], "wall_s": time.perf_counter() - started,
+        "memory_mib": memory, "memory_growth_mib": memory[-1][1] - settled[1]})
+    state.update(done=done, sent=source.sent, failures=failures,
+                 recalls=state["recalls"] + sum("preset:" in m for m in messages),
+                 wall_s=state["wall_s"] + state["segments"][-1]["wall_s"])
+    finite = bool(np.isfinite(position).all() and np.isfinite(velocity).all())
+    if done < frames and len(failures) <= 20:
+        state.update(params=show.params.as_dict(), midi_rng=source.rng.bit_generator.state,
+                     knobs=[int(k) for k in source.knobs])
+        save_checkpoint(args.checkpoint, state, position, velocity, times)
+        print(f"soak: {done / 3600:.2f} of {frames / 3600:.2f} simulated minutes; go on with "
+              f"--resume {args.checkpoint}", flush=True)
+        show.release()
+        ctx.release()
+        return 3
     result = {
         "benchmark": "soak", "renderer": ctx.info["GL_RENDERER"], "minutes": done / 3600,
-        "frames": done, "count": args.count, "size": [width, height],
-        "wall_s": time.perf_counter() - started,
+        "frames": done, "count": show.swarm.count, "size": [width, height],
+        "processes": len(state["segments"]), "wall_s": state["wall_s"],
         "frame_ms": {p: float(np.percentile(times[:done], p)) for p in (50, 90, 99, 99.9)},
         "frame_ms_max": float(times[:done].max()),
         "slow_frames_over_16ms": int((times[:done] > 1000 / 60).sum()),
-        "memory_mib": memory, "memory_growth_mib": memory[-1][1] - memory[1][1],
-        "midi_messages": source.sent, "presets_recalled": sum("preset:" in m for m in messages),
+        "segments": state["segments"],
+        "memory_growth_mib": max(s["memory_growth_mib"] for s in state["segments"]),
+        "midi_messages": source.sent, "presets_recalled": state["recalls"],
         "guarded_agents": show.swarm.read_guarded(),
-        "state_finite": bool(np.isfinite(position).all() and np.isfinite(velocity).all()),
+        "state_finite": finite,
         "failures": failures,
     }
-    print(json.dumps({k: v for k, v in result.items() if k != "memory_mib"}, indent=1))
+    print(json.dumps({k: v for k, v in result.items() if k != "segments"}, indent=1))
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2))
     show.release()
     ctx.release()
-    return 1 if failures or not result["state_finite"] else 0
+    return 1 if failures or not finite else 0
 
 
 if __name__ == "__main__":
