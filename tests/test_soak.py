@@ -16,15 +16,15 @@ def soak(*args):
 
 def test_soak_stops_at_its_wall_limit_and_goes_on_in_a_new_process(tmp_path):
     checkpoint, report = tmp_path / "soak.npz", tmp_path / "soak.json"
-    first = soak("--minutes", "0.05", "--wall-limit", "0.5", "--checkpoint", str(checkpoint))
+    # A zero limit stops after the first frame, however fast the GPU.
+    first = soak("--minutes", "0.05", "--wall-limit", "0", "--checkpoint", str(checkpoint))
     assert first.returncode == 3, first.stderr
     assert f"--resume {checkpoint}" in first.stdout
     second = soak("--resume", str(checkpoint), "--json", str(report))
     assert second.returncode == 0, second.stderr
     result = json.loads(report.read_text())
     assert result["frames"] == 180 and result["processes"] == 2
-    first_end = result["segments"][0]["frames"][1]
-    assert 0 < first_end < 180 and result["segments"][1]["frames"] == [first_end, 180]
+    assert [s["frames"] for s in result["segments"]] == [[0, 1], [1, 180]]
     assert result["failures"] == [] and result["state_finite"]
     assert result["midi_messages"] > 100  # the random knobs really played
     assert 0 < result["frame_ms"]["50"] <= result["frame_ms"]["99"]
