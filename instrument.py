@@ -132,6 +132,11 @@ def build_parser() -> argparse.ArgumentParser:
     midi.add_argument("--midi-map", metavar="PATH",
                       help="MIDI mapping file (default: the learned one, else the shipped one)")
     midi.add_argument("--no-midi", action="store_true", help="do not open MIDI at all")
+    network = parser.add_argument_group("OSC")
+    network.add_argument("--osc", metavar="[HOST:]PORT", type=osc_endpoint,
+                         help="listen for OSC on this UDP port (all interfaces, or HOST only, "
+                              "e.g. 127.0.0.1:9000): /swarm/<param> value, /swarm/<param>/norm "
+                              "0..1, /swarm/preset N, /swarm/respawn, /swarm/burst")
     safety = parser.add_argument_group("safety")
     safety.add_argument("--no-supervisor", action="store_true",
                         help="run the show in this process (default: a supervisor restarts it "
@@ -187,15 +192,43 @@ def open_inputs(args: argparse.Namespace, params: Params) -> dict:
     from control.midi import Midi
 
     if args.safe_mode:
-        say("safe mode: no audio, no MIDI, the bundled shaders")
-        return {"audio": Silence("safe mode", "safe mode: audio is off"), "midi": None}
+        say("safe mode: no audio, no MIDI, no OSC, the bundled shaders")
+        return {"audio": Silence("safe mode", "safe mode: audio is off"), "midi": None,
+                "osc": None}
     audio = open_audio(args.audio_device, args.audio_file, args.mute)
     midi = None
     if not args.no_midi:
         midi = Midi.open(params, ports=args.midi_port or None, virtual=args.midi_virtual,
                          api=args.midi_api, mapping_path=args.midi_map,
                          report=lambda text: say(f"midi: {text}"))
-    return {"audio": audio, "midi": midi}
+    return {"audio": audio, "midi": midi, "osc": open_osc(args.osc)}
+
+
+def osc_endpoint(text: str) -> tuple[str, int]:
+    """--osc's value, checked while the command line is parsed."""
+    from control.osc import parse_endpoint
+
+    try:
+        return parse_endpoint(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix(f"--osc {text!r}: ")) from None
+
+
+def open_osc(endpoint: tuple[str, int] | None):
+    """The OSC input --osc asks for, or None; a port that cannot be opened is said and the
+    show runs without OSC."""
+    from control.osc import OscInput, OscProblem
+
+    if not endpoint:
+        return None
+    host, port = endpoint
+    try:
+        osc = OscInput(host, port)
+    except OscProblem as exc:
+        say(f"{exc}; the show goes on without OSC")
+        return None
+    say(f"osc: listening on {osc.host}:{osc.port} (/swarm/<param> value, /swarm/preset N, ...)")
+    return osc
 
 
 def say(message: str) -> None:

@@ -4,14 +4,16 @@ black, and no file on disk is damaged.
 The faults: an audio callback fed blocks that break it, an audio stream that stalls, an audio
 device that vanishes, a MIDI port that vanishes mid-message (and malformed MIDI bytes), a
 truncated preset recalled live, a shader with a syntax error saved while running, NaN written
-into the agent buffer. SIGKILL of the show process is in test_supervisor.py (it needs the
-supervisor's child process).
+into the agent buffer, hostile OSC datagrams (junk, a bundle bomb, NaN, a flood). SIGKILL of
+the show process is in test_supervisor.py (it needs the supervisor's child process).
 """
 
 from __future__ import annotations
 
 import hashlib
 import shutil
+import socket
+import struct
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +23,7 @@ import visual.gl
 from audio.live import AudioInput
 from conftest import ROOT
 from control.midi import DEFAULT_MAPPING, Midi
+from control.osc import OscInput
 from control.params import Params
 from control.presets import PresetBank, RecoveryWriter, load_preset
 from test_audio_faults import FakeSoundDevice, mic, sine_block
@@ -47,7 +50,9 @@ class Rig:
         self.midi = Midi(params, self.midi_source, mapping_path=DEFAULT_MAPPING,
                          save_path=tmp_path / "user" / "midi.json", report=lambda text: None)
         self.messages: list[str] = []
+        self.osc = OscInput("127.0.0.1", 0)
         self.show = Show(ctx, params, ShowOptions(), audio=self.audio, midi=self.midi,
+                         osc=self.osc,
                          presets=PresetBank(tmp_path / "user"),
                          recovery=RecoveryWriter(tmp_path / "recovery.json", interval=0.5),
                          say=self.messages.append)
@@ -155,6 +160,23 @@ def test_the_show_survives_every_fault(rig, tmp_path):
     rig.show.swarm.current.write(agents.tobytes())
     rig.assert_healthy("NaN in the agent buffer")
     assert rig.show.swarm.read_guarded() >= len(agents[::50])
+
+    # 8. Hostile OSC: junk, a bundle bomb, NaN, out of range, a flood; then a good message.
+    sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    target = ("127.0.0.1", rig.osc.port)
+    bomb = b"/swarm/respawn\0\0"
+    for _ in range(30):
+        bomb = b"#bundle\0" + bytes(8) + struct.pack(">i", len(bomb)) + bomb
+    nan = b"/swarm/max_speed\0\0\0\0,f\0\0" + struct.pack(">f", float("nan"))
+    huge = b"/swarm/max_speed\0\0\0\0,f\0\0" + struct.pack(">f", 1e30)
+    for junk in [bytes(range(256)) * 200, b"", bomb, nan, huge] + [b"\x00" * 8] * 600:
+        sender.sendto(junk, target)
+    rig.assert_healthy("hostile OSC")
+    sender.sendto(b"/swarm/max_speed\0\0\0\0,f\0\0" + struct.pack(">f", 6.5), target)
+    sender.close()
+    rig.assert_healthy("hostile OSC")
+    assert rig.show.params["max_speed"] == 6.5 and rig.osc.rejected >= 600
+    assert sum(line.startswith("osc:") for line in rig.messages) <= 2  # not one line each
 
     # Nothing on disk was damaged: the recovery file reads whole, bundled presets unchanged.
     assert load_preset(tmp_path / "recovery.json").values["separation_weight"] == 5.0

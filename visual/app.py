@@ -92,7 +92,7 @@ class Show:
     def __init__(self, ctx: moderngl.Context, params: Params, options: ShowOptions, *,
                  audio: Any = None, routes: Sequence[Any] = (), midi: Any = None,
                  presets: Any = None, preset: Any = None, recovery: Any = None,
-                 say: Callable[[str], None] = print) -> None:
+                 osc: Any = None, say: Callable[[str], None] = print) -> None:
         from audio.base import Silence
 
         self.ctx = ctx
@@ -101,6 +101,9 @@ class Show:
         self.audio = audio if audio is not None else Silence()
         self.routes = list(routes)  # audio modulation: source -> parameter, amount
         self.midi = midi  # control.midi.Midi, or None
+        self.osc = osc  # control.osc.OscInput, or None
+        self._osc_rejected_said = 0
+        self._next_osc_note = 0.0
         self.say = say
         self.bank = presets  # control.presets.PresetBank: slots 1-9, or None
         self.preset = preset  # the preset last recalled (or started from), for "modified"
@@ -153,6 +156,8 @@ class Show:
             for action in self.midi.update(now):
                 self.act(action)
             self.status["midi"] = self._midi_line()
+        if self.osc is not None:
+            self._apply_osc(self.osc.poll())
         self._update_presets(now)
         if self.recorder is not None:  # on the show's clock, as an offline render replays it
             self.recorder.capture(self, self.show_time)
@@ -343,6 +348,35 @@ class Show:
         else:
             self.midi.start_learn(self.selected_param)
 
+    # ---- OSC --------------------------------------------------------------------------------
+
+    def _apply_osc(self, commands: list) -> None:
+        """The frame's OSC commands, in order. Rejected messages are counted by the input; the
+        console gets the latest reason at most every 5 s (a flood must not flood the log)."""
+        touched = False
+        for command in commands:
+            if command.kind == "set":
+                self.params.update(command.values)
+                touched = True
+            elif command.kind == "preset":
+                self.recall_slot(command.slot)
+            elif command.kind == "respawn":
+                self.respawn()
+            elif command.kind == "burst":
+                self._burst = (command.strength, self.show_time)
+        if touched and self.midi is not None:
+            self.midi.preset_recalled()  # knobs pick up the new values instead of jumping
+        osc = self.osc
+        if osc.rejected > self._osc_rejected_said and time.perf_counter() >= self._next_osc_note:
+            self._next_osc_note = time.perf_counter() + 5.0
+            self.say(f"osc: {osc.rejected - self._osc_rejected_said} message(s) refused, "
+                     f"latest: {osc.last_error}")
+            self._osc_rejected_said = osc.rejected
+        line = f"{osc.host}:{osc.port}  {osc.applied} applied"
+        if osc.rejected:
+            line += f"  {osc.rejected} refused ({(osc.last_error or '')[:60]})"
+        self.status["osc"] = line
+
     def _midi_line(self) -> str:
         state = self.midi.state()
         line = state.get("state") or "MIDI"
@@ -444,6 +478,7 @@ class Show:
             "params": params,
             "audio": self.audio.telemetry(),
             "midi": self.midi.state() if self.midi is not None else None,
+            "osc": self.osc.state() if self.osc is not None else None,
             "preset": {
                 "name": self.preset.name if self.preset is not None else None,
                 "modified": self.modified,
@@ -489,6 +524,8 @@ class Show:
         self.audio.close()
         if self.midi is not None:
             self.midi.close()
+        if self.osc is not None:
+            self.osc.close()
         self._sim_timer.release()
         self.renderer.release()
         self.swarm.release()

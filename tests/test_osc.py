@@ -1,0 +1,268 @@
+"""OSC input: the strict parser, what each address means, the UDP socket with a real sender
+(python-osc's client, an independent implementation), the show applying it, and --osc."""
+
+import json
+import math
+import socket
+import struct
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+from conftest import ROOT, run_instrument
+from pythonosc.osc_bundle_builder import IMMEDIATELY, OscBundleBuilder
+from pythonosc.osc_message_builder import OscMessageBuilder
+from pythonosc.udp_client import SimpleUDPClient
+
+from control.osc import (MAX_PER_FRAME, Command, OscError, OscInput, OscProblem, interpret,
+                         parse_endpoint, parse_message, parse_packet)
+from control.params import Params, param
+from control.presets import PresetBank
+from visual.app import Show, ShowOptions
+
+# The two examples of the OSC 1.0 specification, byte for byte.
+SPEC_FREQUENCY = bytes.fromhex("2f6f7363696c6c61746f722f342f6672657175656e6379002c66000043dc0000")
+SPEC_FOO = (b"/foo\0\0\0\0,iisff\0\0" + struct.pack(">ii", 1000, -1) + b"hello\0\0\0"
+            + struct.pack(">ff", 1.234, 5.678))
+
+
+def message(address, *args):
+    builder = OscMessageBuilder(address)
+    for arg in args:
+        builder.add_arg(*arg) if isinstance(arg, tuple) else builder.add_arg(arg)
+    return builder.build().dgram
+
+
+def test_the_specification_examples_parse():
+    assert parse_message(SPEC_FREQUENCY) == ("/oscillator/4/frequency", [440.0])
+    address, args = parse_message(SPEC_FOO)
+    assert address == "/foo" and args[:3] == [1000, -1, "hello"]
+    assert args[3:] == pytest.approx([1.234, 5.678])
+
+
+def test_every_argument_type_and_nested_bundles():
+    assert parse_message(message("/a", True, False, None, 2**40, 0.5, (0.1, "d"),
+                                 b"\x01\x02\x03", "text")) == \
+        ("/a", [True, False, None, 2**40, 0.5, 0.1, b"\x01\x02\x03", "text"])
+    assert parse_message(b"/bare\0\0\0") == ("/bare", [])  # old senders omit the type tags
+    inner = OscBundleBuilder(IMMEDIATELY)
+    inner.add_content(OscMessageBuilder("/swarm/respawn").build())
+    outer = OscBundleBuilder(IMMEDIATELY)
+    outer.add_content(OscMessageBuilder("/swarm/burst").build())
+    outer.add_content(inner.build())
+    assert parse_packet(outer.build().dgram) == [("/swarm/burst", []), ("/swarm/respawn", [])]
+
+
+@pytest.mark.parametrize("data, reason", [
+    (SPEC_FREQUENCY[:-4], "runs past the end"),
+    (SPEC_FREQUENCY[:-1], "not a multiple of 4"),
+    (b"/abc", "no terminating zero"),
+    (b"abc\0", "does not start with '/'"),
+    (b"/a\0\0,q\0\0", "unknown type tag 'q'"),
+    (b"/a\0\0,i\0\0\0\0\0\0\0\0\0\0", "bytes after the last argument"),
+    (b"/a\0\0,b\0\0\xff\xff\xff\xff", "negative size"),
+    (b"/a\0\0,b\0\0\x7f\xff\xff\xff", "runs past the end"),
+    (b"/\xe9t\xe9\0\0\0\0", "not ASCII"),
+    (b"#bundle\0" + bytes(8) + struct.pack(">i", 1 << 30), "runs past the end"),
+    (b"#bundle\0" + bytes(8) + struct.pack(">i", -4), "size -4"),
+])
+def test_malformed_datagrams_say_why(data, reason):
+    with pytest.raises(OscError, match=reason):
+        parse_packet(data)
+
+
+def test_a_bundle_bomb_is_refused():
+    packet = message("/swarm/respawn")
+    for _ in range(20):
+        packet = b"#bundle\0" + bytes(8) + struct.pack(">i", len(packet)) + packet
+    with pytest.raises(OscError, match="nested more than 8 deep"):
+        parse_packet(packet)
+
+
+def test_random_and_mutated_bytes_only_ever_give_osc_errors():
+    rng = np.random.default_rng(3)
+    seeds = [SPEC_FREQUENCY, SPEC_FOO, message("/swarm/slow_color", 0.1, 0.2, 0.3)]
+    for k in range(20000):
+        data = bytearray(seeds[k % 3])
+        for _ in range(rng.integers(1, 5)):
+            data[rng.integers(len(data))] = rng.integers(256)
+        if k % 4 == 0:
+            data = data[:rng.integers(len(data) + 1)]
+        if k % 7 == 0:
+            data = bytearray(rng.bytes(int(rng.integers(0, 80))))
+        try:
+            for address, args in parse_packet(bytes(data)):
+                try:
+                    interpret(address, args)
+                except OscError:
+                    pass
+        except OscError:
+            pass
+
+
+def test_addresses_mean_what_the_readme_says():
+    assert interpret("/swarm/max_speed", [12]) == Command("set", {"max_speed": 12.0})
+    spec = param("max_speed")
+    assert interpret("/swarm/max_speed/norm", [0.5]).values["max_speed"] == pytest.approx(
+        (spec.lo + spec.hi) / 2)
+    assert interpret("/swarm/separation", [False]).values == {"separation": False}
+    assert interpret("/swarm/separation", [1]).values == {"separation": True}
+    assert interpret("/swarm/boundary", ["wrap"]).values == {"boundary": "wrap"}
+    assert interpret("/swarm/dimensions", [2]).values == {"dimensions": 2}
+    assert interpret("/swarm/count", [5000.0]).values == {"count": 5000}
+    assert interpret("/swarm/slow_color", [0.0, 0.5, 1.0]).values["slow_color"] == (0, 0.5, 1)
+    assert interpret("/swarm/slow_color", ["#ff0000"]).values["slow_color"] == (1.0, 0, 0)
+    assert interpret("/swarm/preset", [3]) == Command("preset", slot=3)
+    assert interpret("/swarm/respawn", []) == Command("respawn")
+    assert interpret("/swarm/burst", []) == Command("burst", strength=1.0)
+    assert interpret("/swarm/burst", [0.25]) == Command("burst", strength=0.25)
+
+
+def test_norm_spans_the_registry_range():
+    spec = param("neighbor_radius")
+    low = interpret("/swarm/neighbor_radius/norm", [0.0]).values["neighbor_radius"]
+    high = interpret("/swarm/neighbor_radius/norm", [1.0]).values["neighbor_radius"]
+    assert (low, high) == (spec.lo, spec.hi)
+    count = interpret("/swarm/count/norm", [0.5]).values["count"]
+    assert isinstance(count, int)
+
+
+@pytest.mark.parametrize("address, args, reason", [
+    ("/swarm/max_speed", [1e9], r"'max_speed' = 1000000000.0 is out of range \[0"),
+    ("/swarm/max_speed", [math.nan], "finite"),
+    ("/swarm/max_speed", ["fast"], "needs a number"),
+    ("/swarm/max_speed", [], "needs one argument"),
+    ("/swarm/max_speed", [1.0, 2.0], "needs one argument"),
+    ("/swarm/max_speed/norm", [1.5], "takes 0..1"),
+    ("/swarm/boundary/norm", [0.5], "/norm is for numeric parameters"),
+    ("/swarm/boundary", ["cube"], "must be one of"),
+    ("/swarm/count", [2.5], "whole number"),
+    ("/swarm/slow_color", [0.1, 0.2], "three numbers"),
+    ("/swarm/slow_color", [0.1, 0.2, 7.0], "within 0..1"),
+    ("/swarm/no_such_knob", [1.0], "unknown address"),
+    ("/swarm/max_speed/extra", [1.0], "unknown address"),
+    ("/other/thing", [1.0], "ours start with /swarm/"),
+    ("/swarm/preset", [0], "slots are 1-9"),
+    ("/swarm/preset", [2.5], "slots are 1-9"),
+    ("/swarm/burst", [3.0], "0..1"),
+])
+def test_bad_messages_are_refused_with_the_reason(address, args, reason):
+    with pytest.raises(OscError, match=reason):
+        interpret(address, args)
+
+
+def test_endpoints():
+    assert parse_endpoint("9000") == ("0.0.0.0", 9000)
+    assert parse_endpoint("127.0.0.1:7000") == ("127.0.0.1", 7000)
+    for bad in ("x", "70000", "0", "host:"):
+        with pytest.raises(ValueError, match="--osc"):
+            parse_endpoint(bad)
+
+
+@pytest.fixture
+def osc():
+    osc = OscInput("127.0.0.1", 0)
+    yield osc
+    osc.close()
+
+
+def test_a_port_in_use_is_a_clear_problem(osc):
+    holder = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    holder.bind(("127.0.0.1", 0))
+    try:
+        with pytest.raises(OscProblem, match=rf"127.0.0.1:{holder.getsockname()[1]}.*--osc PORT"):
+            OscInput("127.0.0.1", holder.getsockname()[1])
+    finally:
+        holder.close()
+
+
+def wait_for(osc, count, timeout=2.0):
+    """Commands from `count` datagrams already sent (UDP on localhost is quick, not instant)."""
+    got, deadline = [], time.monotonic() + timeout
+    while osc.received < count and time.monotonic() < deadline:
+        got += osc.poll()
+        time.sleep(0.005)
+    return got + osc.poll()
+
+
+def test_the_show_follows_a_real_sender_and_shrugs_off_garbage(ctx, osc, tmp_path):
+    bank = PresetBank(tmp_path / "user")
+    said = []
+    show = Show(ctx, Params({"count": 500, "morph_seconds": 0.0}), ShowOptions(),
+                presets=bank, osc=osc, say=said.append)
+    client = SimpleUDPClient("127.0.0.1", osc.port)
+    raw = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        client.send_message("/swarm/max_speed", 13.5)
+        client.send_message("/swarm/cohesion_weight/norm", 0.0)
+        client.send_message("/swarm/fast_color", [1.0, 0.0, 0.5])
+        for junk in (b"\xff" * 13, b"/swarm/max_speed\0\0\0\0,f\0\0", b"",
+                     message("/swarm/max_speed", 1e9), message("/swarm/nothing", 1.0)):
+            raw.sendto(junk, ("127.0.0.1", osc.port))
+        show._apply_osc(wait_for(osc, 8))
+        assert show.params["max_speed"] == 13.5 and show.params["cohesion_weight"] == 0.0
+        assert show.params["fast_color"] == (1.0, 0.0, 0.5)
+        assert osc.applied == 3 and osc.rejected == 5
+        assert "nothing" in osc.last_error
+        refused = [line for line in said if line.startswith("osc:")]
+        assert len(refused) == 1 and "5 message(s) refused" in refused[0]
+        assert "3 applied  5 refused" in show.status["osc"]
+        # Actions: a respawn, and a preset recalled by slot (1-9), as the number keys do.
+        show.advance(1 / 60)
+        client.send_message("/swarm/respawn", [])
+        client.send_message("/swarm/preset", 2)
+        show._apply_osc(wait_for(osc, 10))
+        assert show.respawns == 1 and show.preset.name == bank.recall(2).name
+        telemetry = show.telemetry()["osc"]
+        assert telemetry["applied"] == 5 and telemetry["rejected"] == 5
+    finally:
+        raw.close()
+        show.release()
+
+
+def test_a_flood_costs_bounded_work_per_frame(osc):
+    sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    datagram = message("/swarm/max_speed", 9.0)
+    try:
+        for _ in range(MAX_PER_FRAME + 20):
+            sender.sendto(datagram, ("127.0.0.1", osc.port))
+        assert len(osc.poll()) == MAX_PER_FRAME  # the rest waits in the socket
+        assert len(osc.poll()) == 20
+        assert osc.poll() == []
+    finally:
+        sender.close()
+
+
+def test_command_line_osc(tmp_path):
+    result = run_instrument("--headless", "--frames", "2", "--osc", "99999")
+    assert result.returncode == 2 and "--osc" in result.stderr and "1-65535" in result.stderr
+    holder = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    holder.bind(("127.0.0.1", 0))
+    port = holder.getsockname()[1]
+    try:
+        result = run_instrument("--headless", "--frames", "3", "--count", "300", "--no-midi",
+                                "--osc", f"127.0.0.1:{port}")
+    finally:
+        holder.close()
+    assert result.returncode == 0, result.stderr
+    assert f"cannot listen on 127.0.0.1:{port}" in result.stdout
+    assert "the show goes on without OSC" in result.stdout
+    # Free again: a show listens there, and a sender turns its speed up while it plays.
+    telemetry = tmp_path / "t.jsonl"
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "instrument.py"), "--headless", "--frames", "150",
+         "--count", "300", "--no-midi", "--osc", f"127.0.0.1:{port}", "--telemetry",
+         str(telemetry)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    client = SimpleUDPClient("127.0.0.1", port)
+    try:
+        while process.poll() is None:
+            client.send_message("/swarm/max_speed", 21.0)
+            time.sleep(0.05)
+    finally:
+        out, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    assert f"osc: listening on 127.0.0.1:{port}" in out
+    last = json.loads(telemetry.read_text().splitlines()[-1])
+    assert last["params"]["max_speed"] == 21.0 and last["osc"]["applied"] > 0
