@@ -374,7 +374,9 @@ class Show:
             self._osc_rejected_said = osc.rejected
         line = f"{osc.host}:{osc.port}  {osc.applied} applied"
         if osc.rejected:
-            line += f"  {osc.rejected} refused ({(osc.last_error or '')[:60]})"
+            reason = osc.last_error or ""
+            reason = reason if len(reason) <= 70 else reason[:67] + "..."
+            line += f"  {osc.rejected} refused (latest: {reason})"
         self.status["osc"] = line
 
     def _midi_line(self) -> str:
