@@ -87,8 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="run N frames, then exit")
     run.add_argument("--dt", type=_time_step, metavar="SECONDS",
                      help="advance exactly this step each frame instead of following the clock")
-    run.add_argument("--seed", type=int, default=0, metavar="S",
-                     help="random seed of the spawn: same seed, same start (default 0)")
+    run.add_argument("--seed", type=int, metavar="S",
+                     help="random seed of the spawn: same seed, same start (default 0, or the "
+                          "control track's with --control)")
     view = parser.add_argument_group("window")
     view.add_argument("--screen", type=int, default=0, metavar="N",
                       help="screen to play on (default 0)")
@@ -256,7 +257,7 @@ def show_options(args: argparse.Namespace, params: Params):
             folder = Path(path).resolve().parent
             if not folder.is_dir() or not os.access(folder, os.W_OK):
                 raise FileProblem(f"{path}: cannot write into {folder} (the {what} file)")
-    return ShowOptions(neighbors=args.neighbors, seed=args.seed, fixed_dt=args.dt,
+    return ShowOptions(neighbors=args.neighbors, seed=args.seed or 0, fixed_dt=args.dt,
                        obstacles=args.obstacle, position=position, velocity=velocity,
                        reproducible=args.dt is not None)
 

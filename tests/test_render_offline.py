@@ -336,3 +336,19 @@ def test_progress_line():
     line = stream.getvalue()
     assert "25/100 frames" in line and "25%" in line and "2.5 fps" in line
     assert "0:30 left" in line and "\r" not in line
+
+
+def test_an_explicit_seed_overrides_the_tracks_even_zero(tmp_path):
+    from types import SimpleNamespace
+
+    from control.params import Params
+    from visual.offline import _apply_track_start
+
+    track = SimpleNamespace(header={"seed": 3}, path=tmp_path / "set.jsonl", start_params={},
+                            routes=[])
+    for given, expected in ((None, 3), (0, 0), (5, 5)):
+        args = SimpleNamespace(seed=given, preset=None, resume=False, count=None)
+        said = []
+        _apply_track_start(track, args, Params(), [], said.append)
+        assert args.seed == expected
+        assert ("seed 3, as recorded in set.jsonl" in said) == (given is None)

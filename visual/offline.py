@@ -252,16 +252,17 @@ def _apply_track_start(track: Any, args: argparse.Namespace, params: Params, rou
                        say: Callable[[str], None]) -> list:
     """A recorded set starts from its own parameters and routes, unless --preset (or
     --resume) chose a start now; --count applies on top either way. The seed is the track's
-    unless --seed gives another than the default 0."""
+    unless --seed gives one (--seed 0 included)."""
     if not (getattr(args, "preset", None) or getattr(args, "resume", False)):
         params.update(track.start_params, where=f"{track.path}: params")
         routes = track.routes
         if getattr(args, "count", None) is not None:
             params["count"] = args.count
     seed = track.header.get("seed")
-    if isinstance(seed, int) and args.seed == 0 and seed != 0:
+    if isinstance(seed, int) and args.seed is None:
         args.seed = seed
-        say(f"seed {seed}, as recorded in {track.path.name}")
+        if seed != 0:
+            say(f"seed {seed}, as recorded in {track.path.name}")
     return routes
 
 
@@ -549,7 +550,7 @@ def show_options_for_render(args: argparse.Namespace, params: Params) -> Any:
             folder = Path(path).resolve().parent
             if not folder.is_dir() or not os.access(folder, os.W_OK):
                 raise RenderProblem(f"{path}: cannot write into {folder} (the {what} file)")
-    return ShowOptions(neighbors=getattr(args, "neighbors", "grid"), seed=args.seed,
+    return ShowOptions(neighbors=getattr(args, "neighbors", "grid"), seed=args.seed or 0,
                        fixed_dt=None, obstacles=getattr(args, "obstacle", None) or (),
                        position=position, velocity=velocity, reproducible=True)
 
