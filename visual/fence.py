@@ -41,20 +41,18 @@ def _library(name: str, fallback: str) -> ctypes.CDLL | None:
 
 def _proc_loader():
     """The current context's GetProcAddress, or None when no EGL or GLX context is current."""
-    egl = _library("EGL", "libEGL.so.1")
-    if egl is not None and hasattr(egl, "eglGetCurrentContext"):
-        egl.eglGetCurrentContext.restype = ctypes.c_void_p
-        if egl.eglGetCurrentContext():
-            egl.eglGetProcAddress.restype = ctypes.c_void_p
-            egl.eglGetProcAddress.argtypes = [ctypes.c_char_p]
-            return egl.eglGetProcAddress
-    glx = _library("GL", "libGL.so.1")
-    if glx is not None and hasattr(glx, "glXGetCurrentContext"):
-        glx.glXGetCurrentContext.restype = ctypes.c_void_p
-        if glx.glXGetCurrentContext():
-            glx.glXGetProcAddressARB.restype = ctypes.c_void_p
-            glx.glXGetProcAddressARB.argtypes = [ctypes.c_char_p]
-            return glx.glXGetProcAddressARB
+    for name, fallback, current, loader in (
+            ("EGL", "libEGL.so.1", "eglGetCurrentContext", "eglGetProcAddress"),
+            ("GL", "libGL.so.1", "glXGetCurrentContext", "glXGetProcAddressARB")):
+        library = _library(name, fallback)
+        if library is None or not hasattr(library, current):
+            continue
+        getattr(library, current).restype = ctypes.c_void_p
+        if getattr(library, current)():
+            get_proc = getattr(library, loader)
+            get_proc.restype = ctypes.c_void_p
+            get_proc.argtypes = [ctypes.c_char_p]
+            return get_proc
     return None
 
 
@@ -128,8 +126,9 @@ class ReadbackRing:
     `push(source, tag)` copies `source` into the next slot (on the GPU) and fences it; `poll()`
     returns (bytes, tag) of the newest copy whose fence has signalled, or None, without ever
     waiting. Where fences are missing, or with `fixed_lag` (the same frames every run), it reads
-    the copy `depth - 1` frames old instead, which waits when the GPU is further behind. If the GPU falls a whole ring behind,
-    the oldest copies are overwritten unread (the GPU orders the copies; nothing waits).
+    the copy `depth - 1` frames old instead, which waits when the GPU is further behind. If the
+    GPU falls a whole ring behind, the oldest copies are overwritten unread (the GPU orders the
+    copies; nothing waits).
     """
 
     def __init__(self, ctx: moderngl.Context, size: int, depth: int = 3) -> None:
