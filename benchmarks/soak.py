@@ -8,8 +8,11 @@ offscreen, `--minutes` of simulated show time at 1/60 s a frame. MIDI traffic is
 shipped mapping's eight knobs turned every frame or so, pad notes (respawn, separation burst)
 and now and then a program change that recalls a preset slot with a morph. Without --audio a
 synthetic song (beats and a bass line) plays. It reports frame-time percentiles (wall time to
-ctx.finish() per frame, CPU work included), the resident memory at the start and every tenth of
-the run (growth expected: none), and every failure (none expected).
+ctx.finish() per frame, CPU work included), the resident memory at the start and every
+twentieth of the run beside the grid's size (growth from the first tenth to the end: none
+expected), and every failure (none expected). With --wall-limit it stops at a frame, saves
+agents, parameters, the MIDI generator and the frame times to --checkpoint and exits 3;
+--resume goes on in a new process, and the memory is then reported for each process.
 """
 
 from __future__ import annotations
@@ -51,8 +54,9 @@ def synthetic_song(seconds: float = 32.0) -> np.ndarray:
 class RandomMidi:
     """A MIDI source (control.midi's MessageSource) that plays random traffic."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, program_changes: bool = True) -> None:
         self.rng = np.random.default_rng(seed)
+        self.program_changes = program_changes
         self.knobs = self.rng.integers(0, 128, size=8)
         self.sent = 0
 
@@ -67,7 +71,7 @@ class RandomMidi:
             out.append(bytes([0xB0, 70 + k, int(self.knobs[k])]))
         if rng.random() < 0.01:
             out.append(bytes([0x90, int(rng.choice([36, 38])), int(rng.integers(1, 128))]))
-        if rng.random() < 0.001:
+        if rng.random() < 0.001 and self.program_changes:
             out.append(bytes([0xC0, int(rng.integers(0, 6))]))
         self.sent += len(out)
         return [(message, 0.0) for message in out]
@@ -111,6 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", default="1280x720")
     parser.add_argument("--audio", metavar="WAV", help="audio file (default: a synthetic song)")
     parser.add_argument("--no-midi", action="store_true", help="no MIDI traffic (to compare)")
+    parser.add_argument("--no-program-changes", action="store_true",
+                        help="knobs and pads only: no preset recalls (to compare)")
     parser.add_argument("--json", metavar="PATH")
     parser.add_argument("--wall-limit", type=float, metavar="SECONDS",
                         help="stop after this much wall time and write --checkpoint, to go "
@@ -134,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     samples = read_wav(args.audio)[0] if args.audio else synthetic_song()
     audio = OfflineAudio(samples, RATE)
     ctx = create_headless_context()
-    source = RandomMidi(1)
+    source = RandomMidi(1, program_changes=not args.no_program_changes)
     if resumed is None:
         frames = round(args.minutes * 60 * 60)
         state = {"frames": frames, "done": 0, "segments": [], "failures": [], "sent": 0,
@@ -157,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     framebuffer = show.renderer.offscreen_framebuffer((width, height))
 
     first = state["done"]
-    memory = [(first, resident_mb())]
+    memory = [(first, resident_mb(), 0)]
     failures: list[str] = state["failures"]
     started = time.perf_counter()
     frame = first - 1
@@ -176,14 +182,14 @@ def main(argv: list[str] | None = None) -> int:
                 break
         times[frame] = (time.perf_counter() - t0) * 1e3
         if (frame + 1) % max(frames // 20, 1) == 0:
-            memory.append((frame + 1, resident_mb()))
+            memory.append((frame + 1, resident_mb(), show.swarm.grid_capacity))
             print(f"{(frame + 1) / 3600:.2f} min simulated, frame p50 "
                   f"{np.percentile(times[first:frame + 1], 50):.2f} ms, {memory[-1][1]:.0f} MiB",
                   flush=True)
         if args.wall_limit is not None and time.perf_counter() - started > args.wall_limit:
             break
     done = frame + 1
-    memory.append((done, resident_mb()))
+    memory.append((done, resident_mb(), show.swarm.grid_capacity))
     position, velocity = show.swarm.read_state()
     # Growth within this process, from its first tenth (start-up allocations) to its end.
     settled = next((m for m in memory[1:] if m[0] - first >= (done - first) / 10), memory[-1])

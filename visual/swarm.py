@@ -188,6 +188,12 @@ class Swarm:
             self._grid = None  # brute steps do not keep cell order: re-sort first
 
     @property
+    def grid_capacity(self) -> int:
+        """Cells (plus one) the grid's buffers hold now: they follow neighbor_radius with a
+        quarter to spare (the soak logs it beside the memory)."""
+        return self._grid_capacity
+
+    @property
     def count(self) -> int:
         return self._count
 
