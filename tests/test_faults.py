@@ -179,5 +179,6 @@ def test_the_show_survives_every_fault(rig, tmp_path):
     assert sum(line.startswith("osc:") for line in rig.messages) <= 2  # not one line each
 
     # Nothing on disk was damaged: the recovery file reads whole, bundled presets unchanged.
+    assert rig.show.recovery.flush()
     assert load_preset(tmp_path / "recovery.json").values["separation_weight"] == 5.0
     assert digest(ROOT / "presets") == bundled

@@ -518,18 +518,45 @@ def test_recovery_writes_every_interval_and_only_when_changed(tmp_path):
     writer = RecoveryWriter(path, interval=3.0)
     params = Params({"trail": 0.4})
     assert writer.maybe_save(100.0, params, [], {"preset": "calm-school", "seed": 7}) is None
-    assert writer.writes == 1
+    assert writer.flush() and writer.writes == 1
     params["trail"] = 0.5
     for now in (101.0, 102.9):
         writer.maybe_save(now, params, [], {"preset": "calm-school", "seed": 7})
-    assert writer.writes == 1 and load_recovery(path).values["trail"] == 0.4
+    assert writer.flush() and writer.writes == 1 and load_recovery(path).values["trail"] == 0.4
     writer.maybe_save(103.0, params, [], {"preset": "calm-school", "seed": 7})
-    assert writer.writes == 2
+    assert writer.flush() and writer.writes == 2
     writer.maybe_save(106.0, params, [], {"preset": "calm-school", "seed": 7})
-    assert writer.writes == 2  # nothing changed: nothing written
+    assert writer.flush() and writer.writes == 2  # nothing changed: nothing written
     resumed = load_recovery(path)
     assert resumed.values == params.as_dict()
     assert resumed.name == "calm-school" and resumed.state == {"preset": "calm-school", "seed": 7}
+    writer.close()
+
+
+def test_recovery_is_written_off_the_frame(tmp_path, monkeypatch):
+    """The frame hands the text over and goes on while the write (fsync and all) runs."""
+    import threading
+
+    import control.presets as presets
+
+    release, writing = threading.Event(), threading.Event()
+    real_write = presets.atomic_write_text
+
+    def slow_write(*args, **kwargs):
+        writing.set()
+        release.wait(10)  # a disk that takes its time
+        real_write(*args, **kwargs)
+
+    monkeypatch.setattr(presets, "atomic_write_text", slow_write)
+    path = tmp_path / "recovery.json"
+    writer = RecoveryWriter(path, interval=0.0)
+    writer.maybe_save(0.0, Params({"trail": 0.1}), [])  # returns at once
+    assert writing.wait(5) and not path.exists()
+    for k in range(5):  # frames go on; only the latest state waits to be written
+        writer.maybe_save(1.0 + k, Params({"trail": 0.2 + k / 10}), [])
+    release.set()
+    writer.close()
+    assert writer.writes == 2 and load_recovery(path).values["trail"] == pytest.approx(0.6)
 
 
 def test_recovery_keeps_the_last_session_once(tmp_path):
@@ -546,11 +573,15 @@ def test_recovery_never_raises_and_reports_once(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")
     writer = RecoveryWriter(blocker / "recovery.json", interval=1.0)
-    first = writer.maybe_save(0.0, Params(), [])
+    writer.maybe_save(0.0, Params(), [])
+    writer.flush()
+    first = writer.maybe_save(1.0, Params(), [])  # the failure, said by the next frame
     assert first and str(blocker) in first and writer.error == first
-    assert writer.maybe_save(1.0, Params(), []) is None  # said once
+    writer.flush()
+    assert writer.maybe_save(2.0, Params(), []) is None  # said once
     assert writer.error == first
     assert writer.save(Params(), [], {"bad": object()}) is not None  # not JSON: still no raise
+    writer.close()
 
 
 def test_resume_without_a_recovery_file_says_so(tmp_path):

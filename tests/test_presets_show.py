@@ -102,6 +102,7 @@ def test_program_change_and_the_crossfade_fader(show):
 def test_the_recovery_file_follows_the_show(show, tmp_path):
     show.params["cohesion_weight"] = 2.75
     run_frames(show, 0.1)
+    assert show.recovery.flush()  # written on the recovery thread
     recovered = load_preset(tmp_path / "recovery.json")
     assert recovered.values["cohesion_weight"] == 2.75
 

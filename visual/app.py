@@ -528,6 +528,8 @@ class Show:
             self.midi.close()
         if self.osc is not None:
             self.osc.close()
+        if self.recovery is not None:
+            self.recovery.close()  # what the writer thread holds reaches the disk
         self._sim_timer.release()
         self.renderer.release()
         self.swarm.release()
