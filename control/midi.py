@@ -1,6 +1,6 @@
 """The instrument's MIDI as one object: input ports, the controller and the mapping files.
 
-Main thread only (the input's rtmidi callback is the one exception, inside MidiInput). Each
+Main thread only (rtmidi queues messages in C; MidiInput reads them once a frame). Each
 frame's update step calls `Midi.update(now)` and acts on the actions it returns; the HUD and
 telemetry read `state()`. Learn saves the mapping at once, so a learned knob survives a crash.
 """

@@ -1,8 +1,8 @@
 """Applies MIDI messages to the parameters: knobs through the mapping with pickup, notes and
 program changes as actions, and MIDI learn.
 
-Main thread only: the MIDI callback thread just queues raw messages (control/midi_input.py)
-and the frame's update step hands each one to `MidiController.handle`. No device here, so
+Main thread only: rtmidi queues raw messages in C, the frame's update step reads them
+(control/midi_input.py) and hands each one to `MidiController.handle`. No device here, so
 tests drive it with plain byte strings.
 """
 

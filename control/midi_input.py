@@ -1,10 +1,12 @@
 """MIDI input ports through python-rtmidi: opening them, queueing their messages, hot-plug.
 
-Two threads touch it. rtmidi's own thread (for JACK, the JACK process thread) calls
-`_on_message`, which only puts (bytes, time) on a queue and never raises or blocks. Everything
-else runs on the main thread: `poll(now)` once a frame (it does work about once a second) and
-`drain()` once a frame. rtmidi is imported lazily, so a machine without it (the GPU box) still
-runs the instrument, with no MIDI and one message saying why.
+Only the main thread runs our code. rtmidi queues incoming messages in C on its own thread
+(for JACK, the JACK process thread), and `drain()` takes them with `get_message()` once a
+frame: no Python callback, so JACK's realtime thread never waits for the GIL (a shader
+compile or a long frame holding it would otherwise make the whole JACK graph late: an xrun in
+the music). `poll(now)` runs once a frame too and does work about once a second. rtmidi is
+imported lazily, so a machine without it (the GPU box) still runs the instrument, with no
+MIDI and one message saying why.
 
 JACK and ALSA are opened differently, on purpose. With ALSA each input gets its own MidiIn,
 closed when the device goes away. With JACK, closing a port while the graph changes can crash
@@ -20,7 +22,6 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import errno
-import queue
 import re
 import sys
 import time
@@ -29,7 +30,7 @@ from typing import Any
 
 API_CHOICES = ("alsa", "jack")
 POLL_INTERVAL_S = 1.0
-QUEUE_SIZE = 4096  # about 1.4 s of a saturated 31.25 kbaud cable; beyond that we drop
+QUEUE_SIZE = 4096  # rtmidi's queue a port: 1.4 s of a saturated 31.25 kbaud cable
 LOCAL_PORT_NAME = "in"
 JACK_MIDI_TYPE = b"8 bit raw midi"
 _JACK_NO_START_SERVER = 0x01
@@ -202,8 +203,7 @@ class MidiInput:
         self.report = report
         self.poll_interval = poll_interval
         self.api: str | None = None
-        self.dropped = 0
-        self._queue: queue.Queue[tuple[bytes, float]] = queue.Queue(QUEUE_SIZE)
+        self.dropped = 0  # messages that could not be read (odd bytes, a failing port)
         self._lasting_problem: str | None = None
         self._scan_problem: str | None = None
         self._reported: set[str] = set()
@@ -214,6 +214,7 @@ class MidiInput:
         self._last_poll: float | None = None
         self._virtual_name = virtual
         self._virtual: Any = None  # the MidiIn with our virtual port (with JACK: every input)
+        self._early: list[tuple[bytes, float]] = []  # taken from a port as it went away
         self._jack_port: str | None = None  # with JACK: the full name of that port
         self._patchbay: _JackPatchbay | None = None
         self._probe: Any = None
@@ -257,14 +258,14 @@ class MidiInput:
             return False
 
     def _new_midi_in(self) -> Any:
-        """A MidiIn whose messages go to our queue, or None (reported) if it cannot be made."""
+        """A MidiIn that queues its messages for drain(), or None (reported) if it cannot be
+        made."""
         made: list[Any] = []
 
         def make() -> None:
             midi_in = self._rtmidi.MidiIn(_api_constant(self._rtmidi, self.api),
-                                          self.client_name)
+                                          self.client_name, queue_size_limit=QUEUE_SIZE)
             midi_in.ignore_types(sysex=True, timing=True, active_sense=True)
-            midi_in.set_callback(self._on_message)
             made.append(midi_in)
 
         return made[0] if self._try(make, "cannot create a MIDI input", lasting=False) else None
@@ -346,9 +347,11 @@ class MidiInput:
         return True
 
     def _detach(self, key: str) -> None:
-        """Forget a port that went away (JACK has already dropped its connection)."""
+        """Forget a port that went away (JACK has already dropped its connection); what it
+        queued before going is kept for the next drain()."""
         midi_in = self._open.pop(key)
         if midi_in is not None:
+            self._early += self._take(midi_in)
             midi_in.close_port()
             midi_in.delete()
 
@@ -392,13 +395,31 @@ class MidiInput:
         self._scan()
 
     def drain(self) -> list[tuple[bytes, float]]:
-        """The messages queued since the last call, oldest first: (bytes, monotonic time)."""
-        messages = []
-        while True:
+        """The messages queued since the last call, each port's oldest first: (bytes, the
+        monotonic time of this call: messages are timed to the frame)."""
+        messages, self._early = self._early, []
+        for midi_in in (self._virtual, *self._open.values()):
+            if midi_in is not None:
+                messages += self._take(midi_in)
+        return messages
+
+    def _take(self, midi_in: Any) -> list[tuple[bytes, float]]:
+        """What one MidiIn has queued, at most QUEUE_SIZE (a flood waits for the next frame).
+        Never raises: an odd message is counted and skipped, a failing port left for now."""
+        now, taken = time.monotonic(), []
+        for _ in range(QUEUE_SIZE):
             try:
-                messages.append(self._queue.get_nowait())
-            except queue.Empty:
-                return messages
+                event = midi_in.get_message()
+            except Exception:  # noqa: BLE001 - a device problem must not stop the show
+                self.dropped += 1
+                break
+            if event is None:
+                break
+            try:
+                taken.append((bytes(event[0]), now))
+            except Exception:  # noqa: BLE001 - odd bytes from a driver
+                self.dropped += 1
+        return taken
 
     @property
     def problem(self) -> str | None:
@@ -438,8 +459,7 @@ class MidiInput:
 
     def close(self) -> None:
         """Close every port. The JACK input port goes first, before our other clients leave
-        and change the graph (see the top comment); delete() without cancel_callback() so
-        rtmidi stops calling before the callback is released."""
+        and change the graph (see the top comment)."""
         for key in list(self._open):
             self._detach(key)
         if self._virtual is not None:
@@ -449,12 +469,3 @@ class MidiInput:
         if self._probe is not None:
             self._probe.delete()
         self._virtual = self._probe = self._patchbay = None
-
-    # ----- rtmidi's thread -----
-
-    def _on_message(self, event: tuple[list[int], float], data: Any = None) -> None:
-        """rtmidi callback: copy and enqueue, nothing else; a full queue drops the message."""
-        try:
-            self._queue.put_nowait((bytes(event[0]), time.monotonic()))
-        except Exception:  # noqa: BLE001 - a callback never raises: queue full, odd bytes
-            self.dropped += 1

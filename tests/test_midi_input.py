@@ -1,11 +1,13 @@
 """MidiInput's ALSA path (one MidiIn a port) against a fake rtmidi, since this machine has no
 ALSA sequencer: opening by name, hot-plug by name when ALSA renumbers the device, the virtual
-port, and a callback that never raises. The JACK path runs for real in test_midi_jack.py."""
+port, and reading queued messages that never raises. The JACK path runs for real in
+test_midi_jack.py."""
 
 from __future__ import annotations
 
 import sys
 import types
+from collections import deque
 
 import pytest
 
@@ -30,8 +32,9 @@ class FakeAlsa:
         system = self
 
         class MidiIn(FakeMidiIn):
-            def __init__(self, api: int, name: str) -> None:
+            def __init__(self, api: int, name: str, queue_size_limit: int = 1024) -> None:
                 super().__init__(system, api, name)
+                self.queue_size_limit = queue_size_limit
 
         module = types.ModuleType("rtmidi")
         module.API_LINUX_ALSA, module.API_UNIX_JACK = 2, 3
@@ -41,14 +44,14 @@ class FakeAlsa:
         return module
 
     def play(self, port: str, message: list[int]) -> None:
-        midi_in = self.listening[port]
-        midi_in.callback((message, 0.0), None)
+        self.listening[port].queue.append((message, 0.0))  # rtmidi queues it, in C
 
 
 class FakeMidiIn:
     def __init__(self, system: FakeAlsa, api: int, name: str) -> None:
         assert api == 2
-        self.system, self.callback, self.port = system, None, None
+        self.system, self.port = system, None
+        self.queue: deque = deque()
 
     def get_ports(self) -> list[str]:
         return list(self.system.ports)
@@ -60,7 +63,15 @@ class FakeMidiIn:
         assert kwargs == {"sysex": True, "timing": True, "active_sense": True}
 
     def set_callback(self, callback) -> None:
-        self.callback = callback
+        raise AssertionError("no Python callback: it would run on JACK's realtime thread")
+
+    def get_message(self):
+        if not self.queue:
+            return None
+        item = self.queue.popleft()
+        if isinstance(item, Exception):
+            raise item
+        return item
 
     def open_port(self, index: int, name: str) -> None:
         self.port = self.system.ports[index]
@@ -124,7 +135,7 @@ def test_every_input_by_default_and_a_virtual_port(alsa):
     alsa.ports = ["Midi Through:Midi Through Port-0 14:0", f"{NANO} 24:0"]
     source = MidiInput(virtual="swarm", api="alsa", report=lambda text: None)
     assert source.ports_open == ["Midi Through:Midi Through Port-0", NANO, "virtual:swarm"]
-    alsa.virtual["swarm"].callback(([0x90, 36, 100], 0.0), None)
+    alsa.virtual["swarm"].queue.append(([0x90, 36, 100], 0.0))
     assert [m for m, _ in source.drain()] == [bytes([0x90, 36, 100])]
     assert source.state == ("MIDI ALSA: Midi Through:Midi Through Port-0, "
                             f"{NANO}, virtual:swarm")
@@ -140,7 +151,7 @@ def test_selectors_that_match_nothing_are_waited_for(alsa):
 
 
 def test_no_alsa_sequencer_is_reported_with_what_to_do(alsa, monkeypatch):
-    def broken(api: int, name: str) -> None:
+    def broken(api: int, name: str, **kwargs) -> None:
         raise FakeSystemError("MidiInAlsa::initialize: error creating ALSA sequencer client")
 
     monkeypatch.setattr(sys.modules["rtmidi"], "MidiIn", broken)
@@ -152,14 +163,26 @@ def test_no_alsa_sequencer_is_reported_with_what_to_do(alsa, monkeypatch):
         "MIDI unavailable: the ALSA sequencer is not available")
 
 
-def test_the_callback_never_raises_and_counts_what_it_drops(alsa, monkeypatch):
-    monkeypatch.setattr(midi_input, "QUEUE_SIZE", 2)
+def test_reading_never_raises_counts_what_it_skips_and_bounds_a_flood(alsa, monkeypatch):
+    monkeypatch.setattr(midi_input, "QUEUE_SIZE", 3)
     alsa.ports = [f"{NANO} 24:0"]
     source = MidiInput(api="alsa", report=lambda text: None)
-    source._on_message(([0xB0, 1, 300], 0.0))  # not bytes
-    source._on_message(None)  # not even an event
-    for value in range(4):
-        source._on_message(([0xB0, 1, value], 0.0))
-    assert [m for m, _ in source.drain()] == [bytes([0xB0, 1, 0]), bytes([0xB0, 1, 1])]
-    assert source.dropped == 4
-    assert source.status()["dropped"] == 4
+    port = alsa.listening[f"{NANO} 24:0"]
+    assert port.queue_size_limit == 3  # rtmidi's own queue, a port
+    port.queue += [([0xB0, 1, 300], 0.0), (None, 0.0)]  # not bytes; not even a message
+    port.queue += [([0xB0, 1, value], 0.0) for value in range(4)]
+    assert [m for m, _ in source.drain()] == [bytes([0xB0, 1, 0])]  # 3 read a frame at most
+    assert [m for m, _ in source.drain()] == [bytes([0xB0, 1, 1]), bytes([0xB0, 1, 2]),
+                                              bytes([0xB0, 1, 3])]
+    port.queue += [RuntimeError("driver"), ([0xB0, 1, 9], 0.0)]  # a failing port: next frame
+    assert source.drain() == [] and [m for m, _ in source.drain()] == [bytes([0xB0, 1, 9])]
+    assert source.dropped == 3 and source.status()["dropped"] == 3
+
+
+def test_messages_queued_as_a_port_goes_are_kept(alsa):
+    alsa.ports = [f"{NANO} 24:0"]
+    source = MidiInput(api="alsa", report=lambda text: None)
+    alsa.play(f"{NANO} 24:0", [0xB0, 70, 1])
+    alsa.ports = []
+    source.poll(10.0)  # unplugged: the port closes
+    assert source.ports_open == [] and [m for m, _ in source.drain()] == [bytes([0xB0, 70, 1])]
