@@ -145,7 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
     safety.add_argument("--resume", action="store_true",
                         help="start from the recovery file the last run saved every few seconds")
     safety.add_argument("--safe-mode", action="store_true",
-                        help="start from the last state with no audio, no MIDI and the bundled "
+                        help="start from the last state with no audio, no MIDI, no OSC and the bundled "
                              "shaders, for when something at start-up keeps failing")
     safety.add_argument("--heartbeat-fd", type=int, help=argparse.SUPPRESS)
     safety.add_argument("--last-telemetry", help=argparse.SUPPRESS)
