@@ -24,6 +24,8 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from control.params import BY_NAME, Param, ParamError
 
 PREFIX = "/swarm/"
@@ -77,9 +79,15 @@ def parse_message(data: bytes) -> tuple[str, list[Any]]:
         raise OscError(f"{address}: type tags {tags[:20]!r} do not start with ','")
     args: list[Any] = []
     for tag in tags[1:]:
-        if tag in "if":
-            end = _take(data, at, 4, f"{address}: argument '{tag}'")
-            args.append(struct.unpack(">i" if tag == "i" else ">f", data[at:end])[0])
+        if tag == "i":
+            end = _take(data, at, 4, f"{address}: argument 'i'")
+            args.append(struct.unpack(">i", data[at:end])[0])
+            at = end
+        elif tag == "f":
+            end = _take(data, at, 4, f"{address}: argument 'f'")
+            # The shortest decimal that is this float32: a fader's 0.7 stays 0.7, not
+            # 0.699999988 in the HUD and in a preset saved afterwards.
+            args.append(float(str(np.frombuffer(data[at:end], ">f4")[0])))
             at = end
         elif tag in "hdt":
             end = _take(data, at, 8, f"{address}: argument '{tag}'")

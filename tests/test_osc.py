@@ -266,3 +266,38 @@ def test_command_line_osc(tmp_path):
     assert f"osc: listening on 127.0.0.1:{port}" in out
     last = json.loads(telemetry.read_text().splitlines()[-1])
     assert last["params"]["max_speed"] == 21.0 and last["osc"]["applied"] > 0
+
+
+def test_osc_actions_are_recorded_like_the_pads(ctx, osc, tmp_path):
+    """--record-control keeps what OSC did, so the set renders again with it."""
+    from control.control_track import ControlRecorder
+
+    params = Params({"count": 300})
+    show = Show(ctx, params, ShowOptions(), osc=osc, say=lambda text: None)
+    path = tmp_path / "set.jsonl"
+    show.recorder = ControlRecorder(path, params=params)
+    client = SimpleUDPClient("127.0.0.1", osc.port)
+    try:
+        client.send_message("/swarm/respawn", [])
+        client.send_message("/swarm/burst", 0.5)
+        client.send_message("/swarm/trail", 0.7)
+        show.update(1.0)
+        for _ in range(50):
+            if osc.applied == 3:
+                break
+            time.sleep(0.02)
+            show.update(1.0)
+    finally:
+        show.recorder.close()
+        show.release()
+    events = [json.loads(line) for line in path.read_text().splitlines()[1:]]
+    actions = [(e["action"], e["value"]) for e in events if e["kind"] == "action"]
+    assert actions == [("respawn", None), ("separation_burst", 64)]
+    assert {"kind": "param", "name": "trail", "value": 0.7} in [
+        {k: e[k] for k in ("kind", "name", "value") if k in e} for e in events]
+    assert show.respawns == 1
+
+
+def test_render_refuses_osc(tmp_path):
+    result = run_instrument("--render", str(tmp_path / "song.wav"), "--osc", "9000")
+    assert result.returncode == 2 and "--osc plays a live show" in result.stderr

@@ -21,6 +21,7 @@ from typing import Any, Callable, Sequence
 import moderngl
 import numpy as np
 
+from control.midi_controller import Action
 from control.params import Params
 from visual.camera import OrbitCamera
 from visual.gl import GpuTimer, ShaderError, ShaderWatch
@@ -360,10 +361,10 @@ class Show:
                 touched = True
             elif command.kind == "preset":
                 self.recall_slot(command.slot)
-            elif command.kind == "respawn":
-                self.respawn()
+            elif command.kind == "respawn":  # as the pads do, so --record-control keeps it
+                self.act(Action("respawn"))
             elif command.kind == "burst":
-                self._burst = (command.strength, self.show_time)
+                self.act(Action("separation_burst", max(1, round(command.strength * 127))))
         if touched and self.midi is not None:
             self.midi.preset_recalled()  # knobs pick up the new values instead of jumping
         osc = self.osc

@@ -202,6 +202,9 @@ def plan_render(args: argparse.Namespace, params: Params, routes: list,
     if getattr(args, "audio_file", None) or getattr(args, "audio_device", None) is not None:
         raise RenderProblem("--render takes its sound from SONG; drop --audio-file / "
                             "--audio-device")
+    if getattr(args, "osc", None):
+        raise RenderProblem("--osc plays a live show; a render is driven by SONG and --control "
+                            "(record a live set with --record-control, OSC included)")
     if args.encoder_preset not in X264_PRESETS:
         raise RenderProblem(f"--encoder-preset {args.encoder_preset}: not one of "
                             f"{', '.join(X264_PRESETS)}")
