@@ -353,3 +353,15 @@ def test_cull_reads_a_stepped_swarm(ctx):
     finally:
         renderer.release()
         swarm.release()
+
+
+def test_a_failed_fence_wait_reads_instead_of_freezing_the_counts():
+    from visual.fence import GL_TIMEOUT_EXPIRED, GL_WAIT_FAILED, Fences
+
+    status = [GL_TIMEOUT_EXPIRED]
+    fences = Fences(lambda condition, flags: 7, lambda sync, flags, timeout: status[0],
+                    lambda sync: None)
+    assert not fences.signalled(fences.insert())  # still running: no read
+    status[0] = GL_WAIT_FAILED
+    assert fences.signalled(fences.insert())
+    assert fences.signalled(0)  # glFenceSync failed: read (and wait) rather than freeze
