@@ -124,18 +124,17 @@ def resolve_input_device(devices: Sequence[Mapping[str, Any]], default: int | No
                          spec: int | str | None) -> Mapping[str, Any]:
     """Pick the input device that `spec` names: None = the default, an index, or a
     case-insensitive name substring (an exact name wins). Raises AudioProblem."""
+    by_index = {device["index"]: device for device in devices}
     if spec is None:
-        for device in devices:
-            if device["index"] == default:
-                return device
+        if default in by_index:
+            return by_index[default]
         raise AudioProblem("no input device",
                            f"no default audio input ({'inputs: ' + _describe(devices)}); "
                            f"{PICK_HELP}, or rehearse with --audio-file PATH.wav")
     if isinstance(spec, int) or (isinstance(spec, str) and spec.strip().isdigit()):
         index = int(spec)
-        for device in devices:
-            if device["index"] == index:
-                return device
+        if index in by_index:
+            return by_index[index]
         raise AudioProblem("no input device",
                            f"--audio-device {index}: no input device has that index "
                            f"(inputs: {_describe(devices)}); {PICK_HELP}")

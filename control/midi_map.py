@@ -290,6 +290,20 @@ def _unknown_keys(entry: dict, known: Iterable[str], where: str) -> None:
             raise MappingError(f"{where}: unknown key '{key}' (known: {', '.join(known)})")
 
 
+def _entries(data: dict, name: str, keys: tuple[str, ...], source: str, example: str):
+    """(where, entry) for each object of the list `data[name]`, checked to be an object with
+    only `keys`; `where` names it in messages."""
+    entries = data.get(name, [])
+    if not isinstance(entries, list):
+        raise MappingError(f"{source}: {name}: must be a list of objects")
+    for number, entry in enumerate(entries):
+        where = f"{source}: {name}[{number}]"
+        if not isinstance(entry, dict):
+            raise MappingError(f"{where}: must be an object like {example}")
+        _unknown_keys(entry, keys, where)
+        yield where, entry
+
+
 def mapping_from_json(data: Any, source: str) -> MidiMapping:
     """Build a mapping from parsed JSON; errors name `source` and the key path."""
     if not isinstance(data, dict):
@@ -300,15 +314,8 @@ def mapping_from_json(data: Any, source: str) -> MidiMapping:
     if not isinstance(about, str):
         raise MappingError(f"{source}: about: must be text")
     bindings = []
-    entries = data.get("bindings", [])
-    if not isinstance(entries, list):
-        raise MappingError(f"{source}: bindings: must be a list of objects")
-    for number, entry in enumerate(entries):
-        where = f"{source}: bindings[{number}]"
-        if not isinstance(entry, dict):
-            raise MappingError(f"{where}: must be an object like "
-                               "{\"channel\": 1, \"controller\": 70, \"param\": \"max_speed\"}")
-        _unknown_keys(entry, _BINDING_KEYS, where)
+    for where, entry in _entries(data, "bindings", _BINDING_KEYS, source,
+                                 '{"channel": 1, "controller": 70, "param": "max_speed"}'):
         for key in ("channel", "controller", "param"):
             if key not in entry:
                 raise MappingError(f"{where}: missing '{key}'")
@@ -317,15 +324,8 @@ def mapping_from_json(data: Any, source: str) -> MidiMapping:
         except _EntryError as exc:
             raise MappingError(f"{where}.{exc.key}: {exc}") from None
     actions = []
-    entries = data.get("actions", [])
-    if not isinstance(entries, list):
-        raise MappingError(f"{source}: actions: must be a list of objects")
-    for number, entry in enumerate(entries):
-        where = f"{source}: actions[{number}]"
-        if not isinstance(entry, dict):
-            raise MappingError(f"{where}: must be an object like "
-                               "{\"note\": 36, \"action\": \"respawn\"}")
-        _unknown_keys(entry, _ACTION_KEYS, where)
+    for where, entry in _entries(data, "actions", _ACTION_KEYS, source,
+                                 '{"note": 36, "action": "respawn"}'):
         if ("note" in entry) == ("program" in entry):
             raise MappingError(f"{where}: needs exactly one of \"note\" or \"program\"")
         if "action" not in entry:
