@@ -5,8 +5,9 @@ Pure functions and plain data, no device and no thread of its own: the main thre
 
 Knob position: a 7-bit value v reads as x = v / 127, a 14-bit (MSB, LSB) pair as
 x = (MSB * 128 + LSB) / 16383, so both reach exactly 0 and 1. `invert` turns x into 1 - x.
-Curves from x in [0, 1] to a value in [lo, hi] (the parameter's range unless the binding
-narrows it with lo / hi):
+A knob spans the parameter's performance range on its curve (control/params.py: the same
+range OSC's /norm and the HUD's keys use) unless the binding sets `lo` / `hi` / `curve`.
+Curves from x in [0, 1] to a value in [lo, hi] (`control.params.curve_value`):
 - "linear": lo + x * (hi - lo).
 - "exp" with lo > 0: lo * (hi / lo) ** x, geometric: equal turns multiply the value by equal
   ratios, which suits radii and speeds that matter in proportion.
@@ -27,9 +28,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from control.files import FileProblem, read_json
-from control.params import Param, ParamError, param
+from control.params import CURVES, Param, ParamError, curve_position, curve_value, param
 
-CURVES = ("linear", "exp")
 KNOB_KINDS = ("float", "int", "bool", "choice")  # a colour is three numbers: not one knob
 ACTIONS = ("respawn", "separation_burst", "recall_preset")
 STEPS_7BIT = 127
@@ -59,14 +59,15 @@ class Binding:
     """One knob (a controller on a channel, channels counted 1-16) driving one parameter.
 
     `fine_controller` makes it a 14-bit knob: `controller` sends the MSB, `fine_controller`
-    the LSB (by convention controller + 32). `lo` / `hi` narrow the parameter's range: a
-    weight that may go to 100 is easier to play over 0-5.
+    the LSB (by convention controller + 32). `lo` / `hi` / `curve` replace the parameter's
+    performance range and curve (None: the registry's, which already plays a weight that may
+    go to 100 over 0-5; a binding with its own lo / hi but no curve is linear).
     """
 
     channel: int
     controller: int
     param: str
-    curve: str = "linear"
+    curve: str | None = None
     invert: bool = False
     fine_controller: int | None = None
     lo: float | None = None
@@ -89,7 +90,7 @@ class Binding:
         if spec.kind not in KNOB_KINDS:
             raise _EntryError("param", f"'{spec.name}' is a {spec.kind} parameter; a knob can "
                               f"drive {', '.join(KNOB_KINDS)} parameters")
-        if self.curve not in CURVES:
+        if self.curve is not None and self.curve not in CURVES:
             raise _EntryError("curve", f"must be one of {', '.join(CURVES)}, got {self.curve!r}")
         if not isinstance(self.invert, bool):
             raise _EntryError("invert", f"must be true or false, got {self.invert!r}")
@@ -117,10 +118,18 @@ class Binding:
 
     @property
     def range(self) -> tuple[float, float]:
-        spec = self.spec
-        lo = spec.lo if self.lo is None else float(self.lo)
-        hi = spec.hi if self.hi is None else float(self.hi)
+        play_lo, play_hi = self.spec.play_range
+        lo = play_lo if self.lo is None else float(self.lo)
+        hi = play_hi if self.hi is None else float(self.hi)
         return lo, hi
+
+    @property
+    def shape(self) -> str:
+        """The curve in use: the binding's; else linear where the binding sets its own range
+        (what a file that says lo / hi without a curve always meant); else the parameter's."""
+        if self.curve is not None:
+            return self.curve
+        return "linear" if (self.lo, self.hi) != (None, None) else self.spec.curve
 
     @property
     def steps(self) -> int:
@@ -142,13 +151,7 @@ class Binding:
         if spec.kind == "choice":
             return spec.choices[min(int(x * len(spec.choices)), len(spec.choices) - 1)]
         lo, hi = self.range
-        if self.curve == "linear":
-            value = lo + x * (hi - lo)
-        elif lo > 0:
-            value = lo * (hi / lo) ** x
-        else:
-            value = lo + x * x * (hi - lo)
-        value = min(max(value, lo), hi)  # pow and rounding may overshoot by an ulp
+        value = min(max(curve_value(x, lo, hi, self.shape), lo), hi)  # pow may overshoot
         if spec.kind == "int":
             return int(min(max(round(value), math.ceil(lo)), math.floor(hi)))
         return value
@@ -171,13 +174,7 @@ class Binding:
             x, tolerance = (index + 0.5) / len(options), 0.5 / len(options)
         else:
             lo, hi = self.range
-            value = min(max(float(value), lo), hi)
-            if self.curve == "linear":
-                x = (value - lo) / (hi - lo)
-            elif lo > 0:
-                x = math.log(value / lo) / math.log(hi / lo)
-            else:
-                x = math.sqrt((value - lo) / (hi - lo))
+            x = curve_position(min(max(float(value), lo), hi), lo, hi, self.shape)
             tolerance = 0.5 / self.steps
         x = min(max(x, 0.0), 1.0)
         return (1.0 - x if self.invert else x), tolerance
@@ -353,7 +350,7 @@ def mapping_to_json(mapping: MidiMapping) -> dict[str, Any]:
         if b.fine_controller is not None:
             entry["fine_controller"] = b.fine_controller
         entry["param"] = b.param
-        if b.curve != "linear":
+        if b.curve is not None:
             entry["curve"] = b.curve
         if b.invert:
             entry["invert"] = True

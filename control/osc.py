@@ -3,7 +3,7 @@ sets parameters and triggers what the MIDI pads trigger.
 
     /swarm/<param> value        a parameter in its own units: max_speed 12.0, separation true,
                                 boundary "wrap", slow_color 0.1 0.4 0.9 (or "#1a66e6")
-    /swarm/<param>/norm x       0..1 across the parameter's range (a fader), numbers only
+    /swarm/<param>/norm x       0..1 across the parameter's performance range (a fader)
     /swarm/preset n             recall slot n (1-9) with the morph
     /swarm/respawn              respawn the swarm
     /swarm/burst [x]            a separation burst, x in 0..1 (default 1)
@@ -194,15 +194,13 @@ def interpret(address: str, args: list[Any]) -> Command:
     if spec is None or suffix not in ("", "norm"):
         raise OscError(f"{address[:60]}: unknown address (parameters: {PREFIX}<name>, "
                        f"{PREFIX}<name>/norm; also preset, respawn, burst)")
-    if suffix == "norm":
-        if spec.lo is None or spec.kind not in ("float", "int"):
-            raise OscError(f"{address}: /norm is for numeric parameters; '{name}' is {spec.kind}")
+    if suffix == "norm":  # a fader over the performance range, on the parameter's curve
+        if spec.kind == "color":
+            raise OscError(f"{address}: /norm takes one number; '{name}' is a colour")
         x = _number(address, _one(address, args))
         if not 0.0 <= x <= 1.0:
             raise OscError(f"{address}: takes 0..1, got {x:g}")
-        value: Any = spec.lo + x * (spec.hi - spec.lo)
-        if spec.kind == "int":
-            value = round(value)
+        value: Any = spec.from_norm(x)
     else:
         value = _value(spec, address, args)
     try:

@@ -12,6 +12,9 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 MAX_COUNT = 1 << 24  # agent ids are stored as float32 on the GPU: exact below 2^24
+CURVES = ("linear", "exp")
+NUDGE_FINE = 0.01  # Left/Right move the chosen parameter by this much of its performance range
+NUDGE_COARSE = 0.1  # with Shift
 
 
 class ParamError(ValueError):
@@ -27,6 +30,57 @@ class Param:
     lo: float | None = None
     hi: float | None = None
     choices: tuple[Any, ...] = ()
+    # The performance range: what a knob, a fader, OSC's /norm and the HUD's keys span, inside
+    # the hard limits [lo, hi] (which only say what the simulation can take). None: lo..hi.
+    play: tuple[float, float] | None = None
+    curve: str = "linear"  # how 0..1 spreads over `play`: see curve_value
+
+    @property
+    def play_range(self) -> tuple[float, float]:
+        return self.play if self.play is not None else (self.lo, self.hi)
+
+    def from_norm(self, x: float) -> Any:
+        """The value at position x in 0..1 of a knob or fader over the performance range:
+        bool on in the upper half, a choice per equal part, numbers along `curve`."""
+        x = min(max(float(x), 0.0), 1.0) if math.isfinite(x) else 0.0
+        if self.kind == "bool":
+            return x >= 0.5
+        if self.kind == "choice":
+            return self.choices[min(int(x * len(self.choices)), len(self.choices) - 1)]
+        if self.kind == "color":
+            raise ParamError(f"'{self.name}' is a colour: three numbers, not one position")
+        lo, hi = self.play_range
+        value = min(max(curve_value(x, lo, hi, self.curve), lo), hi)
+        if self.kind == "int":
+            return int(min(max(round(value), math.ceil(lo)), math.floor(hi)))
+        return value
+
+    def to_norm(self, value: Any) -> float:
+        """Where `value` sits on a knob over the performance range (clamped into 0..1); a bool
+        or a choice gives the middle of its part."""
+        if self.kind in ("bool", "choice"):
+            options = (False, True) if self.kind == "bool" else self.choices
+            index = options.index(value) if value in options else 0
+            return (index + 0.5) / len(options)
+        lo, hi = self.play_range
+        return curve_position(min(max(float(value), lo), hi), lo, hi, self.curve)
+
+    def nudge(self, value: Any, steps: float) -> Any:
+        """`value` moved by `steps` fractions of the performance range along its curve (the
+        HUD's Left/Right: NUDGE_FINE, with Shift NUDGE_COARSE); a switch flips, a choice takes
+        the next one. A value beyond the range is not pulled into it by a nudge away from it."""
+        if self.kind == "bool":
+            return not value
+        if self.kind == "choice":
+            index = self.choices.index(value) if value in self.choices else 0
+            return self.choices[(index + (1 if steps > 0 else -1)) % len(self.choices)]
+        lo, hi = self.play_range
+        if (value >= hi and steps > 0) or (value <= lo and steps < 0):
+            return value
+        moved = self.from_norm(self.to_norm(value) + steps)
+        if self.kind == "int" and moved == value:  # a step smaller than one: move by one
+            moved = min(max(value + (1 if steps > 0 else -1), int(lo)), int(hi))
+        return moved
 
     def validate(self, value: Any, where: str = "") -> Any:
         """Return `value` converted to this parameter's type, or raise ParamError naming it."""
@@ -81,8 +135,35 @@ def _color(value: Any, what: str) -> tuple[float, float, float]:
     return tuple(float(c) for c in value)
 
 
-def _f(name: str, default: float, lo: float, hi: float, description: str) -> Param:
-    return Param(name, float(default), "float", description, float(lo), float(hi))
+def curve_value(x: float, lo: float, hi: float, curve: str) -> float:
+    """x in 0..1 -> a value in lo..hi. "linear": lo + x (hi - lo). "exp" with lo > 0:
+    lo (hi / lo)^x, geometric: equal turns multiply the value by equal ratios (radii, speeds,
+    counts). "exp" with lo <= 0 (no geometric curve starts at 0): lo + x^2 (hi - lo), fine
+    near the bottom."""
+    if curve == "linear":
+        return lo + x * (hi - lo)
+    if lo > 0:
+        return lo * (hi / lo) ** x
+    return lo + x * x * (hi - lo)
+
+
+def curve_position(value: float, lo: float, hi: float, curve: str) -> float:
+    """The inverse of curve_value for a value within lo..hi, clamped into 0..1."""
+    if hi <= lo:
+        return 0.0
+    if curve == "linear":
+        x = (value - lo) / (hi - lo)
+    elif lo > 0:
+        x = math.log(max(value, lo) / lo) / math.log(hi / lo)
+    else:
+        x = math.sqrt(max(value - lo, 0.0) / (hi - lo))
+    return min(max(x, 0.0), 1.0)
+
+
+def _f(name: str, default: float, lo: float, hi: float, description: str,
+       play: tuple[float, float] | None = None, curve: str = "linear") -> Param:
+    return Param(name, float(default), "float", description, float(lo), float(hi),
+                 play=None if play is None else (float(play[0]), float(play[1])), curve=curve)
 
 
 def _switch(name: str, description: str) -> Param:
@@ -90,29 +171,38 @@ def _switch(name: str, description: str) -> Param:
 
 
 REGISTRY: tuple[Param, ...] = (
-    Param("count", 16384, "int", "number of agents", 1, MAX_COUNT),
-    _f("spawn_radius", 30, 0, 100000, "radius of the sphere agents are spawned in"),
+    Param("count", 16384, "int", "number of agents", 1, MAX_COUNT, play=(256, 262144),
+          curve="exp"),
+    _f("spawn_radius", 30, 0, 100000, "radius of the sphere agents are spawned in",
+       (2, 200), "exp"),
     _f("contain_radius", 60, 0.1, 100000,
-       "sphere radius the containment force keeps agents in (half the box side with wrap)"),
-    _f("neighbor_radius", 3, 0.01, 1000, "agents closer than this are neighbours"),
-    _f("separation_radius", 1, 0, 1000, "neighbours closer than this push apart (1/d^2)"),
-    _f("separation_weight", 1.5, 0, 100, "weight of separation: no clumping"),
-    _f("alignment_weight", 1, 0, 100, "weight of alignment: schooling"),
-    _f("cohesion_weight", 0.8, 0, 100, "weight of cohesion: the group holds together"),
-    _f("seek_weight", 0.4, 0, 100, "weight of seeking the lure"),
-    _f("max_speed", 8, 0, 10000, "top speed, units a second"),
-    _f("max_force", 12, 0, 100000, "largest steering change per rule, units a second squared"),
-    _f("audio_speed_boost", 2, 0, 100, "max_speed grows by level x this with the audio"),
-    _f("obstacle_weight", 3, 0, 100, "weight of the push away from obstacle spheres"),
+       "sphere radius the containment force keeps agents in (half the box side with wrap)",
+       (5, 300), "exp"),
+    _f("neighbor_radius", 3, 0.01, 1000, "agents closer than this are neighbours",
+       (0.5, 12), "exp"),
+    _f("separation_radius", 1, 0, 1000, "neighbours closer than this push apart (1/d^2)",
+       (0.1, 4), "exp"),
+    _f("separation_weight", 1.5, 0, 100, "weight of separation: no clumping", (0, 5)),
+    _f("alignment_weight", 1, 0, 100, "weight of alignment: schooling", (0, 4)),
+    _f("cohesion_weight", 0.8, 0, 100, "weight of cohesion: the group holds together",
+       (0, 4)),
+    _f("seek_weight", 0.4, 0, 100, "weight of seeking the lure", (0, 4)),
+    _f("max_speed", 8, 0, 10000, "top speed, units a second", (1, 40), "exp"),
+    _f("max_force", 12, 0, 100000, "largest steering change per rule, units a second squared",
+       (1, 100), "exp"),
+    _f("audio_speed_boost", 2, 0, 100, "max_speed grows by level x this with the audio",
+       (0, 8)),
+    _f("obstacle_weight", 3, 0, 100, "weight of the push away from obstacle spheres", (0, 10)),
     _f("morph_seconds", 2, 0, 60,
-       "a recalled preset blends in over this many seconds (0: at once)"),
+       "a recalled preset blends in over this many seconds (0: at once)", (0, 10), "exp"),
     _f("crossfade", 0, 0, 1,
        "blend between presets crossfade_a (0) and crossfade_b (1): put a MIDI fader here"),
     Param("crossfade_a", 1, "int", "the preset slot at crossfade 0", 1, 9),
     Param("crossfade_b", 2, "int", "the preset slot at crossfade 1", 1, 9),
     Param("neighbor_cap", 0, "int",
           "grid path: at most this many nearby agents examined per agent, so a crowd in one "
-          "cell cannot stall the frame; 0: all of them (the seed)", 0, 1_000_000),
+          "cell cannot stall the frame; 0: all of them (the seed)", 0, 1_000_000,
+          play=(0, 1000), curve="exp"),
     _switch("separation", "separation rule on"),
     _switch("alignment", "alignment rule on"),
     _switch("cohesion", "cohesion rule on"),
@@ -131,14 +221,18 @@ REGISTRY: tuple[Param, ...] = (
           "the tell: the swarm flashes towards this colour when seek_weight jumps up"),
     _f("trail", 0, 0, 0.99,
        "0: a clean frame each time; towards 0.99: the last frames fade slowly (trails)"),
-    _f("lure_radius", 10, 0, 100000, "agents within this distance of the lure are counted"),
-    _f("agent_size", 0.6, 0.01, 100, "length scale of each agent's cone, in swarm units"),
+    _f("lure_radius", 10, 0, 100000, "agents within this distance of the lure are counted",
+       (1, 100), "exp"),
+    _f("agent_size", 0.6, 0.01, 100, "length scale of each agent's cone, in swarm units",
+       (0.1, 4), "exp"),
     _f("lod_pixels", 6, 0, 1000,
        "agents smaller than this on screen (pixels) are one triangle instead of a cone; 0: "
-       "always cones"),
+       "always cones", (0, 20)),
 )
 
 BY_NAME: dict[str, Param] = {p.name: p for p in REGISTRY}
+for _p in REGISTRY:  # a performance range lies inside the hard limits, on a known curve
+    assert _p.curve in CURVES and (_p.play is None or _p.lo <= _p.play[0] < _p.play[1] <= _p.hi)
 
 
 def param(name: str) -> Param:

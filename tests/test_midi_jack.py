@@ -163,7 +163,8 @@ def test_learn_binds_a_knob_end_to_end(jack_server, tmp_path):
         assert midi.state()["learn"]["active"]
         pump.until(lambda: midi.controller.learning is None, "learn bind",
                    resend=lambda: pads.send(cc(21, 5, channel=3)))
-        expected = Binding(3, 21, "cohesion_weight", lo=0, hi=4)  # the default's range stays
+        expected = Binding(3, 21, "cohesion_weight")  # the performance range: 0..4
+        assert expected.range == (0.0, 4.0)
         assert midi.controller.mapping.binding_for("cohesion_weight") == expected
         assert load_mapping(save).binding_for("cohesion_weight") == expected
         assert midi.state()["learn"] == {"active": False, "param": None,

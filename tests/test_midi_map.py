@@ -32,9 +32,14 @@ def test_positions_reach_both_ends_in_7_and_14_bits():
     assert 0 < position_14bit(64, 1) - position_14bit(64, 0) < position_7bit(1) / 100
 
 
-def test_linear_uses_the_parameter_range_unless_narrowed():
+def test_a_knob_spans_the_performance_range_unless_narrowed():
+    # max_speed may go to 10000 but plays over 1..40, geometric: half a turn is sqrt(40)
     full = Binding(1, 70, "max_speed")
-    assert (full.value(0.0), full.value(1.0)) == (param("max_speed").lo, param("max_speed").hi)
+    assert (full.value(0.0), full.value(1.0)) == (1.0, 40.0) == param("max_speed").play_range
+    assert full.value(0.5) == pytest.approx(math.sqrt(40.0))
+    assert full.value(0.5) == pytest.approx(param("max_speed").from_norm(0.5))
+    weight = Binding(1, 71, "alignment_weight")
+    assert (weight.value(0.0), weight.value(1.0)) == (0.0, 4.0)
     narrow = Binding(1, 70, "separation_weight", lo=0.5, hi=4.5)
     assert narrow.value(0.0) == 0.5
     assert narrow.value(1.0) == 4.5

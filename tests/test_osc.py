@@ -16,6 +16,7 @@ from pythonosc.osc_bundle_builder import IMMEDIATELY, OscBundleBuilder
 from pythonosc.osc_message_builder import OscMessageBuilder
 from pythonosc.udp_client import SimpleUDPClient
 
+from control.midi_map import Binding
 from control.osc import (MAX_PER_FRAME, Command, OscError, OscInput, OscProblem, interpret,
                          parse_endpoint, parse_message, parse_packet)
 from control.params import Params, param
@@ -104,9 +105,9 @@ def test_random_and_mutated_bytes_only_ever_give_osc_errors():
 
 def test_addresses_mean_what_the_readme_says():
     assert interpret("/swarm/max_speed", [12]) == Command("set", {"max_speed": 12.0})
-    spec = param("max_speed")
+    # /norm spans the performance range on the parameter's curve: max_speed 1..40, geometric
     assert interpret("/swarm/max_speed/norm", [0.5]).values["max_speed"] == pytest.approx(
-        (spec.lo + spec.hi) / 2)
+        40 ** 0.5)
     assert interpret("/swarm/separation", [False]).values == {"separation": False}
     assert interpret("/swarm/separation", [1]).values == {"separation": True}
     assert interpret("/swarm/boundary", ["wrap"]).values == {"boundary": "wrap"}
@@ -120,13 +121,21 @@ def test_addresses_mean_what_the_readme_says():
     assert interpret("/swarm/burst", [0.25]) == Command("burst", strength=0.25)
 
 
-def test_norm_spans_the_registry_range():
+def test_norm_spans_the_performance_range_as_a_knob_does():
     spec = param("neighbor_radius")
     low = interpret("/swarm/neighbor_radius/norm", [0.0]).values["neighbor_radius"]
     high = interpret("/swarm/neighbor_radius/norm", [1.0]).values["neighbor_radius"]
-    assert (low, high) == (spec.lo, spec.hi)
+    assert (low, high) == spec.play_range == (0.5, 12.0)
+    assert spec.lo < low and high < spec.hi  # inside the hard limits
+    for x in (0.0, 0.3, 0.5, 1.0):  # the same value a MIDI knob at that position gives
+        knob = Binding(1, 74, "neighbor_radius").value(x)
+        assert interpret("/swarm/neighbor_radius/norm", [x]).values["neighbor_radius"] == knob
     count = interpret("/swarm/count/norm", [0.5]).values["count"]
     assert isinstance(count, int)
+    # a switch or a choice on a fader: the upper half is on, each choice an equal part
+    assert interpret("/swarm/separation/norm", [0.7]).values == {"separation": True}
+    assert interpret("/swarm/boundary/norm", [0.2]).values == {"boundary": "sphere"}
+    assert interpret("/swarm/boundary/norm", [0.9]).values == {"boundary": "wrap"}
 
 
 @pytest.mark.parametrize("address, args, reason", [
@@ -136,7 +145,7 @@ def test_norm_spans_the_registry_range():
     ("/swarm/max_speed", [], "needs one argument"),
     ("/swarm/max_speed", [1.0, 2.0], "needs one argument"),
     ("/swarm/max_speed/norm", [1.5], "takes 0..1"),
-    ("/swarm/boundary/norm", [0.5], "/norm is for numeric parameters"),
+    ("/swarm/slow_color/norm", [0.5], "/norm takes one number"),
     ("/swarm/boundary", ["cube"], "must be one of"),
     ("/swarm/count", [2.5], "whole number"),
     ("/swarm/slow_color", [0.1, 0.2], "three numbers"),
