@@ -15,6 +15,7 @@ from typing import Any
 
 from control.files import FileProblem, load_state, save_state
 from control.params import MAX_COUNT, ParamError, Params
+from control.supervisor import StopSignals
 from visual.swarm import MAX_DT, NEIGHBOR_MODES
 
 NO_DISPLAY_SECONDS = 10.0
@@ -147,6 +148,8 @@ def build_parser() -> argparse.ArgumentParser:
     safety.add_argument("--safe-mode", action="store_true",
                         help="start from the last state with no audio, no MIDI, no OSC and the bundled "
                              "shaders, for when something at start-up keeps failing")
+    safety.add_argument("--fresh", action="store_true", help=argparse.SUPPRESS)  # supervisor:
+    # the resumed state died again, so safe mode starts from the default look, not from it
     safety.add_argument("--heartbeat-fd", type=int, help=argparse.SUPPRESS)
     safety.add_argument("--last-telemetry", help=argparse.SUPPRESS)
     from visual.offline import add_render_arguments
@@ -168,7 +171,7 @@ def build_params(args: argparse.Namespace) -> tuple[Params, list, Any]:
 
     params, routes, preset = Params(), [], None
     keep = ("count",) if args.count is not None else ()
-    if args.resume or args.safe_mode:
+    if args.resume or (args.safe_mode and not args.fresh):
         try:
             preset = load_recovery()
             routes = apply_preset(preset, params, keep=keep)
@@ -232,6 +235,9 @@ def open_osc(endpoint: tuple[str, int] | None):
     return osc
 
 
+STOP = StopSignals()  # installed by main() for the live show (a render handles Ctrl+C itself)
+
+
 def say(message: str) -> None:
     print(f"instrument: {message}", flush=True)
 
@@ -270,6 +276,7 @@ class Run:
         from visual.app import LatestRecord, Telemetry
 
         self.args = args
+        self.stop = STOP  # Ctrl+C / SIGTERM end the show after its frame
         self.heartbeat = Heartbeat(args.heartbeat_fd)
         self.latest = LatestRecord(args.last_telemetry) if args.last_telemetry else None
         self.telemetry = None
@@ -289,9 +296,15 @@ class Run:
         self.show = show
         show.recorder = open_recorder(self.args, params, routes, show.audio)
 
+    @property
+    def stopping(self) -> bool:
+        return self.stop.requested is not None
+
     def each_frame(self) -> None:
         now = time.perf_counter()
         self.heartbeat.beat(now)
+        if self.heartbeat.orphaned:
+            self.stop.request("the supervisor is gone")
         if self.latest is not None:
             self.latest.maybe_write(now, self.show.telemetry)
         if self.telemetry is not None:
@@ -361,20 +374,19 @@ def run_headless(args: argparse.Namespace, params: Params, routes: list, preset:
     say(f"headless: {show.swarm.count} agents, {args.neighbors} neighbours, {width}x{height}, "
         f"{ctx.info['GL_RENDERER']}")
     last = time.perf_counter()
-    try:
-        while True:
-            now = time.perf_counter()
-            show.update(now)
-            show.advance(show.frame_dt(now - last))
-            last = now
-            show.draw(framebuffer)
-            run.each_frame()
-            if args.frames is not None and show.frame >= args.frames:
-                break
-            if seconds is not None and now - run.started >= seconds:
-                break
-    except KeyboardInterrupt:
-        say("stopped (Ctrl+C)")
+    while not run.stopping:
+        now = time.perf_counter()
+        show.update(now)
+        show.advance(show.frame_dt(now - last))
+        last = now
+        show.draw(framebuffer)
+        run.each_frame()
+        if args.frames is not None and show.frame >= args.frames:
+            break
+        if seconds is not None and now - run.started >= seconds:
+            break
+    if run.stopping:
+        say(f"stopped ({run.stop.requested})")
     image = None
     if args.screenshot:
         image = framebuffer.read(components=3, alignment=1), (width, height)
@@ -399,16 +411,15 @@ def run_window(args: argparse.Namespace, params: Params, routes: list, preset: A
         return show
 
     live = LiveWindow(window, make_show, fps=args.fps, frames=args.frames,
-                      on_frame=run.each_frame, say=say)
+                      on_frame=run.each_frame, say=say, stopping=lambda: run.stopping)
     width, height = window.get_framebuffer_size()
     say(f"window: {run.show.swarm.count} agents on screen {args.screen}, {width}x{height}"
         f"{' full-screen' if window.fullscreen else ''}, {live.fps:g} fps cap, "
         f"{live.ctx.info['GL_RENDERER']}. Keys: F full-screen, H HUD, Space pause, R respawn, "
         "Esc twice to quit")
-    try:
-        live.run()
-    except KeyboardInterrupt:
-        say("stopped (Ctrl+C)")
+    live.run()
+    if run.stopping:
+        say(f"stopped ({run.stop.requested})")
     image = live.last_image
     if args.screenshot and image is None:
         image = live.read_screen()
@@ -447,6 +458,8 @@ def main(argv: list[str] | None = None) -> int:
         say("supervisor: the show runs in a child process and comes back if it dies or hangs "
             "(--no-supervisor to run it here)")
         return Supervisor(list(argv if argv is not None else sys.argv[1:]), say=say).run()
+    if args.render is None:
+        STOP.install()  # from here on, Ctrl+C asks the show to stop after its frame
     try:
         params, routes, preset = build_params(args)
         if args.render is not None:

@@ -22,10 +22,13 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import errno
+import os
 import re
 import sys
+import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 API_CHOICES = ("alsa", "jack")
@@ -61,11 +64,33 @@ def _api_constant(rtmidi: Any, name: str) -> int:
 
 
 def _why(name: str, exc: Exception) -> str:
+    """Why one MIDI system cannot be opened, short: the show's console says it once."""
     if name == "jack":
-        return (f"JACK MIDI is not available ({exc}): start a JACK server (jackd, or "
-                "jackd -d dummy without sound hardware) or choose --midi-api alsa")
-    return (f"the ALSA sequencer is not available ({exc}): it needs /dev/snd/seq (kernel "
-            "module snd-seq: sudo modprobe snd-seq), or choose --midi-api jack")
+        return "no JACK server (start jackd, or jackd -d dummy without sound hardware)"
+    return "no ALSA sequencer (/dev/snd/seq: sudo modprobe snd-seq)"
+
+
+@contextmanager
+def library_noise(lines: list[str]) -> Iterator[None]:
+    """Collect what C libraries print on stderr (fd 2) meanwhile into `lines` instead of the
+    terminal: ALSA and libjack print six lines or so when rtmidi tries a system that is not
+    there ("ALSA lib seq_hw.c...", "jack server is not running..."). The caller says it in one
+    line of its own; the lines stay available for a bug report."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):  # no fd 2 to borrow (a closed stderr): let it through
+        yield
+        return
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            lines += sink.read(65536).decode("utf-8", "replace").splitlines()
 
 
 def open_api(api: str | None, client_name: str) -> tuple[Any, str, Any]:
@@ -80,16 +105,21 @@ def open_api(api: str | None, client_name: str) -> tuple[Any, str, Any]:
     if not names:
         raise MidiUnavailable("this python-rtmidi has neither ALSA nor JACK support")
     problems, working = [], []
+    hidden_lines = 0
     for name in names:
         constant = _api_constant(rtmidi, name)
         if constant not in compiled:
             raise MidiUnavailable(f"this python-rtmidi was built without {name.upper()} "
                                   "support; choose another --midi-api")
+        noise: list[str] = []
         try:
-            midi_in = rtmidi.MidiIn(constant, client_name)
+            with library_noise(noise):
+                midi_in = rtmidi.MidiIn(constant, client_name)
         except Exception as exc:  # noqa: BLE001 - rtmidi raises RuntimeError and its own errors
             problems.append(_why(name, exc))
             continue
+        finally:
+            hidden_lines += len(noise)
         if midi_in.get_port_count() > 0 or api is not None:
             for _, other in working:
                 other.delete()
@@ -99,7 +129,10 @@ def open_api(api: str | None, client_name: str) -> tuple[Any, str, Any]:
         for _, other in working[1:]:
             other.delete()
         return rtmidi, working[0][0], working[0][1]
-    raise MidiUnavailable("; ".join(problems))
+    hidden = f" ({hidden_lines} library lines hidden)" if hidden_lines else ""
+    other = [n for n in API_CHOICES if n != api][0] if api else None
+    hint = f"--midi-api {other}, or --no-midi" if other else "--no-midi skips it"
+    raise MidiUnavailable(f"{' and '.join(problems)}: MIDI is off; {hint}{hidden}")
 
 
 _ALSA_ADDRESS = re.compile(r"\s+\d+:\d+$")
@@ -235,8 +268,23 @@ class MidiInput:
                 self._virtual = None
         self._select(ports)
         self._scan()
+        self._say_unmatched()
 
     # ----- main thread -----
+
+    def _say_unmatched(self) -> None:
+        """A --midi-port that matches no input yet is said once, with the inputs there are;
+        it is waited for (a controller plugged in later opens by itself)."""
+        unmatched = [p for p in self._patterns or []
+                     if not any(p in key.casefold() for key in self._open)]
+        if unmatched:
+            listed = [port_key(name) for name in self._list_ports() or []]
+            inputs = ", ".join(name for name in listed if self._wanted_any(name)) or "none"
+            self.report(f"--midi-port {', '.join(repr(p) for p in unmatched)} matches no MIDI "
+                        f"input yet (inputs: {inputs}); waiting for it, or see --list-midi")
+
+    def _wanted_any(self, key: str) -> bool:
+        return not key.casefold().startswith(self.client_name.casefold())
 
     def _problem(self, text: str, lasting: bool = True) -> None:
         """Keep the problem for the HUD and report each distinct one once. A lasting one

@@ -5,9 +5,18 @@ with `--no-supervisor --heartbeat-fd N`. The child writes one byte to that pipe 
 second from its frame loop. When the child exits non-zero, is killed, or sends no heartbeat
 for `hang_seconds`, the supervisor writes a crash report (the child's last stderr lines, a
 traceback among them, and its last telemetry record) to a rotating log, and starts it again
-with `--resume` within a few seconds. Three crashes within a minute and the next start is in
-`--safe-mode` (no audio, no MIDI, the bundled shaders). Exit code 0 from the child (Esc twice,
-Ctrl+C) ends the supervisor too. Supervisor process only, one thread reading the child's stderr.
+with `--resume`, after a delay that doubles while crashes follow each other quickly. A resumed
+show that dies again within `QUICK_S` starts fresh (the default look) instead: a state that
+keeps killing the show is not resumed again. Three crashes within a minute and the next start
+is in `--safe-mode` (no audio, no MIDI, the bundled shaders). Exit code 0 from the child (Esc
+twice, Ctrl+C) ends the supervisor too.
+
+Signals: the child runs in a process group of its own, so a Ctrl+C at the terminal reaches the
+supervisor only, which passes it on to the child once; the child (`StopSignals`) finishes its
+frame and ends cleanly (screenshot, telemetry, files), exit 0. A second Ctrl+C is passed on
+too and forces the child's end. SIGTERM the same. The child ends when the supervisor dies
+(Linux: a parent-death signal; anywhere: a heartbeat pipe with no reader left).
+Supervisor process only, one thread reading the child's stderr.
 """
 
 from __future__ import annotations
@@ -26,13 +35,24 @@ from collections import deque
 from pathlib import Path
 from typing import Callable, Sequence
 
-STATE_DIR = Path(os.environ.get("SWARM_STATE_DIR")
-                 or Path.home() / ".local" / "state" / "swarm-instrument")
 CRASH_LOG = "crash.log"
 START_GRACE_S = 90.0  # software GL can take a while to compile and draw the first frame
 HANG_S = 5.0
 QUICK_CRASHES = 3  # this many within CRASH_WINDOW_S: start the next one in safe mode
 CRASH_WINDOW_S = 60.0
+QUICK_S = 20.0  # a show that dies sooner than this after its start died "quickly"
+FIRST_DELAY_S = 0.5  # restart delays: 0.5 s, doubling while crashes are quick, at most 30 s
+MAX_DELAY_S = 30.0
+STOP_GRACE_S = 30.0  # after a stop was passed on, the child is killed if still there
+
+
+def default_state_dir() -> Path:
+    """Where crash reports and the show's latest telemetry live: $SWARM_STATE_DIR, else
+    $XDG_STATE_HOME/swarm-instrument, else ~/.local/state/swarm-instrument."""
+    if os.environ.get("SWARM_STATE_DIR"):
+        return Path(os.environ["SWARM_STATE_DIR"]).expanduser()
+    base = os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state"
+    return Path(base) / "swarm-instrument"
 
 
 def crash_logger(folder: Path) -> logging.Logger:
@@ -79,7 +99,7 @@ class Supervisor:
     def __init__(self, child_args: Sequence[str], *, state_dir: Path | None = None,
                  hang_seconds: float = HANG_S, say: Callable[[str], None] = print,
                  program: Sequence[str] | None = None) -> None:
-        state_dir = state_dir or STATE_DIR
+        state_dir = state_dir or default_state_dir()
         self.program = list(program or [
             sys.executable, str(Path(__file__).resolve().parent.parent / "instrument.py")])
         self.child_args = list(child_args)
@@ -92,10 +112,13 @@ class Supervisor:
         self.restarts = 0
         self._stderr_tail: deque[str] = deque(maxlen=80)
         self._stop = False
+        self._stops = 0  # signals received: each is passed on to the child once
+        self._child: subprocess.Popen | None = None
+        self._stopped_at: float | None = None
 
     # ---- one child ------------------------------------------------------------------------------
 
-    def _start(self, resume: bool, safe: bool) -> tuple[subprocess.Popen, int]:
+    def _start(self, resume: bool, safe: bool, fresh: bool) -> tuple[subprocess.Popen, int]:
         read_fd, write_fd = os.pipe()
         args = [*self.program, *self.child_args, "--no-supervisor", "--heartbeat-fd", str(write_fd),
                 "--last-telemetry", str(self.telemetry)]
@@ -103,10 +126,17 @@ class Supervisor:
             args.append("--resume")
         if safe:
             args.append("--safe-mode")
+        if fresh:
+            args.append("--fresh")
         self._stderr_tail.clear()
+        # A process group of its own: a Ctrl+C at the terminal reaches the supervisor, which
+        # passes it on once (a second copy would force the child's end mid-shutdown).
         child = subprocess.Popen(args, pass_fds=(write_fd,), stderr=subprocess.PIPE,
-                                 text=True, errors="replace")
+                                 text=True, errors="replace", process_group=0)
         os.close(write_fd)
+        self._child = child
+        if self._stops:  # a stop came in while this child was starting
+            self._pass_on(signal.SIGINT)
         threading.Thread(target=self._pump_stderr, args=(child,), daemon=True).start()
         return child, read_fd
 
@@ -122,8 +152,9 @@ class Supervisor:
         last_beat = time.monotonic()
         beaten = False
         while True:
-            if self._stop and child.poll() is None:
-                child.send_signal(signal.SIGINT)
+            if self._stopped_at is not None and child.poll() is None and \
+                    time.monotonic() - self._stopped_at > STOP_GRACE_S:
+                child.kill()  # a stop passed on long ago and still no end: it hangs
             ready, _, _ = select.select([heartbeat], [], [], 0.25)
             now = time.monotonic()
             if ready:
@@ -153,16 +184,29 @@ class Supervisor:
 
     # ---- the loop -------------------------------------------------------------------------------
 
-    def run(self) -> int:
-        def stop(signum, frame):  # Ctrl+C reaches the child too; end after it ends
-            self._stop = True
+    def _pass_on(self, signum: int) -> None:
+        """Give the child one stop signal (its first ends it cleanly, a second forces it)."""
+        child = self._child
+        if child is not None and child.poll() is None:
+            try:
+                child.send_signal(signum)
+            except ProcessLookupError:
+                pass
 
-        previous = signal.signal(signal.SIGINT, stop)
-        signal.signal(signal.SIGTERM, stop)
-        resume = safe = False
+    def run(self) -> int:
+        def stop(signum, frame):
+            self._stop = True
+            self._stops += 1
+            self._stopped_at = self._stopped_at or time.monotonic()
+            self._pass_on(signum)
+
+        previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+        resume = safe = fresh = False
+        delay = FIRST_DELAY_S
         try:
             while True:
-                child, heartbeat = self._start(resume, safe)
+                started = time.monotonic()
+                child, heartbeat = self._start(resume, safe, fresh)
                 try:
                     why = self._watch(child, heartbeat)
                 except BadStart:
@@ -175,27 +219,44 @@ class Supervisor:
                         child.wait()
                     return 0
                 now = time.monotonic()
+                quick = now - started < QUICK_S
                 self.crashes.append(now)
                 self.restarts += 1
                 self._report(why)
                 safe = len(self.crashes) == QUICK_CRASHES and now - self.crashes[0] < CRASH_WINDOW_S
-                resume = True
-                delay = min(0.5 * self.restarts, 3.0)
+                if quick and resume:  # the resumed state may be what kills it: start fresh
+                    resume, fresh = False, True
+                elif not fresh:
+                    resume = True
+                delay = min(delay * 2.0, MAX_DELAY_S) if quick and self.restarts > 1 \
+                    else FIRST_DELAY_S
+                how = (" in --safe-mode" if safe else "") + \
+                      (" from the default look (the resumed state died again)"
+                       if fresh and not resume else "")
                 self.say(f"supervisor: {why}; report in {self.state_dir / CRASH_LOG}; "
-                         f"restarting in {delay:.1f} s{' in --safe-mode' if safe else ''}")
-                time.sleep(delay)
+                         f"restarting in {delay:.1f} s{how}")
+                deadline = time.monotonic() + delay
+                while time.monotonic() < deadline and not self._stop:
+                    time.sleep(0.05)
+                if self._stop:
+                    return 0
         finally:
-            signal.signal(signal.SIGINT, previous)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
 
 class Heartbeat:
-    """The child's side: one byte down the pipe at most once a second, never blocking."""
+    """The child's side: one byte down the pipe at most once a second, never blocking. A pipe
+    with no reader left means the supervisor is gone: `orphaned` turns True and the show
+    ends (on Linux the parent-death signal usually says it first)."""
 
     def __init__(self, fd: int | None) -> None:
         self.fd = fd
         self._next = 0.0
+        self.orphaned = False
         if fd is not None:
             os.set_blocking(fd, False)
+            die_with_parent()
 
     def beat(self, now: float) -> None:
         if self.fd is None or now < self._next:
@@ -203,5 +264,61 @@ class Heartbeat:
         self._next = now + 1.0
         try:
             os.write(self.fd, b".")
-        except (BlockingIOError, BrokenPipeError, OSError):
+        except BrokenPipeError:
+            self.orphaned = True
+        except (BlockingIOError, OSError):
             pass
+
+
+def die_with_parent(signum: int = signal.SIGTERM) -> bool:
+    """Ask Linux to send `signum` to this process when its parent dies (prctl
+    PR_SET_PDEATHSIG), so a supervisor killed with SIGKILL leaves no show rendering on its own
+    and holding the OSC port. False where the system has no such call."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(1, signum, 0, 0, 0) != 0:  # PR_SET_PDEATHSIG = 1
+            return False
+    except (OSError, AttributeError):
+        return False
+    if os.getppid() == 1:  # the parent died before the call: nobody will signal us
+        os.kill(os.getpid(), signum)
+    return True
+
+
+class StopSignals:
+    """Ctrl+C (SIGINT) and SIGTERM ask the show to stop at the end of its frame instead of
+    raising KeyboardInterrupt wherever the main thread happens to be (inside MIDI port deletion
+    or PortAudio's exit handler, which then broke the shutdown). The show ends cleanly: the
+    screenshot, the last telemetry record, the files. A second signal while it stops forces
+    the end at once (exit code 130). Main thread only (Python runs signal handlers there)."""
+
+    def __init__(self) -> None:
+        self.requested: str | None = None  # "Ctrl+C" or "SIGTERM" once asked
+        self._previous: dict[int, object] = {}
+
+    def install(self) -> "StopSignals":
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            try:
+                self._previous[signum] = signal.signal(signum, self._handle)
+            except ValueError:  # not the main thread: leave the defaults
+                pass
+        return self
+
+    def _handle(self, signum: int, frame: object) -> None:
+        if self.requested is not None:
+            os.write(2, b"instrument: stopping at once (second stop signal)\n")
+            os._exit(130)
+        self.requested = "Ctrl+C" if signum == signal.SIGINT else "SIGTERM"
+
+    def request(self, why: str) -> None:
+        """Stop for another reason (the supervisor is gone)."""
+        self.requested = self.requested or why
+
+    def uninstall(self) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous.clear()

@@ -131,6 +131,19 @@ def test_ports_by_name_follow_a_device_alsa_renumbers(alsa):
     assert alsa.listening == {}
 
 
+def test_a_port_that_matches_nothing_is_said_with_the_inputs_and_waited_for(alsa):
+    alsa.ports = ["Midi Through:Midi Through Port-0 14:0"]
+    reports: list[str] = []
+    source = MidiInput(ports=["nanokontrol"], api="alsa", report=reports.append)
+    assert reports == ["--midi-port 'nanokontrol' matches no MIDI input yet (inputs: Midi "
+                       "Through:Midi Through Port-0); waiting for it, or see --list-midi"]
+    assert source.waiting_for == ["nanokontrol"] and "waiting for nanokontrol" in source.state
+    alsa.ports.append(f"{NANO} 24:0")  # plugged in later: opened by itself
+    source.poll(100.0)
+    assert source.ports_open == [NANO] and reports[-1] == f"opened MIDI input '{NANO}'"
+    source.close()
+
+
 def test_every_input_by_default_and_a_virtual_port(alsa):
     alsa.ports = ["Midi Through:Midi Through Port-0 14:0", f"{NANO} 24:0"]
     source = MidiInput(virtual="swarm", api="alsa", report=lambda text: None)
@@ -160,7 +173,7 @@ def test_no_alsa_sequencer_is_reported_with_what_to_do(alsa, monkeypatch):
     assert source.api is None and source.drain() == []
     assert len(reports) == 1 and "snd-seq" in reports[0] and "--midi-api jack" in reports[0]
     assert midi_input.list_midi_ports("alsa").startswith(
-        "MIDI unavailable: the ALSA sequencer is not available")
+        "MIDI unavailable: no ALSA sequencer")
 
 
 def test_reading_never_raises_counts_what_it_skips_and_bounds_a_flood(alsa, monkeypatch):

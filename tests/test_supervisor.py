@@ -79,20 +79,28 @@ def test_the_show_comes_back_after_sigkill_and_a_hang(supervised):
         os.kill(third, 0)  # the child ended with it
 
 
-def test_repeated_crashes_restart_in_safe_mode(tmp_path):
-    """A show that dies at once, again and again: the fourth start is in --safe-mode, with
-    --resume from the second start on."""
+def test_repeated_crashes_back_off_stop_resuming_and_end_in_safe_mode(tmp_path):
+    """A show that dies at once, again and again: the second start resumes; the resumed state
+    died quickly too, so the third starts fresh (the default look) and so does the fourth, in
+    --safe-mode. The delays between starts double."""
     starts = tmp_path / "starts.txt"
-    crasher = ("import sys; open(sys.argv[1], 'a').write(' '.join(sys.argv[2:]) + '\\n'); "
+    crasher = ("import sys, time; open(sys.argv[1], 'a').write(f'{time.monotonic()} ' + "
+               "' '.join(sys.argv[2:]) + '\\n'); "
                "sys.exit(3 if sys.argv[2:].count('--safe-mode') == 0 else 0)")
-    supervisor = Supervisor([], state_dir=tmp_path, say=lambda text: None,
+    said: list[str] = []
+    supervisor = Supervisor([], state_dir=tmp_path, say=said.append,
                             program=[sys.executable, "-c", crasher, str(starts)])
     assert supervisor.run() == 0  # the safe-mode child exits 0: the supervisor ends
     lines = starts.read_text().splitlines()
     assert len(lines) == 4
-    assert "--resume" not in lines[0] and all("--resume" in line for line in lines[1:])
+    assert "--resume" not in lines[0] and "--resume" in lines[1]
+    assert all("--resume" not in line and "--fresh" in line for line in lines[2:])
     assert all("--safe-mode" not in line for line in lines[:3]) and "--safe-mode" in lines[3]
     assert (tmp_path / "crash.log").read_text().count("exited with code 3") == 3
+    times = [float(line.split()[0]) for line in lines]
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    assert gaps[0] >= 0.5 and gaps[1] >= 1.0 and gaps[2] >= 2.0  # backing off
+    assert "from the default look" in said[1]
 
 
 def test_the_crash_log_rotates(tmp_path):

@@ -444,10 +444,12 @@ class Show:
                             values=self.values)
         self.sim_time += min(dt, MAX_DT)
 
-    def draw(self, framebuffer: moderngl.Framebuffer) -> None:
+    def draw(self, framebuffer: moderngl.Framebuffer, size: tuple[int, int] | None = None
+             ) -> None:
+        """Cull and draw into `framebuffer`, `size` pixels (default: its own size)."""
         self.renderer.render(self.swarm, self.camera, framebuffer, lure=self.lure_position(),
                              time=self.show_time, values=self.values,
-                             show_lure=not self.lure.wandering)
+                             show_lure=not self.lure.wandering, size=size)
         self.frame += 1
         if self.clock.tick(time.perf_counter()) and time.perf_counter() >= self._next_slow_note:
             self._next_slow_note = time.perf_counter() + 10.0  # at most a line every 10 s

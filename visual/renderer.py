@@ -353,19 +353,21 @@ class Renderer:
 
     def render(self, swarm: Any, camera: OrbitCamera, framebuffer: moderngl.Framebuffer, *,
                lure: Sequence[float] = (0.0, 0.0, 0.0), time: float | None = None,
-               values: Mapping[str, Any] | None = None, show_lure: bool = False) -> None:
+               values: Mapping[str, Any] | None = None, show_lure: bool = False,
+               size: tuple[int, int] | None = None) -> None:
         """Cull, draw and present `swarm` (anything with `current` and `count`, as `Swarm`) as
         seen by `camera` into `framebuffer`, which is left bound.
 
         `lure` is the point the near-lure count is taken around; `time` (seconds, simulated
         time for reproducible renders; default: the wall clock) drives the telegraph's fade;
         `values` overrides parameters for this frame (modulated values). `show_lure` draws a
-        marker at the lure (while the mouse holds it). `framebuffer.size` is the size drawn:
-        re-detect the window's framebuffer after a resize.
+        marker at the lure (while the mouse holds it). `size` is the size drawn, in pixels:
+        `framebuffer.size` unless given (a window's detected framebuffer keeps the size it had
+        when the context was made, so the window passes its own).
         """
         p = ChainMap(dict(values or {}), self.params.as_dict())
         ctx = self.ctx
-        size = tuple(framebuffer.size)
+        size = tuple(size or framebuffer.size)
         aspect = size[0] / max(size[1], 1)
         count = swarm.count
         self._ensure_capacity(count)

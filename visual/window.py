@@ -96,17 +96,22 @@ class LiveWindow:
 
     def __init__(self, window, make_show: Callable[[moderngl.Context], object], *,
                  fps: float | None, frames: int | None, on_frame: Callable[[], None],
-                 say: Callable[[str], None]) -> None:
+                 say: Callable[[str], None],
+                 stopping: Callable[[], bool] = lambda: False) -> None:
         self.window = window
         self.say = say
+        # GPU objects are released by their owners (Swarm, Renderer), once, as headless runs
+        # do: no moderngl gc_mode. ("context_gc" broke ctx.gc() on preset recall: an object
+        # released by hand and later collected leaves an InvalidObject, moderngl issue #695.)
         self.ctx = moderngl.create_context(require=430)
-        self.ctx.gc_mode = "context_gc"
         self.show = make_show(self.ctx)
         self.fps = fps or display_rate(window)
         self.frames = frames
         self.on_frame = on_frame
+        self.stopping = stopping  # Ctrl+C / SIGTERM: quit after this frame
         self.escape = EscapeGuard()
         self.last_image = None
+        self._screen: moderngl.Framebuffer | None = None
         self._last = time.perf_counter()
         self.hud = Hud(window.width, window.height)
         window.push_handlers(self)
@@ -167,19 +172,28 @@ class LiveWindow:
         dt = self.show.frame_dt(now - self._last)
         self._last = now
         self.window.switch_to()
-        screen = self.ctx.detect_framebuffer(0)
-        width, height = self.window.get_framebuffer_size()  # HiDPI: pixels, not points
-        screen.viewport = (0, 0, width, height)
         self.show.update(now)
         self.show.advance(dt)
-        self.show.draw(screen)
+        self.show.draw(*self.screen())
         self.hud.draw(self.show.hud_lines(),
                       "press Esc again to quit" if self.escape.armed(now) else "")
-        self.ctx.gc()
         self.on_frame()
-        if self.frames is not None and self.show.frame >= self.frames:
+        if self.stopping() or (self.frames is not None and self.show.frame >= self.frames):
             self.last_image = self.read_screen()
             self.quit()
+
+    def screen(self) -> tuple[moderngl.Framebuffer, tuple[int, int]]:
+        """The window's framebuffer and its current size in pixels (HiDPI: not points).
+
+        moderngl gives a detected default framebuffer the size the context had when it was
+        made, whatever the window's size since; so the size is the window's, passed along to
+        the renderer, and the viewport is set to it every frame: F into or out of full-screen
+        and a dragged edge draw the whole window."""
+        size = tuple(self.window.get_framebuffer_size())
+        if self._screen is None:
+            self._screen = self.ctx.detect_framebuffer(0)
+        self._screen.viewport = (0, 0, *size)
+        return self._screen, size
 
     def read_screen(self) -> tuple[bytes, tuple[int, int]]:
         """The back buffer as RGB rows, bottom row first, HUD included. Through pyglet: moderngl
