@@ -31,6 +31,7 @@ import math
 import os
 import re
 import threading
+import time
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -38,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from audio.modulation import Route, RouteError, routes_from_json, routes_to_json
-from control.atomic import atomic_write_text
+from control.atomic import atomic_write_text, remove_stale_temporaries
 from control.files import FileProblem, read_json
 from control.params import BY_NAME, REGISTRY, Param, ParamError, Params
 
@@ -49,12 +50,23 @@ SLOTS = range(1, 10)  # number keys 1-9; MIDI program change p recalls slot p + 
 BUNDLED_DIR = Path(__file__).resolve().parent.parent / "presets"
 USER_DIR_ENV = "SWARM_PRESETS_DIR"
 RECOVERY_ENV = "SWARM_RECOVERY_FILE"
+STATE_DIR_ENV = "SWARM_STATE_DIR"  # also the supervisor's crash.log folder
 _MAPPING_FILE = re.compile(r"^midi(-.+)?\.json$")  # presets/midi.json, midi-default.json
 _SLOT_FILE = re.compile(r"^([1-9])-(.+)\.json$")  # bundled: "1-calm-school.json" fills slot 1
 
 
 class PresetError(FileProblem):
     """A preset that cannot be used: the message names the file and the key, and what to do."""
+
+
+class RecoveryDamaged(PresetError):
+    """The recovery file exists but cannot be used; `load_recovery` has set it aside (renamed it
+    beside itself, `set_aside`; None when that failed) so the next start does not trip on it
+    again. The message is one line: the problem, then where the file went."""
+
+    def __init__(self, message: str, set_aside: Path | None) -> None:
+        super().__init__(message)
+        self.set_aside = set_aside
 
 
 @dataclass
@@ -86,20 +98,21 @@ def parse_preset(data: Any, where: str, default_name: str = "preset") -> Preset:
             raise PresetError(f"{where}: unknown key '{key}'{_did_you_mean(key, TOP_KEYS)} "
                               f"(a preset has {', '.join(TOP_KEYS)}){hint}")
     if "format" in data and data["format"] != FORMAT:
-        raise PresetError(f"{where}: 'format' is {data['format']!r}, not \"{FORMAT}\": this is "
-                          "not a preset file")
+        raise PresetError(f"{where}: 'format' is {_shown(data['format'])}, not \"{FORMAT}\": "
+                          "this is not a preset file")
     version = data.get("version", 1)
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise PresetError(f"{where}: 'version' must be a whole number from 1, got {version!r}")
+        raise PresetError(f"{where}: 'version' must be a whole number from 1, got "
+                          f"{_shown(version)}")
     if version > VERSION:
         raise PresetError(f"{where}: 'version' {version} is from a newer instrument (this one "
                           f"reads version {VERSION}); update the instrument to use it")
     name = data.get("name", default_name)
     if not isinstance(name, str) or not name.strip():
-        raise PresetError(f"{where}: 'name' must be a non-empty string, got {name!r}")
+        raise PresetError(f"{where}: 'name' must be a non-empty string, got {_shown(name)}")
     about = data.get("about", "")
     if not isinstance(about, str):
-        raise PresetError(f"{where}: 'about' must be a string, got {about!r}")
+        raise PresetError(f"{where}: 'about' must be a string, got {_shown(about)}")
     state = data.get("state", {})
     if not isinstance(state, dict):
         raise PresetError(f"{where}: 'state' must be an object, got {_json_kind(state)}")
@@ -340,6 +353,14 @@ class Morph:
             values[name] = target if is_stepped(p) else blend_value(p, start, target, weight)
         return values
 
+    def let_go(self, names: Collection[str]) -> None:
+        """Stop driving `names`: a performer's knob, key or OSC message moved them during the
+        morph, and what the performer plays wins over the preset being blended in."""
+        for name in names:
+            self.start.pop(name, None)
+            self.target.pop(name, None)
+        self.changing = self.changing - frozenset(names)
+
     def routes_at(self, t: float) -> list[Route]:
         return blend_routes(self.start_routes, self.target_routes,
                             smoothstep(self.progress_at(t)))
@@ -383,12 +404,18 @@ class PresetBank:
                  bundled_folder: str | os.PathLike = BUNDLED_DIR) -> None:
         self.user_folder = Path(user_folder) if user_folder is not None else user_presets_dir()
         self.bundled_folder = Path(bundled_folder)
+        # Temporaries a killed save left (only of the files written here: the folder may be
+        # one the user shares with other things).
+        remove_stale_temporaries(self.user_folder,
+                                 names=[f"slot-{slot}.json" for slot in SLOTS] + ["midi.json"])
 
     def slot_path(self, slot: int) -> Path | None:
-        """The file that fills `slot` (the user's first), or None for an empty slot."""
+        """The file that fills `slot` (the user's first), or None for an empty slot. Anything
+        named slot-N.json fills it, a FIFO or a dangling link included, so that a recall says
+        what is wrong with it instead of silently playing the bundled preset."""
         _check_slot(slot)
         user = self.user_folder / f"slot-{slot}.json"
-        if user.is_file():
+        if os.path.lexists(user):
             return user
         for path in _preset_files(self.bundled_folder):
             match = _SLOT_FILE.match(path.name)
@@ -419,7 +446,7 @@ class PresetBank:
 
     def names(self) -> dict[int, str]:
         """Slot -> preset name for the filled slots (the HUD's list); a file that cannot be
-        read shows its file name."""
+        read shows its file name. Never raises."""
         names = {}
         for slot in SLOTS:
             path = self.slot_path(slot)
@@ -428,7 +455,9 @@ class PresetBank:
         return names
 
     def available(self) -> dict[str, Path]:
-        """Every preset by name, the user's folder first: what `--preset NAME` accepts."""
+        """Every preset by name, the user's folder first: what `--preset NAME` accepts. Never
+        raises: a file that cannot be read is listed by its file name only, so one bad file
+        spoils only itself."""
         found: dict[str, Path] = {}
         for folder in (self.user_folder, self.bundled_folder):
             for path in _preset_files(folder):
@@ -441,8 +470,8 @@ class PresetBank:
         a digit 1-9 is that slot; otherwise a preset's name (or file name), any case."""
         text = name_or_path.strip()
         candidate = Path(text).expanduser()
-        if candidate.is_file():
-            return candidate
+        if candidate.is_file() or (os.path.lexists(candidate) and not candidate.is_dir()):
+            return candidate  # a FIFO or a device too: load_preset says what it is
         if text.lower().endswith(".json"):
             for folder in (self.user_folder, self.bundled_folder):  # "1-calm-school.json"
                 if candidate.name == text and (folder / text).is_file():
@@ -479,10 +508,13 @@ def slot_for_program(program: int) -> int | None:
 # ---- the recovery file -------------------------------------------------------------------------
 
 def recovery_path() -> Path:
-    """Where the live state is saved every few seconds: $SWARM_RECOVERY_FILE, else the user's
-    state folder."""
+    """Where the live state is saved every few seconds: $SWARM_RECOVERY_FILE, else
+    recovery.json in $SWARM_STATE_DIR (beside the supervisor's crash.log), else in
+    $XDG_STATE_HOME/swarm-instrument, else in ~/.local/state/swarm-instrument."""
     if os.environ.get(RECOVERY_ENV):
         return Path(os.environ[RECOVERY_ENV]).expanduser()
+    if os.environ.get(STATE_DIR_ENV):
+        return Path(os.environ[STATE_DIR_ENV]).expanduser() / "recovery.json"
     state = os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state"
     return Path(state) / "swarm-instrument" / "recovery.json"
 
@@ -501,6 +533,7 @@ class RecoveryWriter:
 
     def __init__(self, path: str | os.PathLike | None = None, interval: float = 3.0) -> None:
         self.path = Path(path) if path is not None else recovery_path()
+        remove_stale_temporaries(self.path.parent, names=(self.path.name,))
         self.interval = interval
         self.error: str | None = None
         self.writes = 0
@@ -614,12 +647,43 @@ class RecoveryWriter:
 
 
 def load_recovery(path: str | os.PathLike | None = None) -> Preset:
-    """The state `--resume` starts from; PresetError if there is none or it is damaged."""
+    """The state `--resume` starts from.
+
+    Raises PresetError when there is no recovery file. A file that is there but cannot be used
+    (damaged, truncated, a FIFO, too deep, from a newer instrument...) raises RecoveryDamaged,
+    a PresetError, after renaming it to PATH.damaged-YYYYmmdd-HHMMSS beside itself: a show
+    restarted with --resume would otherwise trip on it again at every start. The caller prints
+    the message (one line: the problem and where the file went) and starts without it.
+    """
     path = Path(path) if path is not None else recovery_path()
-    if not path.exists():
+    if not os.path.lexists(path):
         raise PresetError(f"{path}: no recovery file, so nothing to resume (the instrument "
                           "saves one every few seconds while it plays)")
-    return load_preset(path)
+    try:
+        return load_preset(path)
+    except PresetError as exc:
+        aside, why = _set_aside(path)
+        if aside is None:
+            raise RecoveryDamaged(f"{exc}; could not set it aside ({why}): remove it", None) \
+                from None
+        raise RecoveryDamaged(f"{exc}; set aside as {aside}", aside) from None
+
+
+def _set_aside(path: Path) -> tuple[Path | None, str]:
+    """Rename `path` to PATH.damaged-<local time>[-N], never over an existing name; the link
+    itself when it is a symbolic link. (new path, "") or (None, why not)."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for number in range(1, 100):
+        suffix = f".damaged-{stamp}" + (f"-{number}" if number > 1 else "")
+        aside = path.with_name(path.name + suffix)
+        if os.path.lexists(aside):
+            continue
+        try:
+            os.rename(path, aside)
+        except OSError as exc:
+            return None, exc.strerror or str(exc)
+        return aside, ""
+    return None, "too many set-aside copies already"
 
 
 # ---- helpers -----------------------------------------------------------------------------------
@@ -644,20 +708,25 @@ def _preset_files(folder: Path) -> list[Path]:
 
 
 def _name_from_file(path: Path) -> str:
-    """"1-calm-school.json" -> "calm-school"; "slot-3.json" -> "slot-3"."""
+    """"1-calm-school.json" -> "calm-school"; "slot-3.json" -> "slot-3". A file name that is
+    not UTF-8 (Python keeps its bytes as lone surrogates) shows them escaped, so printing the
+    name can never fail."""
     match = _SLOT_FILE.match(path.name)
-    return match.group(2) if match else path.stem
+    name = match.group(2) if match else path.stem
+    return name.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _peek_name(path: Path) -> str:
-    """A file's "name", without checking the rest (listing names must not fail)."""
+    """A file's "name", without checking the rest. Never raises (listing names must not
+    fail): a file that cannot be read, through the same safe reader as a recall, gives its
+    file name."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        name = data.get("name") if isinstance(data, dict) else None
-        if isinstance(name, str) and name.strip():
-            return name.strip()
-    except (OSError, UnicodeDecodeError, ValueError):
-        pass
+        data = read_json(path)
+    except FileProblem:
+        return _name_from_file(path)
+    name = data.get("name") if isinstance(data, dict) else None
+    if isinstance(name, str) and name.strip():
+        return name.strip()
     return _name_from_file(path)
 
 
@@ -681,6 +750,13 @@ def _route_counts(routes: Iterable[Route]) -> Counter:
 
 def _to_json_value(value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
+
+
+def _shown(value: Any, limit: int = 60) -> str:
+    """A value as the message shows it: its repr, cut so that a megabyte of text in a file
+    still gives a line that can be read."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit - 3]}..."
 
 
 def _json_kind(value: Any) -> str:

@@ -71,3 +71,10 @@ def ctx(gl_context):
     yield gl_context
     error = gl_context.error
     assert error == "GL_NO_ERROR", f"the test left a GL error: {error}"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """--slow: run every case of the exhaustive families (every truncation point of every
+    bundled file in tests/test_hostile_files.py) instead of a sample."""
+    parser.addoption("--slow", action="store_true", default=False,
+                     help="run the exhaustive hostile-input families in full (slower)")

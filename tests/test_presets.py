@@ -437,13 +437,15 @@ def test_unwritable_place_is_a_clear_error_and_touches_nothing(tmp_path):
     assert blocker.read_text() == "a file where a folder should be"
 
 
-def test_symlinked_file_is_replaced_where_it_points(tmp_path):
+def test_symlinked_file_is_refused_not_written_through(tmp_path):
     real = tmp_path / "real.json"
     atomic_write_text(real, "one")
     link = tmp_path / "link.json"
     link.symlink_to(real)
-    atomic_write_text(link, "two")
-    assert link.is_symlink() and real.read_text() == "two"
+    with pytest.raises(FileProblem, match="link.json is a symbolic link; refusing"):
+        atomic_write_text(link, "two")
+    assert link.is_symlink() and real.read_text() == "one"
+    assert sorted(os.listdir(tmp_path)) == ["link.json", "real.json"]
 
 
 # ---- slots and names ---------------------------------------------------------------------------
