@@ -17,8 +17,9 @@ from pythonosc.osc_message_builder import OscMessageBuilder
 from pythonosc.udp_client import SimpleUDPClient
 
 from control.midi_map import Binding
-from control.osc import (MAX_PER_FRAME, Command, OscError, OscInput, OscProblem, interpret,
-                         parse_endpoint, parse_message, parse_packet)
+from control.osc import (MAX_ARGUMENTS, MAX_DATAGRAMS_PER_FRAME, MAX_MESSAGES_PER_FRAME,
+                         Budget, Command, OscError, OscInput, OscProblem, TimeTag, interpret,
+                         parse_endpoint, parse_message, parse_packet, printable)
 from control.params import Params, param
 from control.presets import PresetBank
 from visual.app import Show, ShowOptions
@@ -27,6 +28,11 @@ from visual.app import Show, ShowOptions
 SPEC_FREQUENCY = bytes.fromhex("2f6f7363696c6c61746f722f342f6672657175656e6379002c66000043dc0000")
 SPEC_FOO = (b"/foo\0\0\0\0,iisff\0\0" + struct.pack(">ii", 1000, -1) + b"hello\0\0\0"
             + struct.pack(">ff", 1.234, 5.678))
+
+
+def osc_string(raw):
+    """An OSC-string by hand (python-osc will not build a malformed one): a zero, padding."""
+    return raw + b"\0" * (4 - len(raw) % 4)
 
 
 def message(address, *args):
@@ -53,7 +59,9 @@ def test_every_argument_type_and_nested_bundles():
     outer = OscBundleBuilder(IMMEDIATELY)
     outer.add_content(OscMessageBuilder("/swarm/burst").build())
     outer.add_content(inner.build())
-    assert parse_packet(outer.build().dgram) == [("/swarm/burst", []), ("/swarm/respawn", [])]
+    packet = parse_packet(outer.build().dgram)
+    assert packet.messages == [("/swarm/burst", []), ("/swarm/respawn", [])]
+    assert packet.dropped == 0
 
 
 @pytest.mark.parametrize("data, reason", [
@@ -68,6 +76,21 @@ def test_every_argument_type_and_nested_bundles():
     (b"/\xe9t\xe9\0\0\0\0", "not ASCII"),
     (b"#bundle\0" + bytes(8) + struct.pack(">i", 1 << 30), "runs past the end"),
     (b"#bundle\0" + bytes(8) + struct.pack(">i", -4), "size -4"),
+    # Strict OSC 1.0 (issue 13): each of these was accepted before.
+    (b"/a\0\x01,i\0\0" + struct.pack(">i", 1), "address at byte 0: padding bytes are not zero"),
+    (b"/a\0\0,i\0\x01" + struct.pack(">i", 1), "type tags at byte 4: padding bytes are not zero"),
+    (b"/a\0\0,s\0\0ab\0\x01", r"argument 1 \('s'\) at byte 8: padding bytes are not zero"),
+    (b"/a\0\0,b\0\0" + struct.pack(">i", 1) + b"\x01\x02\0\0", "padding bytes after the blob"),
+    (b"#bundle\0" + bytes(8) + struct.pack(">i", 8) + b"/a\0\x07,\0\0\0", "padding bytes"),
+    (message("/swarm/max_speed/", 1.0), "ends with '/'"),
+    (message("/swarm//max_speed", 1.0), r"has an empty part \('//'\)"),
+    (message("/swarm/max speed", 1.0), "printable ASCII"),
+    (message("/swarm/max\x7fspeed", 1.0), "printable ASCII"),
+    (message("/swarm/max_speed", *[1.0] * 17), r"type tags for 17 arguments \(at most 16\)"),
+    (b"/a\0\0," + b"f" * 60000 + b"\0" * 3, "type tags for 60000 arguments"),
+    (b"#bundle\0" + bytes(8) + struct.pack(">i", 6) + bytes(8), "size 6"),
+    (b"#bundle\0" + bytes(8) + struct.pack(">i", 0), "size 0"),
+    (b"#bundle\0" + bytes(4), "no time tag"),
 ])
 def test_malformed_datagrams_say_why(data, reason):
     with pytest.raises(OscError, match=reason):
@@ -82,6 +105,188 @@ def test_a_bundle_bomb_is_refused():
         parse_packet(packet)
 
 
+def test_the_limits_themselves_are_accepted():
+    """Exactly MAX_ARGUMENTS arguments and exactly 8 nested bundles are fine; one more is not."""
+    assert MAX_ARGUMENTS == 16
+    assert parse_message(message("/a", *range(16))) == ("/a", list(range(16)))
+    packet = message("/swarm/respawn")
+    for depth in range(1, 10):
+        packet = b"#bundle\0" + bytes(8) + struct.pack(">i", len(packet)) + packet
+        if depth <= 8:
+            assert parse_packet(packet).messages == [("/swarm/respawn", [])]
+    with pytest.raises(OscError, match="nested more than 8 deep"):
+        parse_packet(packet)
+
+
+def test_huge_type_tags_are_refused_before_any_argument_is_read():
+    """The probe's 59 ms frame: 12,000 float arguments, every one present, were all decoded
+    before the address said it takes one. Now the tags are counted first."""
+    count = 12000
+    tags = b"," + b"f" * count + b"\0" * (4 - (count + 1) % 4)
+    data = b"/swarm/max_speed\0\0\0\0" + tags + struct.pack(f">{count}f", *[1.0] * count)
+    assert len(data) < 65507  # one UDP datagram
+    best = math.inf
+    for _ in range(3):  # the fastest of three: a preempted run says nothing about the parser
+        start = time.perf_counter()
+        with pytest.raises(OscError, match=f"type tags for {count} arguments"):
+            parse_packet(data)
+        best = min(best, time.perf_counter() - start)
+    assert best < 0.002, f"{best * 1e3:.2f} ms to refuse {count} type tags"
+
+
+def test_a_time_tag_argument_is_not_a_number():
+    data = b"/swarm/max_speed\0\0\0\0,t\0\0" + struct.pack(">Q", 12)
+    address, args = parse_message(data)
+    assert args == [TimeTag(12)]
+    with pytest.raises(OscError, match=r"argument 1 is a time tag \('t'\), not a value"):
+        interpret(address, args)
+    # Bundle time tags stay accepted, and ignored: the message applies on the next frame.
+    bundle = OscBundleBuilder(time.time() + 3600)  # an hour from now: applied at once anyway
+    bundle.add_content(OscMessageBuilder("/swarm/respawn").build())
+    assert parse_packet(bundle.build().dgram).messages == [("/swarm/respawn", [])]
+
+
+@pytest.mark.parametrize("address, args, reason", [
+    ("/swarm/max_speed", [b"\x01" * 5000], r"argument 1 is a blob \('b'\) of 5000 bytes"),
+    ("/swarm/boundary", ["w" * 70000], "string of 70000 characters; no value is longer than 64"),
+    ("/swarm/slow_color", [0.1, 0.2, TimeTag(1)], "argument 3 is a time tag"),
+    ("/swarm/*_speed", [1.0], "address patterns .* are not supported"),
+])
+def test_arguments_that_are_no_value_say_which(address, args, reason):
+    with pytest.raises(OscError, match=reason) as refused:
+        interpret(address, args)
+    assert len(str(refused.value)) <= 200
+
+
+def test_printable_escapes_and_cuts_what_it_quotes():
+    assert printable("/swarm/max_speed") == "/swarm/max_speed"
+    assert printable("\x1b]0;TITLE\x07\x1b[2J") == "\\x1b]0;TITLE\\x07\\x1b[2J"
+    assert printable("a\\b\n\t") == "a\\\\b\\n\\t"  # a backslash doubled: escapes unambiguous
+    assert printable(b"/\xe9\x00\x9b") == "/\\xe9\\x00\\x9b"  # bytes, C1 CSI included
+    assert printable("\u202e\U0001f600") == "\\u202e\\U0001f600"  # bidi override, emoji
+    assert printable("x" * 100) == "x" * 57 + "..."
+    assert printable("a" * 55 + "\x1b" * 3) == "a" * 55 + "..."  # never half an escape
+    assert printable("x" * 10, limit=10) == "x" * 10
+    for text in ("\x1b" * 1000, "\x07" * 61, bytes(range(256)) * 4):
+        quoted = printable(text)
+        assert len(quoted) <= 60 and quoted.endswith("...")
+        assert quoted.isascii() and quoted.isprintable()
+    huge, best = "\x1b" * 10_000_000, math.inf
+    for _ in range(3):  # the fastest of three: a preempted run says nothing about printable
+        start = time.perf_counter()
+        printable(huge)
+        best = min(best, time.perf_counter() - start)
+    assert best < 0.001  # O(limit), not O(len): escaping 10 M characters would take seconds
+
+
+ESCAPE = "\x1b]0;TITLE\x07\x1b[2J"  # retitles a terminal, then clears it
+
+
+def assert_safe(reason):
+    assert reason.isascii() and reason.isprintable(), repr(reason)
+    assert "\x1b" not in reason and "\x07" not in reason and len(reason) <= 200
+
+
+def test_outside_text_never_reaches_the_terminal_raw(osc):
+    """Addresses and strings in refusal reasons are quoted escaped (issue 13: an OSC address
+    retitled and cleared the performer's terminal through the console)."""
+    for address, args in [("/" + ESCAPE, [1.0]), ("/swarm/" + ESCAPE, []),
+                          ("/swarm/max_speed", [ESCAPE]), ("/swarm/boundary", [ESCAPE]),
+                          ("/swarm/burst", [ESCAPE, ESCAPE])]:
+        with pytest.raises(OscError) as refused:
+            interpret(address, args)
+        assert_safe(str(refused.value))
+        assert "\\x1b]0;TITLE\\x07" in str(refused.value)
+    sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sent = [osc_string(b"/" + ESCAPE.encode()), message("/swarm/boundary", ESCAPE),
+            osc_string(b"/" + ESCAPE.encode() * 3000),  # a 51 KB address, quoted 60 characters
+            osc_string(b"/\x1b\xff") + osc_string(b",s") + osc_string(b"\x1b[2J"),
+            osc_string(ESCAPE.encode())]
+    reasons = []
+    try:
+        for data in sent:
+            sender.sendto(data, ("127.0.0.1", osc.port))
+            before = osc.received
+            wait_for(osc, before + 1)
+            reasons.append(osc.last_error)
+    finally:
+        sender.close()
+    assert osc.rejected == len(sent) and osc.applied == 0
+    for reason in reasons:
+        assert_safe(reason)
+    assert "\\x1b]0;TITLE\\x07" in reasons[0] and "printable ASCII" in reasons[0]
+    assert "'boundary' must be one of" in reasons[1]
+    assert "\\x1b" in reasons[3] and "not ASCII" in reasons[3]
+
+
+def test_a_64k_bundle_applies_the_frame_budget_and_refuses_the_rest(osc):
+    """The probe's 1.09 s frame: one 64 KB bundle of 2,7xx messages, all decoded and applied
+    in one frame. Now a frame decodes at most 256; the rest are refused, counted as dropped,
+    said why, and never applied late."""
+    assert MAX_MESSAGES_PER_FRAME == 256
+    count = (65507 - 16) // 24  # as many 20-byte messages as one UDP datagram holds: 2,728
+    bundle = OscBundleBuilder(IMMEDIATELY)
+    for _ in range(count):
+        bundle.add_content(OscMessageBuilder("/swarm/respawn").build())
+    data = bundle.build().dgram
+    sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        sender.sendto(data, ("127.0.0.1", osc.port))
+        commands, worst = timed_polls(osc, 1)
+    finally:
+        sender.close()
+    assert worst < 0.050, f"poll took {worst * 1e3:.1f} ms"
+    assert len(commands) == 256 and commands[0] == Command("respawn")
+    assert osc.applied == 256 and osc.dropped == count - 256 == 2472
+    assert osc.rejected == 2472  # dropped messages are refused messages too
+    assert "2472 message(s) past this frame's 256 refused" in osc.last_error
+    assert osc.poll() == [] and osc.applied == 256  # nothing of the bundle comes later
+    assert osc.state()["dropped"] == 2472
+
+
+def test_the_issue_bundle_of_2729_messages_decodes_256():
+    bundle = OscBundleBuilder(IMMEDIATELY)
+    for _ in range(2729):
+        bundle.add_content(OscMessageBuilder("/swarm/burst").build())
+    packet = parse_packet(bundle.build().dgram)
+    assert len(packet.messages) == 256 and packet.dropped == 2729 - 256
+
+
+def test_bundles_share_the_frame_budget_and_the_rest_waits(osc):
+    first, second = (OscBundleBuilder(IMMEDIATELY) for _ in range(2))
+    for k in range(100):
+        first.add_content(message_object("/swarm/trail", k / 100))
+    for _ in range(200):
+        second.add_content(message_object("/swarm/burst", 0.5))
+    sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        for data in (first.build().dgram, second.build().dgram, message("/swarm/respawn")):
+            sender.sendto(data, ("127.0.0.1", osc.port))
+        time.sleep(0.05)  # all three in the socket before the frame reads it
+        frame = osc.poll()
+    finally:
+        sender.close()
+    assert len(frame) == 256 and frame[99].values == {"trail": 0.99}
+    assert frame[100:] == [Command("burst", strength=0.5)] * 156
+    assert osc.dropped == 44 and osc.received == 2  # the third datagram waits in the socket
+    assert osc.poll() == [Command("respawn")]  # and comes next frame; the 44 never do
+
+
+def test_a_bundle_inside_a_bundle_costs_one_of_the_budget():
+    """A datagram of empty bundles decodes nothing yet is work: each nested bundle counts."""
+    empty = struct.pack(">i", 16) + b"#bundle\0" + bytes(8)
+    tail = message("/swarm/respawn")
+    data = b"#bundle\0" + bytes(8) + empty * 300 + struct.pack(">i", len(tail)) + tail
+    packet = parse_packet(data)
+    assert packet.messages == [] and packet.dropped == 1
+    budget = Budget(left=301)
+    assert parse_packet(data, budget).messages == [("/swarm/respawn", [])] and budget.left == 0
+    # Past the budget the structure is still checked: a broken element refuses the datagram.
+    broken = b"#bundle\0" + bytes(8) + empty * 300 + struct.pack(">i", 6) + bytes(8)
+    with pytest.raises(OscError, match="size 6"):
+        parse_packet(broken)
+
+
 def test_random_and_mutated_bytes_only_ever_give_osc_errors():
     rng = np.random.default_rng(3)
     seeds = [SPEC_FREQUENCY, SPEC_FOO, message("/swarm/slow_color", 0.1, 0.2, 0.3)]
@@ -94,7 +299,7 @@ def test_random_and_mutated_bytes_only_ever_give_osc_errors():
         if k % 7 == 0:
             data = bytearray(rng.bytes(int(rng.integers(0, 80))))
         try:
-            for address, args in parse_packet(bytes(data)):
+            for address, args in parse_packet(bytes(data)).messages:
                 try:
                     interpret(address, args)
                 except OscError:
@@ -187,6 +392,24 @@ def test_a_port_in_use_is_a_clear_problem(osc):
         holder.close()
 
 
+def message_object(address, *args):
+    builder = OscMessageBuilder(address)
+    for arg in args:
+        builder.add_arg(arg)
+    return builder.build()
+
+
+def timed_polls(osc, count, timeout=2.0):
+    """Poll until `count` datagrams were read: (the commands, the slowest poll in seconds)."""
+    got, worst, deadline = [], 0.0, time.monotonic() + timeout
+    while osc.received < count and time.monotonic() < deadline:
+        start = time.perf_counter()
+        got += osc.poll()
+        worst = max(worst, time.perf_counter() - start)
+        time.sleep(0.002)
+    return got, worst
+
+
 def wait_for(osc, count, timeout=2.0):
     """Commands from `count` datagrams already sent (UDP on localhost is quick, not instant)."""
     got, deadline = [], time.monotonic() + timeout
@@ -208,16 +431,20 @@ def test_the_show_follows_a_real_sender_and_shrugs_off_garbage(ctx, osc, tmp_pat
         client.send_message("/swarm/cohesion_weight/norm", 0.0)
         client.send_message("/swarm/fast_color", [1.0, 0.0, 0.5])
         for junk in (b"\xff" * 13, b"/swarm/max_speed\0\0\0\0,f\0\0", b"",
-                     message("/swarm/max_speed", 1e9), message("/swarm/nothing", 1.0)):
+                     message("/swarm/max_speed", 1e9), message("/swarm/nothing", 1.0),
+                     message("/swarm/" + ESCAPE, 1.0)):
             raw.sendto(junk, ("127.0.0.1", osc.port))
-        show._apply_osc(wait_for(osc, 8))
+        show._apply_osc(wait_for(osc, 9))
         assert show.params["max_speed"] == 13.5 and show.params["cohesion_weight"] == 0.0
         assert show.params["fast_color"] == (1.0, 0.0, 0.5)
-        assert osc.applied == 3 and osc.rejected == 5
-        assert "nothing" in osc.last_error
+        assert osc.applied == 3 and osc.rejected == 6
         refused = [line for line in said if line.startswith("osc:")]
-        assert len(refused) == 1 and "5 message(s) refused" in refused[0]
-        assert "3 applied  5 refused" in show.status["osc"]
+        assert len(refused) == 1 and "6 message(s) refused" in refused[0]
+        assert "3 applied  6 refused" in show.status["osc"]
+        # The console and the HUD quote the address escaped: the terminal is not retitled.
+        assert "/swarm/\\x1b]0;TITLE\\x07" in refused[0]
+        for text in (*said, show.status["osc"]):
+            assert "\x1b" not in text and "\x07" not in text
         # Actions: a respawn, and a preset recalled by slot (1-9), as the number keys do.
         show.advance(1 / 60)
         client.send_message("/swarm/respawn", [])
@@ -225,7 +452,7 @@ def test_the_show_follows_a_real_sender_and_shrugs_off_garbage(ctx, osc, tmp_pat
         show._apply_osc(wait_for(osc, 10))
         assert show.respawns == 1 and show.preset.name == bank.recall(2).name
         telemetry = show.telemetry()["osc"]
-        assert telemetry["applied"] == 5 and telemetry["rejected"] == 5
+        assert telemetry["applied"] == 5 and telemetry["rejected"] == 6
     finally:
         raw.close()
         show.release()
@@ -235,9 +462,9 @@ def test_a_flood_costs_bounded_work_per_frame(osc):
     sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     datagram = message("/swarm/max_speed", 9.0)
     try:
-        for _ in range(MAX_PER_FRAME + 20):
+        for _ in range(MAX_DATAGRAMS_PER_FRAME + 20):
             sender.sendto(datagram, ("127.0.0.1", osc.port))
-        assert len(osc.poll()) == MAX_PER_FRAME  # the rest waits in the socket
+        assert len(osc.poll()) == MAX_DATAGRAMS_PER_FRAME  # the rest waits in the socket
         assert len(osc.poll()) == 20
         assert osc.poll() == []
     finally:
