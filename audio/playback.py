@@ -1,5 +1,6 @@
-"""`--audio-file`: a WAV file played in real time through the same ring and analysis as the
-live input, and out of the default output device unless muted, for rehearsal without a mic.
+"""`--audio-file`: a sound file (WAV, MP3, FLAC, OGG: audio/decode.py) played in real time
+through the same ring and analysis as the live input, and out of the default output device
+unless muted, for rehearsal without a mic.
 
 With an output stream, PortAudio's callback thread runs `_play`: it copies the next block to
 the output and into the ring, allocating no arrays and never raising, so what the swarm
@@ -15,15 +16,15 @@ from typing import Any
 import numpy as np
 
 from audio.base import AudioSource
+from audio.decode import read_audio
 from audio.devices import AudioProblem, close_in_background, load_sounddevice, skip_portaudio_exit
 from audio.ring import Ring
-from audio.wavfile import read_wav
 
 OUTPUT_LOST_AFTER_S = 0.5
 
 
 class AudioFile(AudioSource):
-    """Plays a WAV file (looping by default) and analyses it as it plays.
+    """Plays a sound file (looping by default) and analyses it as it plays.
 
     Raises AudioFileError if the file cannot be read; a missing or failing output device only
     makes it silent, with a message.
@@ -31,7 +32,7 @@ class AudioFile(AudioSource):
 
     def __init__(self, path: str | Path, *, mute: bool = False, loop: bool = True,
                  sd: Any = None) -> None:
-        frames, rate = read_wav(path)
+        frames, rate = read_audio(path)
         super().__init__(rate, Path(path).name, "file")
         self.path = Path(path)
         self.loop = loop

@@ -1,69 +1,148 @@
-"""A preallocated mono float32 ring buffer between the audio callback and the main thread.
+"""A preallocated mono float32 ring buffer between an audio callback and the main thread.
 
-Written by the audio callback thread (`write`, `note_status`): it only copies, allocates no
+Written by one audio callback thread (`write`, `note_status`): it only copies, allocates no
 arrays, takes no lock and never raises, because an exception or a stall there loses audio.
 Read by the main thread (`read_newest`) once a frame. There is no lock: the writer stores a
 block before it advances `written`, and the reader copies only samples older than the
 `written` it saw, which the writer cannot reach again while a read is shorter than
 `capacity - max_block`.
+
+The ring can live in memory of its own or in a buffer shared with another process
+(`create_in` / `attach`, over `multiprocessing.shared_memory`): the live input's worker process
+writes it there and the show's process reads it. Its counters then live in the same buffer,
+as eight int64 words before the samples, each changed by the writer alone with one aligned
+8-byte store. CPython stores in program order and x86-64 keeps stores in order, so a reader
+that sees `written` move also sees the samples stored before it.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+
+HEADER_WORDS = 8  # int64 words before the samples
+MAGIC = 0x5357524D52494E47  # "SWRMRING": a shared buffer that really holds a ring
+_MAGIC, _CAPACITY, _WRITTEN, _BLOCKS, _MALFORMED, _OVERSIZED, _ERRORS, _OVERFLOWS = range(8)
+DEFAULT_CAPACITY = 1 << 16
+DEFAULT_MAX_READ = 4096
 
 
 class Ring:
     """Newest audio samples, mixed to mono, with counters of what could not be stored."""
 
-    def __init__(self, capacity: int = 1 << 16, max_read: int = 4096) -> None:
+    def __init__(self, capacity: int = DEFAULT_CAPACITY, max_read: int = DEFAULT_MAX_READ,
+                 buffer: Any = None) -> None:
         if capacity & (capacity - 1) or capacity <= max_read:
             raise ValueError(f"capacity must be a power of two above max_read, got {capacity}")
         self.capacity = capacity
         self.max_read = max_read
         self.max_block = capacity - max_read  # larger blocks would overwrite a read in progress
         self._mask = capacity - 1
-        self._data = np.zeros(capacity, np.float32)
-        self.written = 0  # samples stored since the start; only the writer changes it
-        self.blocks = 0  # blocks stored: the watchdog watches this move
-        self.malformed = 0  # blocks that were not float arrays of a usable shape
-        self.oversized = 0  # blocks larger than max_block
-        self.errors = 0  # anything else that went wrong in the callback
-        self.overflows = 0  # input overflows the driver reported (samples lost before us)
+        own = buffer is None
+        if own:
+            buffer = bytearray(self.nbytes(capacity))
+        elif len(buffer) < self.nbytes(capacity):
+            raise ValueError(f"a ring of {capacity} samples needs {self.nbytes(capacity)} "
+                             f"bytes, the buffer has {len(buffer)}")
+        self._counts = np.frombuffer(buffer, np.int64, HEADER_WORDS)
+        self._data = np.frombuffer(buffer, np.float32, capacity, HEADER_WORDS * 8)
+        if own:
+            self._counts[_MAGIC], self._counts[_CAPACITY] = MAGIC, capacity
+
+    @staticmethod
+    def nbytes(capacity: int = DEFAULT_CAPACITY) -> int:
+        """Bytes a shared buffer needs for a ring of `capacity` samples."""
+        return HEADER_WORDS * 8 + capacity * 4
+
+    @classmethod
+    def create_in(cls, buffer: Any, capacity: int = DEFAULT_CAPACITY,
+                  max_read: int = DEFAULT_MAX_READ) -> Ring:
+        """A new, empty ring in a (shared) buffer: the owner's side."""
+        ring = cls(capacity, max_read, buffer)
+        ring._counts[:] = 0
+        ring._data[:] = 0.0
+        ring._counts[_CAPACITY] = capacity
+        ring._counts[_MAGIC] = MAGIC
+        return ring
+
+    @classmethod
+    def attach(cls, buffer: Any, max_read: int = DEFAULT_MAX_READ) -> Ring:
+        """The ring another process made in `buffer` with `create_in`: the writer's side."""
+        header = np.frombuffer(buffer, np.int64, HEADER_WORDS)
+        if int(header[_MAGIC]) != MAGIC:
+            raise ValueError("the shared buffer holds no audio ring")
+        capacity = int(header[_CAPACITY])
+        del header  # a view left behind would keep the shared memory from closing
+        return cls(capacity, max_read, buffer)
+
+    # -- counters: in the header, so a reader in another process sees them -----------------
+    @property
+    def written(self) -> int:
+        """Samples stored since the start; only the writer changes it."""
+        return int(self._counts[_WRITTEN])
+
+    @property
+    def blocks(self) -> int:
+        """Blocks stored: the watchdog watches this move."""
+        return int(self._counts[_BLOCKS])
+
+    @property
+    def malformed(self) -> int:
+        """Blocks that were not float arrays of a usable shape."""
+        return int(self._counts[_MALFORMED])
+
+    @property
+    def oversized(self) -> int:
+        """Blocks larger than max_block."""
+        return int(self._counts[_OVERSIZED])
+
+    @property
+    def errors(self) -> int:
+        """Anything else that went wrong in the callback."""
+        return int(self._counts[_ERRORS])
+
+    @property
+    def overflows(self) -> int:
+        """Input overflows the driver reported (samples lost before us)."""
+        return int(self._counts[_OVERFLOWS])
 
     @property
     def dropped(self) -> int:
         """Blocks that reached the callback but were not stored."""
         return self.malformed + self.oversized + self.errors
 
+    # -- the writer --------------------------------------------------------------------------
     def write(self, block: object) -> None:
         """Store one block: (frames,) or (frames, channels) floats, mixed to mono. Never raises."""
+        counts = self._counts
         try:
             if not isinstance(block, np.ndarray) or block.dtype.kind != "f":
-                self.malformed += 1
+                counts[_MALFORMED] += 1
                 return
             if block.ndim == 2 and block.shape[1] >= 1:
                 frames = block.shape[0]
             elif block.ndim == 1:
                 frames = block.shape[0]
             else:
-                self.malformed += 1
+                counts[_MALFORMED] += 1
                 return
             if frames == 0:
-                self.malformed += 1
+                counts[_MALFORMED] += 1
                 return
             if frames > self.max_block:
-                self.oversized += 1
+                counts[_OVERSIZED] += 1
                 return
-            start = self.written & self._mask
+            written = int(counts[_WRITTEN])
+            start = written & self._mask
             first = min(frames, self.capacity - start)
             self._store(block, 0, first, start)
             if first < frames:
                 self._store(block, first, frames, 0)
-            self.written += frames
-            self.blocks += 1
+            counts[_WRITTEN] = written + frames  # after the samples: the reader trusts this
+            counts[_BLOCKS] += 1
         except Exception:  # noqa: BLE001 - the callback thread must survive anything
-            self.errors += 1
+            counts[_ERRORS] += 1
 
     def _store(self, block: np.ndarray, begin: int, end: int, at: int) -> None:
         # element-wise ufuncs on float32 views need no buffers; a reduction (np.mean over the
@@ -83,10 +162,11 @@ class Ring:
         """Count an input overflow from sounddevice's CallbackFlags. Never raises."""
         try:
             if status and getattr(status, "input_overflow", False):
-                self.overflows += 1
+                self._counts[_OVERFLOWS] += 1
         except Exception:  # noqa: BLE001
-            self.errors += 1
+            self._counts[_ERRORS] += 1
 
+    # -- the reader --------------------------------------------------------------------------
     def read_newest(self, out: np.ndarray) -> None:
         """Copy the newest len(out) samples into `out`, oldest first; zeros before the start."""
         n = len(out)
@@ -108,3 +188,14 @@ class Ring:
         out[head:head + first] = self._data[at:at + first]
         if first < count:
             out[head + first:head + count] = self._data[:count - first]
+
+    def clear(self) -> None:
+        """Silence every stored sample (counters stay): a new writer must not replay a dead
+        one's last second. Only while no writer runs."""
+        self._data[:] = 0.0
+
+    def release(self) -> None:
+        """Let go of a shared buffer: keep private copies, so it can be closed and unlinked
+        while this ring (its counters for telemetry) lives on."""
+        self._counts = self._counts.copy()
+        self._data = self._data.copy()

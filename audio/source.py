@@ -3,7 +3,11 @@
 Main thread only. Every source (live input, file, offline array, silence) has one interface,
 `AudioSource`: `update(now)` once a frame, then `has_data`, `rms`, `level`, `peak_db`,
 `bands`, `onset`, `onsets`, `state`, `message`, `take_messages()`, `sources()`,
-`telemetry()` and `close()`.
+`telemetry()` and `close()`. Call `close()` when the show ends: the live input's worker
+process is stopped and its shared memory unlinked there (were it forgotten, both still go
+when the source is collected or the interpreter exits, but a killed show leaves the unlinking
+to Python's resource tracker). `check_audio_file` checks an --audio-file (or --render song)
+cheaply at start; `read_audio` reads any sound file.
 """
 
 from __future__ import annotations
@@ -12,13 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from audio.base import AudioSource, OfflineAudio, Silence
-from audio.devices import AudioProblem, list_input_devices, load_sounddevice
+from audio.decode import AudioFileInfo, check_audio_file, read_audio
+from audio.devices import list_input_devices
 from audio.live import AudioInput
 from audio.playback import AudioFile
 from audio.wavfile import AudioFileError, read_wav
 
 __all__ = ["AudioSource", "AudioInput", "AudioFile", "OfflineAudio", "Silence", "open_audio",
-           "list_input_devices", "AudioFileError", "read_wav"]
+           "list_input_devices", "AudioFileError", "AudioFileInfo", "check_audio_file",
+           "read_audio", "read_wav"]
 
 
 def open_audio(device: int | str | None = None, file: str | Path | None = None,
@@ -35,11 +41,7 @@ def open_audio(device: int | str | None = None, file: str | Path | None = None,
             if device is not None:
                 source._say(f"--audio-device {device} is not used while --audio-file plays")
             return source
-        try:
-            sd = sd or load_sounddevice()
-        except AudioProblem as problem:
-            return Silence(problem.state, str(problem))
-        return AudioInput(device, sd=sd)
+        return AudioInput(device, sd=sd)  # PortAudio runs in its worker process
     except Exception as exc:  # noqa: BLE001 - a bug must not stop the show; say it plainly
         return Silence("audio failed", f"audio could not start ({type(exc).__name__}: {exc}); "
                        "running without audio")

@@ -1,4 +1,5 @@
-"""Reads WAV files into float32 arrays for `--audio-file` and offline rendering.
+"""Reads WAV files into float32 arrays for `--audio-file` and offline rendering (through
+audio/decode.py, which sends every other kind of sound file to FFmpeg).
 
 Main thread only, at start-up. The stdlib `wave` module reads integer PCM only (and not
 WAVE_FORMAT_EXTENSIBLE before Python 3.12), while DAWs often write 24-bit or 32-bit float
@@ -20,17 +21,30 @@ class AudioFileError(Exception):
     """A sound file that cannot be played; the message names the file and what to try."""
 
 
+class SongTooLong(AudioFileError):
+    """A sound file longer than a song may last: refused whatever reads it."""
+
+
 def _convert_hint(path: Path) -> str:
-    return f"convert it to a WAV file (e.g. ffmpeg -i '{path}' '{path.with_suffix('.wav')}')"
+    # never a command that writes beside the input: it may sit in a system or read-only folder
+    return ("export it again as PCM (8-32 bit) or float WAV, or give the MP3, FLAC or OGG "
+            "file itself: --audio-file and --render read those directly")
 
 
-def read_wav(path: str | Path) -> tuple[np.ndarray, int]:
-    """Return (samples as float32 (frames, channels) in -1..1, sample rate)."""
+def read_wav(path: str | Path, max_seconds: float | None = None) -> tuple[np.ndarray, int]:
+    """Return (samples as float32 (frames, channels) in -1..1, sample rate). A file longer
+    than `max_seconds` is refused before its samples are converted."""
     path = Path(path)
     try:
         raw = path.read_bytes()
     except OSError as exc:
         raise AudioFileError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    return wav_from_bytes(raw, path, max_seconds)
+
+
+def wav_from_bytes(raw: bytes, path: Path, max_seconds: float | None = None
+                   ) -> tuple[np.ndarray, int]:
+    """`read_wav` on bytes already read (`path` names them in errors)."""
     if len(raw) < 12 or raw[:4] not in (b"RIFF", b"RIFX") or raw[8:12] != b"WAVE":
         raise AudioFileError(f"{path}: not a WAV file; {_convert_hint(path)}")
     if raw[:4] == b"RIFX":
@@ -49,19 +63,13 @@ def read_wav(path: str | Path) -> tuple[np.ndarray, int]:
     if fmt is None or len(fmt) < 16 or data is None:
         raise AudioFileError(f"{path}: a broken WAV file (no 'fmt ' or 'data' chunk); "
                              f"{_convert_hint(path)}")
-    tag, channels, rate, _, block_align, bits = struct.unpack_from("<HHIIHH", fmt)
-    if tag == EXTENSIBLE and len(fmt) >= 26:
-        tag = struct.unpack_from("<H", fmt, 24)[0]  # first two bytes of the sub-format GUID
-    if (tag, bits) not in SUPPORTED:
-        kind = {PCM: "PCM", IEEE_FLOAT: "float"}.get(tag, f"format 0x{tag:04x}")
-        raise AudioFileError(f"{path}: {kind} with {bits} bits is not supported (PCM 8/16/24/32 "
-                             f"or float 32/64 are); {_convert_hint(path)}")
-    if channels < 1 or rate < 1 or block_align != channels * bits // 8:
-        raise AudioFileError(f"{path}: a broken WAV header ({channels} channels, {rate} Hz, "
-                             f"{bits} bits); {_convert_hint(path)}")
+    tag, channels, rate, bits, block_align = parse_fmt(fmt, path)
     frames = len(data) // block_align
     if frames == 0:
         raise AudioFileError(f"{path}: holds no samples")
+    if max_seconds is not None and frames / rate > max_seconds:
+        raise SongTooLong(f"{path}: lasts {frames / rate / 3600:.1f} hours, longer than the "
+                          f"{max_seconds / 3600:g} hours a song may last; trim it")
     data = data[:frames * block_align]
     if tag == PCM and bits == 8:
         samples = (np.frombuffer(data, np.uint8).astype(np.float32) - 128.0) / 128.0
@@ -78,6 +86,25 @@ def read_wav(path: str | Path) -> tuple[np.ndarray, int]:
         samples = np.frombuffer(data, "<f4" if bits == 32 else "<f8").astype(np.float32)
     samples = np.nan_to_num(samples, nan=0.0, posinf=0.0, neginf=0.0)
     return np.ascontiguousarray(samples.reshape(frames, channels)), int(rate)
+
+
+def parse_fmt(fmt: bytes, path: Path) -> tuple[int, int, int, int, int]:
+    """A 'fmt ' chunk's (format tag, channels, rate, bits, block align), checked. Raises
+    AudioFileError for a format this reader does not convert."""
+    if len(fmt) < 16:
+        raise AudioFileError(f"{path}: a broken WAV file (its 'fmt ' chunk is too short); "
+                             f"{_convert_hint(path)}")
+    tag, channels, rate, _, block_align, bits = struct.unpack_from("<HHIIHH", fmt)
+    if tag == EXTENSIBLE and len(fmt) >= 26:
+        tag = struct.unpack_from("<H", fmt, 24)[0]  # first two bytes of the sub-format GUID
+    if (tag, bits) not in SUPPORTED:
+        kind = {PCM: "PCM", IEEE_FLOAT: "float"}.get(tag, f"format 0x{tag:04x}")
+        raise AudioFileError(f"{path}: {kind} with {bits} bits is not supported (PCM 8/16/24/32 "
+                             f"or float 32/64 are); {_convert_hint(path)}")
+    if channels < 1 or rate < 1 or block_align != channels * bits // 8:
+        raise AudioFileError(f"{path}: a broken WAV header ({channels} channels, {rate} Hz, "
+                             f"{bits} bits); {_convert_hint(path)}")
+    return tag, channels, rate, bits, block_align
 
 
 def write_wav(path: str | Path, samples: np.ndarray, rate: int) -> None:

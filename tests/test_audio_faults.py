@@ -3,7 +3,9 @@ vanishes and returns, a close that hangs, no input device, no PortAudio at all.
 
 A fake sounddevice module stands in for PortAudio. Like PortAudio it only sees devices
 plugged in at its last (re)initialisation, and its streams deliver blocks only when a test
-calls `feed`. Time is the `now` each test passes to `update`, so nothing here sleeps.
+calls `feed`. Given it, `AudioInput` opens its streams in this process (the worker's logic
+without the worker process), so the watchdog and back-off run here without a device. Time is
+the `now` each test passes to `update`, so nothing here sleeps.
 """
 
 from __future__ import annotations
@@ -199,10 +201,22 @@ def test_a_stream_that_stops_goes_quiet_and_is_reopened():
     assert falling[-1] < 0.2
     assert len(sd.streams) == before  # the first retry waits 0.5 s
     clock.run_until(0.1, feed=False)
-    assert len(sd.streams) == before + 1 and source.state == "ok"  # reopened by name
+    assert len(sd.streams) == before + 1  # reopened by name...
+    assert source.state == "audio lost" and source.take_messages() == []  # ...but silent
+    clock.run_until(0.45, feed=False)
+    assert len(sd.streams) == before + 1 and source.state == "audio lost"
+    clock.run_until(0.1, feed=False)  # a reopened stream that stays silent is dropped...
+    assert len(sd.streams) == before + 1 and sd.streams[-1].closed
+    clock.run_until(0.45, feed=False)  # ...and tried again 1 s after the last try (back-off)
+    assert len(sd.streams) == before + 2 and not sd.streams[-1].closed
+    assert source.take_messages() == []  # the loss was said once; retries stay quiet
+    clock.frames(1, feed=True)  # blocks again: only now is audio back
+    assert source.state == "ok" and source.has_data
     assert source.take_messages() == ["audio back: 'USB Mic' reopened"]
     assert clock.frames(20, feed=True)[-1] > 0.9
-    assert source.opens == 2
+    assert source.opens == 3
+    telemetry = source.telemetry()
+    assert telemetry["worker_restarts"] == 2 and telemetry["worker_pid"] is None
 
 
 def test_a_device_that_vanishes_and_returns_is_reopened_by_name():
@@ -314,24 +328,28 @@ def no_portaudio(monkeypatch):
     sys.meta_path.remove(finder)
 
 
-def test_no_portaudio_at_all(no_portaudio, tmp_path):
+def test_no_portaudio_at_all(no_portaudio, tmp_path, monkeypatch):
     with pytest.raises(OSError):
         import sounddevice  # noqa: F401 - the simulation works
+    # the live input loads PortAudio in its worker process: there, a sounddevice that fails
+    # as the real one does when libportaudio is missing comes first on the path
+    missing = tmp_path / "no-portaudio"
+    missing.mkdir()
+    (missing / "sounddevice.py").write_text("raise OSError('PortAudio library not found')\n")
+    monkeypatch.setenv("PYTHONPATH", str(missing))
     source = open_audio()
-    assert isinstance(source, Silence) and source.state == "no PortAudio"
-    [message] = source.take_messages()
-    assert "PortAudio library not found" in message and "libportaudio2" in message
-    for now in (1.0, 1.5, 2.0):
-        source.update(now)
-    assert source.level == 0.0 and not source.has_data and source.telemetry()["state"] == \
-        "no PortAudio"
-    assert "libportaudio2" in list_input_devices()
-
-    direct = AudioInput()
-    assert direct.state == "no PortAudio"
-    direct.update(1.0)
-    direct.update(5.0)
-    assert direct.attempts == 1  # no retries: nothing changes without a restart
+    try:
+        assert isinstance(source, AudioInput) and source.state == "no PortAudio"
+        [message] = source.take_messages()
+        assert "PortAudio library not found" in message and "libportaudio2" in message
+        for now in (1.0, 1.5, 2.0, 10.0):
+            source.update(now)
+        assert source.level == 0.0 and not source.has_data
+        assert source.telemetry()["state"] == "no PortAudio"
+        assert source.attempts == 1  # no retries: nothing changes without a restart
+    finally:
+        source.close()
+    assert "libportaudio2" in list_input_devices()  # this process's PortAudio is missing too
 
     # a file still plays, silently, through the same analysis
     path = tmp_path / "tone.wav"

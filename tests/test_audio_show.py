@@ -60,11 +60,14 @@ def test_a_bad_route_is_named(tmp_path):
     assert result.returncode == 2 and str(preset) in result.stderr and "nope" in result.stderr
 
 
-def test_a_missing_audio_file_keeps_the_show_running(tmp_path):
+def test_a_missing_audio_file_stops_before_the_show(tmp_path):
+    """The performer asked for that file: a show without it would be the wrong show."""
+    missing = tmp_path / "missing.mp3"
     result = instrument("--headless", "--frames", "3", "--size", "160x90", "--count", "500",
-                        "--audio-file", str(tmp_path / "missing.wav"))
-    assert result.returncode == 0, result.stderr
-    assert "missing.wav" in result.stdout and "3 frames" in result.stdout
+                        "--audio-file", str(missing))
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert f"{missing}: no such file" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "frames" not in result.stdout
 
 
 def test_a_live_set_recorded_then_rendered(tmp_path):

@@ -63,6 +63,8 @@ def add_render_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--out", metavar="VIDEO.mp4",
                        help="the video to write (.mp4, .mov, .m4v or .mkv; default: the "
                             "song's name with .mp4, in the current folder)")
+    group.add_argument("--overwrite", action="store_true",
+                       help="with --render: replace --out if it exists (default: refuse)")
     group.add_argument("--control", metavar="TRACK",
                        help="automate parameters along the song: a control track recorded "
                             "with --record-control, or a MIDI file (.mid) through the MIDI "
@@ -92,63 +94,16 @@ def _crf(text: str) -> float:
 # ----- the song ----------------------------------------------------------------------------
 
 def load_song(path: str | os.PathLike) -> tuple[np.ndarray, int]:
-    """(samples (frames, channels) float32, rate) of a sound file: WAV through the project's
-    reader, anything else (MP3, FLAC, OGG, M4A) through PyAV's FFmpeg."""
-    from audio.wavfile import AudioFileError, read_wav
+    """(samples (frames, channels) float32, rate) of a sound file: WAV, MP3, FLAC, OGG, M4A,
+    read as --audio-file reads it (audio/decode.py); RenderProblem names the file."""
+    from audio.decode import read_audio
+    from audio.wavfile import AudioFileError
 
-    path = Path(path)
-    if not path.exists():
-        raise RenderProblem(f"{path}: no such file (the song to render)")
-    if path.is_dir():
-        raise RenderProblem(f"{path}: is a folder; give a sound file to --render")
     try:
-        return read_wav(path)
+        return read_audio(path)
     except AudioFileError as exc:
-        wav_error = str(exc)
-    try:
-        return _decode_with_pyav(path)
-    except RenderProblem:
-        if path.suffix.lower() == ".wav":
-            raise RenderProblem(wav_error) from None
-        raise
+        raise RenderProblem(str(exc)) from None
 
-
-def _decode_with_pyav(path: Path) -> tuple[np.ndarray, int]:
-    try:
-        import av
-    except ImportError:
-        raise RenderProblem(f"{path}: not a WAV file, and reading other sound files needs "
-                            "PyAV (pip install av)") from None
-    chunks: list[np.ndarray] = []
-    rate = 0
-    try:
-        with av.open(str(path)) as container:
-            if not container.streams.audio:
-                raise RenderProblem(f"{path}: holds no audio; give a sound file (WAV, MP3, "
-                                    "FLAC, OGG) to --render")
-            stream = container.streams.audio[0]
-            rate = int(stream.codec_context.sample_rate or stream.rate or 0)
-            channels = min(max(stream.codec_context.channels, 1), 2)
-            layout = "mono" if channels == 1 else "stereo"
-            resampler = av.AudioResampler(format="flt", layout=layout, rate=rate)
-            for frame in container.decode(stream):
-                for out in resampler.resample(frame):
-                    chunks.append(out.to_ndarray().reshape(-1, channels))
-            for out in resampler.resample(None):
-                chunks.append(out.to_ndarray().reshape(-1, channels))
-    except RenderProblem:
-        raise
-    except Exception as exc:  # noqa: BLE001 - FFmpeg's errors come as many types
-        reason = getattr(exc, "strerror", None) or str(exc)
-        raise RenderProblem(f"{path}: not a sound file this can read ({reason}); give a WAV, "
-                            "MP3, FLAC or OGG file to --render") from None
-    samples = np.concatenate(chunks) if chunks else np.zeros((0, 1), np.float32)
-    if len(samples) == 0 or rate <= 0:
-        raise RenderProblem(f"{path}: holds no samples")
-    return np.ascontiguousarray(samples, np.float32), rate
-
-
-# ----- the plan: every check before the first frame ------------------------------------------
 
 @dataclass
 class RenderJob:
@@ -222,7 +177,7 @@ def plan_render(args: argparse.Namespace, params: Params, routes: list,
                             f"{track.path}")
     out = Path(args.out) if args.out else Path.cwd() / (
         (song.stem if song else track.path.stem) + ".mp4")
-    check_output(out, (song, args.control))
+    check_output(out, (song, args.control), overwrite=getattr(args, "overwrite", False))
     codec, message = choose_codec(args.codec or DEFAULT_CODEC)
     if message:
         say(message)
@@ -317,6 +272,22 @@ class Progress:
         except (OSError, ValueError):
             pass  # a closed terminal must not stop the render
 
+    def speaking(self, say: Callable[[str], None]) -> Callable[[str], None]:
+        """`say` that first clears the progress line and draws it again after the message, so
+        the two never run into each other on a terminal."""
+        def say_between(message: str) -> None:
+            if not (self.tty and self._shown):
+                say(message)
+                return
+            try:
+                self.stream.write("\r\x1b[K")
+                self.stream.flush()
+            except (OSError, ValueError):
+                pass
+            say(message)
+            self._last = -math.inf  # redraw at the next update
+        return say_between
+
     def finish(self) -> None:
         if self.tty and self._shown:
             try:
@@ -394,6 +365,8 @@ def render(job: RenderJob, params: Params, options: Any, routes: Sequence[Any],
             audio = OfflineAudio(job.samples, job.rate, name=job.song.name)
         else:
             audio = RecordedAudio(job.track)
+        progress = progress or Progress(job.frames)
+        say = progress.speaking(say)  # messages never break into the progress line
         midi = _midi_file_input(job, params, say)
         extra = {"midi": midi, "presets": _preset_bank()} if midi is not None else {}
         show = Show(ctx, params, options, audio=audio, routes=routes, say=say, **extra)
@@ -412,7 +385,6 @@ def render(job: RenderJob, params: Params, options: Any, routes: Sequence[Any],
         f"{job.fps:g} fps ({job.substeps} step{'s' if job.substeps > 1 else ''} of "
         f"{job.step * 1000:.2f} ms each), {width}x{height}, {job.codec}, "
         f"{show.swarm.count} agents, {ctx.info['GL_RENDERER']}")
-    progress = progress or Progress(job.frames)
     track = job.track if job.track is not None and not job.track.from_midi_file else None
     started = time.perf_counter()
     interrupted = False
@@ -554,8 +526,10 @@ def show_options_for_render(args: argparse.Namespace, params: Params) -> Any:
             if not folder.is_dir() or not os.access(folder, os.W_OK):
                 raise RenderProblem(f"{path}: cannot write into {folder} (the {what} file)")
     return ShowOptions(neighbors=getattr(args, "neighbors", "grid"), seed=args.seed or 0,
-                       fixed_dt=None, obstacles=getattr(args, "obstacle", None) or (),
-                       position=position, velocity=velocity, reproducible=True)
+                       fixed_dt=None, obstacles=getattr(args, "obstacle", None) or (), live=False,
+                       position=position, velocity=velocity, reproducible=True,
+                       pinned=frozenset({"count"}) if args.count is not None or position
+                       is not None else frozenset())
 
 
 def run_render(args: argparse.Namespace, params: Params, routes: list,
