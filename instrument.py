@@ -9,16 +9,19 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from control.files import FileProblem, load_state, save_state
 from control.params import MAX_COUNT, ParamError, Params
 from control.supervisor import StopSignals
+from control.text import printable
 from visual.swarm import MAX_DT, NEIGHBOR_MODES
 
 NO_DISPLAY_SECONDS = 10.0
+START_LOOK = "drift-trails"  # the most striking bundled look: a plain start opens on it
 HEADLESS_SIZE = (1280, 720)
 NO_DISPLAY_SCREENSHOT = "swarm-screenshot.png"
 
@@ -45,14 +48,31 @@ def _time_step(text: str) -> float:
     return value
 
 
+MAX_SEED = 2**32 - 1
+MAX_OBSTACLES = 8
+OBSTACLE_REACH = 1e6  # farther than any containment radius a knob reaches
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if not 0 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"expected 0 to {MAX_SEED}, got {text}")
+    return value
+
+
 def _obstacle(text: str) -> tuple[float, ...]:
     try:
         values = tuple(float(v) for v in text.split(","))
     except ValueError:
         values = ()
-    if len(values) != 4 or values[3] <= 0:
-        raise argparse.ArgumentTypeError(f"an obstacle is X,Y,Z,RADIUS with RADIUS > 0, got "
-                                         f"{text!r}")
+    if (len(values) != 4 or not all(abs(v) <= OBSTACLE_REACH for v in values)
+            or values[3] <= 0):  # NaN fails the comparison too
+        raise argparse.ArgumentTypeError(
+            f"an obstacle is X,Y,Z,RADIUS: four finite numbers within +-{OBSTACLE_REACH:g}, "
+            f"RADIUS above 0; got {text!r}")
     return values
 
 
@@ -77,8 +97,32 @@ def _rate(text: str) -> float:
     return value
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, but a mistake is one line (the usage is for --help), with a suggestion for a
+    near miss: `--cout 5` -> "unrecognized option --cout (did you mean --count?)"."""
+
+    def error(self, message: str) -> NoReturn:
+        words = message.split()
+        if message.startswith("unrecognized arguments:"):
+            unknown = [w for w in words[2:] if w.startswith("-")]
+            if unknown:
+                message = f"unrecognized option {unknown[0]}{self._near(unknown[0])}"
+            else:
+                message = f"unexpected argument {words[2]!r} (options start with --)"
+        error(f"{message}; --help lists the options")
+        sys.exit(2)
+
+    def _near(self, option: str) -> str:
+        import difflib
+
+        known = [o for action in self._actions for o in action.option_strings
+                 if action.help != argparse.SUPPRESS]
+        close = difflib.get_close_matches(option.split("=")[0], known, n=1, cutoff=0.6)
+        return f" (did you mean {close[0]}?)" if close else ""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="instrument.py",
         description="A live swarm of GPU boids driven by sound and MIDI.")
     run = parser.add_argument_group("running")
@@ -88,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="run N frames, then exit")
     run.add_argument("--dt", type=_time_step, metavar="SECONDS",
                      help="advance exactly this step each frame instead of following the clock")
-    run.add_argument("--seed", type=int, metavar="S",
+    run.add_argument("--seed", type=_seed, metavar="S",
                      help="random seed of the spawn: same seed, same start (default 0, or the "
                           "control track's with --control)")
     view = parser.add_argument_group("window")
@@ -114,13 +158,15 @@ def build_parser() -> argparse.ArgumentParser:
                        help="start from a preset: a bundled or saved one by name or slot "
                             "number, or a .json file")
     swarm.add_argument("--obstacle", type=_obstacle, action="append", default=[],
-                       metavar="X,Y,Z,R", help="a sphere the swarm avoids (up to 8)")
+                       metavar="X,Y,Z,R",
+                       help=f"a sphere the swarm avoids (up to {MAX_OBSTACLES})")
     sound = parser.add_argument_group("audio")
     sound.add_argument("--audio-device", metavar="INDEX|NAME",
                        help="audio input by index or name substring (default: the system's)")
     sound.add_argument("--list-devices", action="store_true", help="list audio inputs and exit")
-    sound.add_argument("--audio-file", metavar="PATH.wav",
-                       help="play a sound file through the analysis instead of an input")
+    sound.add_argument("--audio-file", metavar="PATH",
+                       help="play a sound file (WAV, MP3, FLAC, OGG, M4A) through the analysis "
+                            "instead of an input")
     sound.add_argument("--mute", action="store_true",
                        help="with --audio-file: analyse it without playing it out loud")
     midi = parser.add_argument_group("MIDI")
@@ -146,8 +192,8 @@ def build_parser() -> argparse.ArgumentParser:
     safety.add_argument("--resume", action="store_true",
                         help="start from the recovery file the last run saved every few seconds")
     safety.add_argument("--safe-mode", action="store_true",
-                        help="start from the last state with no audio, no MIDI, no OSC and the bundled "
-                             "shaders, for when something at start-up keeps failing")
+                        help="start from the last state with no audio, no MIDI, no OSC and the "
+                             "bundled shaders, for when something at start-up keeps failing")
     safety.add_argument("--fresh", action="store_true", help=argparse.SUPPRESS)  # supervisor:
     # the resumed state died again, so safe mode starts from the default look, not from it
     safety.add_argument("--heartbeat-fd", type=int, help=argparse.SUPPRESS)
@@ -175,7 +221,9 @@ def build_params(args: argparse.Namespace) -> tuple[Params, list, Any]:
         try:
             preset = load_recovery()
             routes = apply_preset(preset, params, keep=keep)
-            say(f"resuming from {preset.path} ({preset.state.get('preset') or 'no preset'})")
+            if preset.state.get("modified"):  # changed since its recall: not the preset itself
+                preset.name = f"{preset.name} (modified)"
+            say(f"resuming from {preset.path} ({preset.name})")
         except PresetError as exc:
             say(f"cannot resume: {exc}; starting from "
                 f"{'--preset ' + args.preset if args.preset else 'the defaults'}")
@@ -239,7 +287,23 @@ STOP = StopSignals()  # installed by main() for the live show (a render handles 
 
 
 def say(message: str) -> None:
-    print(f"instrument: {message}", flush=True)
+    """One line for the performer's console; whatever it quotes from outside (a file's or a
+    preset's name, an OSC address) is shown, never sent to the terminal (control/text.py)."""
+    print(f"instrument: {printable(message)}", flush=True)
+
+
+def error(message: object) -> None:
+    """The one line a refused start ends with, on stderr."""
+    print(f"instrument: error: {printable(message)}", file=sys.stderr, flush=True)
+
+
+def no_display_screenshot() -> str:
+    """Where the no-display run saves its picture: the current folder, else (read-only, as
+    an installed copy's can be) the system's temporary folder."""
+    for folder in (Path.cwd(), Path(tempfile.gettempdir())):
+        if os.access(folder, os.W_OK | os.X_OK):
+            return str(folder / NO_DISPLAY_SCREENSHOT)
+    return NO_DISPLAY_SCREENSHOT
 
 
 def has_display() -> bool:
@@ -257,15 +321,11 @@ def show_options(args: argparse.Namespace, params: Params):
             raise FileProblem(f"{args.state_in}: holds {len(position)} agents but --count is "
                               f"{args.count}; drop --count (the state sets it)")
         params["count"] = len(position)
-    for path, what in ((args.state_out, "state"), (args.screenshot, "screenshot"),
-                       (args.telemetry, "telemetry")):
-        if path:
-            folder = Path(path).resolve().parent
-            if not folder.is_dir() or not os.access(folder, os.W_OK):
-                raise FileProblem(f"{path}: cannot write into {folder} (the {what} file)")
     return ShowOptions(neighbors=args.neighbors, seed=args.seed or 0, fixed_dt=args.dt,
                        obstacles=args.obstacle, position=position, velocity=velocity,
-                       reproducible=args.dt is not None)
+                       reproducible=args.dt is not None,
+                       pinned=frozenset({"count"}) if args.count is not None or position
+                       is not None else frozenset())
 
 
 class Run:
@@ -357,19 +417,35 @@ def preset_machinery(args: argparse.Namespace, preset: Any) -> dict:
     return {"presets": PresetBank(), "preset": preset, "recovery": recovery}
 
 
-def run_headless(args: argparse.Namespace, params: Params, routes: list, preset: Any = None,
-                 *, seconds: float | None = None) -> None:
-    """Render offscreen (EGL) until --frames, `seconds` of wall time, or Ctrl+C."""
+def check_machine(ctx, args: argparse.Namespace, params: Params, size: tuple[int, int]) -> int:
+    """The frame size and the count against what this GL holds (visual/limits.py), before the
+    first frame: a refusal names the figure (exit 2). Returns the count a live change (a knob,
+    OSC, a recall) is capped at."""
+    from visual.limits import machine_limits
+
+    limits = machine_limits(ctx)
+    problem = limits.size_problem(size, "--size" if args.size else "the window")
+    problem = problem or limits.count_problem(params["count"], args.frames is None, "--count" if
+                                              args.count is not None else "count")
+    if problem:
+        raise FileProblem(problem)
+    return limits.live_count
+
+
+def run_headless(args: argparse.Namespace, params: Params, routes: list, preset: Any = None
+                 ) -> None:
+    """Render offscreen (EGL) until --frames, Ctrl+C or SIGTERM."""
     from visual.app import Show
     from visual.gl import create_headless_context
 
     options = show_options(args, params)
     run = Run(args)
     ctx = create_headless_context()
+    width, height = args.size or HEADLESS_SIZE
+    options.count_limit = check_machine(ctx, args, params, (width, height))
     show = Show(ctx, params, options, routes=routes, say=say, **open_inputs(args, params),
                 **preset_machinery(args, preset))
     run.attach(show, params, routes)
-    width, height = args.size or HEADLESS_SIZE
     framebuffer = show.renderer.offscreen_framebuffer((width, height))
     say(f"headless: {show.swarm.count} agents, {args.neighbors} neighbours, {width}x{height}, "
         f"{ctx.info['GL_RENDERER']}")
@@ -382,8 +458,6 @@ def run_headless(args: argparse.Namespace, params: Params, routes: list, preset:
         show.draw(framebuffer)
         run.each_frame()
         if args.frames is not None and show.frame >= args.frames:
-            break
-        if seconds is not None and now - run.started >= seconds:
             break
     if run.stopping:
         say(f"stopped ({run.stop.requested})")
@@ -405,6 +479,8 @@ def run_window(args: argparse.Namespace, params: Params, routes: list, preset: A
                          size=args.size)
 
     def make_show(ctx):
+        options.count_limit = check_machine(ctx, args, params,
+                                            tuple(window.get_framebuffer_size()))
         show = Show(ctx, params, options, routes=routes, say=say, **open_inputs(args, params),
                     **preset_machinery(args, preset))
         run.attach(show, params, routes)
@@ -427,6 +503,55 @@ def run_window(args: argparse.Namespace, params: Params, routes: list, preset: A
     window.close()
 
 
+def check_args(args: argparse.Namespace) -> None:
+    """What the parser cannot see option by option, checked before anything starts: raises
+    FileProblem with one line naming the option (exit 2), so a show never fails after its last
+    frame, or at its first, for a bad path."""
+    if len(args.obstacle) > MAX_OBSTACLES:
+        raise FileProblem(f"--obstacle: at most {MAX_OBSTACLES} spheres, got "
+                          f"{len(args.obstacle)}")
+    outputs = [("--screenshot", args.screenshot, ".png"), ("--state-out", args.state_out, ".npz"),
+               ("--telemetry", args.telemetry, None),
+               ("--record-control", getattr(args, "record_control", None), None)]
+    for option, path, suffix in outputs:
+        if path:
+            check_output_path(option, path, suffix)
+    if args.state_in:
+        load_state(args.state_in)  # a bad state file ends the start here, named
+    if args.midi_map and not args.no_midi and not args.safe_mode:
+        from control.midi_map import load_mapping
+
+        load_mapping(args.midi_map)  # MappingError names the file and the line or key
+    if args.audio_file and not args.safe_mode:
+        from audio.wavfile import AudioFileError
+        from audio.decode import check_audio_file
+
+        try:
+            check_audio_file(args.audio_file)
+        except AudioFileError as exc:
+            raise FileProblem(f"--audio-file {exc}") from None
+
+
+def check_output_path(option: str, path: str, suffix: str | None) -> None:
+    """A file the run will write: not a folder or a device, in a folder that exists and can be
+    written, writable itself if it exists, and named for what it holds."""
+    target = Path(path)
+    if target.is_dir():
+        raise FileProblem(f"{option} {path}: is a folder; give a file name in it, e.g. "
+                          f"{target / ('out' + (suffix or '.jsonl'))}")
+    if suffix and target.suffix.lower() != suffix:
+        raise FileProblem(f"{option} {path}: expected a {suffix} file name")
+    if target.exists() or target.is_symlink():
+        if not target.is_file():
+            raise FileProblem(f"{option} {path}: not a regular file (a device, a FIFO or a "
+                              "broken link); give a file name")
+        if not os.access(target, os.W_OK):
+            raise FileProblem(f"{option} {path}: the file cannot be written (read-only)")
+    folder = target.resolve().parent
+    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+        raise FileProblem(f"{option} {path}: cannot write into {folder}")
+
+
 def supervised(args: argparse.Namespace) -> bool:
     """Open-ended shows get a supervisor; bounded runs (--frames, the no-display ten seconds)
     and the child itself do not."""
@@ -441,17 +566,22 @@ def main(argv: list[str] | None = None) -> int:
     if args.list_devices:
         from audio.source import list_input_devices
 
-        print(list_input_devices())
+        print(printable(list_input_devices()))
         return 0
     if args.list_midi:
         from control.midi_input import list_midi_ports
 
-        print(list_midi_ports(args.midi_api))
+        print(printable(list_midi_ports(args.midi_api)))
         return 0
     if args.safe_mode:
         import visual.gl
 
         visual.gl.SHADER_DIR = visual.gl.BUNDLED_SHADERS
+    try:
+        check_args(args)
+    except (FileProblem, ParamError) as exc:
+        error(exc)
+        return 2
     if supervised(args) and args.render is None:
         from control.supervisor import Supervisor
 
@@ -460,6 +590,9 @@ def main(argv: list[str] | None = None) -> int:
         return Supervisor(list(argv if argv is not None else sys.argv[1:]), say=say).run()
     if args.render is None:
         STOP.install()  # from here on, Ctrl+C asks the show to stop after its frame
+        if not (args.headless or args.preset or args.resume or args.safe_mode or args.state_in):
+            args.preset = START_LOOK
+            say(f"opening on the bundled look '{START_LOOK}' (--preset chooses another)")
     try:
         params, routes, preset = build_params(args)
         if args.render is not None:
@@ -469,23 +602,26 @@ def main(argv: list[str] | None = None) -> int:
         if args.headless:
             run_headless(args, params, routes, preset)
         elif not has_display():
-            args.screenshot = args.screenshot or NO_DISPLAY_SCREENSHOT
-            say(f"no display found (DISPLAY is not set): rendering {NO_DISPLAY_SECONDS:.0f} s "
-                "headless instead of opening a window")
-            run_headless(args, params, routes, preset, seconds=NO_DISPLAY_SECONDS)
+            args.screenshot = args.screenshot or no_display_screenshot()
+            args.dt = args.dt or MAX_DT
+            args.frames = args.frames or round(NO_DISPLAY_SECONDS / args.dt)
+            say(f"no display found (DISPLAY is not set): rendering {args.frames * args.dt:.0f} "
+                f"s of the show headless ({args.frames} frames of {args.dt * 1000:.1f} ms) "
+                "instead of opening a window")
+            run_headless(args, params, routes, preset)
         else:
             from visual.window import WindowError
 
             try:
                 run_window(args, params, routes, preset)
             except WindowError as exc:
-                print(f"instrument: error: {exc}", file=sys.stderr)
+                error(exc)
                 return 1
     except (FileProblem, ParamError) as exc:
-        print(f"instrument: error: {exc}", file=sys.stderr)
+        error(exc)
         return 2
     except RuntimeError as exc:
-        print(f"instrument: error: {exc}", file=sys.stderr)
+        error(exc)
         return 1
     return 0
 

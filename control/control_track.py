@@ -525,7 +525,8 @@ def open_recorder(args: Any, params: Params, routes: Sequence[Any], audio: Any =
     path = getattr(args, "record_control", None)
     if not path:
         return None
-    return ControlRecorder(path, params=params, routes=routes, seed=getattr(args, "seed", None) or 0,
+    seed = getattr(args, "seed", None) or 0
+    return ControlRecorder(path, params=params, routes=routes, seed=seed,
                            neighbors=getattr(args, "neighbors", "grid"),
                            rate=float(getattr(audio, "rate", 48000.0) or 48000.0),
                            audio_file=getattr(args, "audio_file", None))

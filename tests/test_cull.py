@@ -107,6 +107,29 @@ def test_follow_frames_the_swarm_and_keeps_the_users_zoom():
     assert camera.distance == pytest.approx(2 * distance)
 
 
+def test_follow_keeps_a_rushing_growing_swarm_in_the_frame():
+    """A loud passage: the swarm's centre runs off at 40 units a second while it swells from 20
+    to 60; the counts the camera follows are two frames late (a render's fixed lag). The ball
+    must stay inside the frame's four sides the whole time, after the first quarter second."""
+    camera = OrbitCamera()
+    aspect = 16 / 9
+    history = []
+    worst = np.inf
+    for frame in range(300):
+        t = frame / 60
+        center = np.array([40.0 * t, 25.0 * np.sin(t), 0.0])
+        radius = 20.0 + 8.0 * t  # the ball's radius
+        history.append((center, radius / np.sqrt(5 / 3)))
+        seen_center, seen_rms = history[max(0, len(history) - 3)]
+        camera.time = t
+        camera.follow(seen_rms, 1 / 60, seen_center)
+        planes = camera.frustum(aspect)[:4]  # left, right, bottom, top
+        inside = planes[:, :3] @ center + planes[:, 3]  # distance inside each side
+        if t >= 0.25:
+            worst = min(worst, float((inside / radius).min()))
+    assert worst >= 1.0, f"the swarm left the frame: {worst:.2f} of its radius inside"
+
+
 def test_screen_point_maps_onto_the_plane_facing_the_camera():
     camera = OrbitCamera(time=3.0)
     width, height = 800, 600

@@ -23,6 +23,7 @@ import numpy as np
 
 from control.midi_controller import Action
 from control.params import Params
+from control.text import printable
 from visual.camera import OrbitCamera
 from visual.gl import GpuTimer, ShaderError, ShaderWatch
 from visual.lure import Lure
@@ -48,6 +49,14 @@ class ShowOptions:
     # fixed two frames late, waiting for the GPU if need be (--dt and --render). A live show
     # reads them when the GPU is done instead, never waiting.
     reproducible: bool = False
+    # Parameters the command line set (--count): preset recalls and crossfades leave them as
+    # they are until the performer changes them live.
+    pinned: frozenset[str] = frozenset()
+    # The most agents a live change (a knob, OSC, a recall) may ask for on this machine
+    # (visual/limits.py): more would freeze the show; None: the registry's limit.
+    count_limit: int | None = None
+    # A live show says its slow frames; an offline render (no audience, no clock) does not.
+    live: bool = True
 
 
 @dataclass
@@ -115,7 +124,10 @@ class Show:
         self.modified = False  # the live look differs from the recalled preset
         self._crossfade_seen = params["crossfade"]
         self._crossfade_pair = None  # ((slot a, slot b), (preset a, preset b))
-        self.selected = 0  # the HUD's chosen parameter, for MIDI learn
+        self.selected = 0  # the HUD's chosen parameter: keys change it, L learns it
+        self.pinned = set(options.pinned)  # the command line's, until played live
+        self._before_inputs: dict[str, Any] | None = None  # the values before this frame's
+        # knobs and OSC (after any recall they made): what they change is the performer's
         self._shader_watch = ShaderWatch()
         self.shader_error: str | None = None
         self._burst = (0.0, -math.inf)  # separation burst: strength, start (show time)
@@ -141,6 +153,7 @@ class Show:
         self.speed_scale = 1.0  # the audio boost: 1 + level * audio_speed_boost
         self.status: dict[str, str] = {}  # one line each for the HUD: audio, midi, preset, ...
         self._next_slow_note = 0.0
+        self._next_cap_note = 0.0
 
     # ---- update -----------------------------------------------------------------------------
 
@@ -153,12 +166,16 @@ class Show:
         self.audio.update(now)
         for message in self.audio.take_messages():
             self.say(f"audio: {message}")
+        self._before_inputs = self.params.as_dict()
         if self.midi is not None:
             for action in self.midi.update(now):
                 self.act(action)
             self.status["midi"] = self._midi_line()
         if self.osc is not None:
             self._apply_osc(self.osc.poll())
+        before, self._before_inputs = self._before_inputs, None
+        self.played({name for name, value in self.params.as_dict().items()
+                     if before[name] != value})
         self._update_presets(now)
         if self.recorder is not None:  # on the show's clock, as an offline render replays it
             self.recorder.capture(self, self.show_time)
@@ -182,7 +199,7 @@ class Show:
             self._preset_problem(str(exc))
             return
         self.morph = Morph(self.params.as_dict(), preset, self.params["morph_seconds"],
-                           start_routes=self.routes, keep=CONTROL_ONLY)
+                           start_routes=self.routes, keep=self.kept)
         if self.recorder is not None:
             self.recorder.record_preset(self.show_time, preset.name, preset.values,
                                         preset.routes)
@@ -190,9 +207,26 @@ class Show:
         self.preset = preset
         self.status.pop("preset error", None)
         self._step_morph()
+        if self._before_inputs is not None:  # recalled by a program change or OSC: what the
+            self._before_inputs = self.params.as_dict()  # recall set is not the performer's
         if self.midi is not None:
             self.midi.preset_recalled()  # knobs pick up the new values instead of jumping
         self.say(f"preset: slot {slot}, {preset.name}")
+
+    @property
+    def kept(self) -> frozenset[str]:
+        """What recalls and crossfades leave alone: the preset machinery's own parameters and
+        those the command line pinned."""
+        return CONTROL_ONLY | frozenset(self.pinned)
+
+    def played(self, names: set[str]) -> None:
+        """The performer changed `names` live (a knob, a key, OSC): a morph under way lets go
+        of them, and a value the command line pinned is the performer's from now on."""
+        if not names:
+            return
+        if self.morph is not None:
+            self.morph.let_go(names)
+        self.pinned -= names
 
     def save_slot(self, slot: int) -> None:
         """Ctrl+number: the current look into the user's slot file (the old one kept)."""
@@ -224,7 +258,7 @@ class Show:
         from control.presets import differs
 
         return self.preset is not None and differs(self.preset, self.params, self.routes,
-                                                   keep=CONTROL_ONLY)
+                                                   keep=self.kept)
 
     def _preset_problem(self, message: str) -> None:
         self.status["preset error"] = message[:200]
@@ -241,18 +275,28 @@ class Show:
         if self.morph is not None:
             self._step_morph()
         self._update_crossfade()
+        # Compared once a frame; telemetry reads the result. A morph is not an edit.
+        self.modified = self.morph is None and self.preset_modified()
         if self.recovery is not None:
-            error = self.recovery.maybe_save(now, self.params, self.routes,
-                                             {"preset": self.preset.name if self.preset else None,
-                                              "seed": self.options.seed})
-            if error:
-                self.say(f"preset: {error}")
+            self._save_recovery(now)
         name = self.preset.name if self.preset is not None else "(none)"
         morph = f"  morph {self.morph.progress_at(self.show_time - self._morph_started):.0%}" \
             if self.morph is not None else ""
-        # Compared once a frame; telemetry reads the result. A morph is not an edit.
-        self.modified = self.morph is None and self.preset_modified()
         self.status["preset"] = f"{name}{' (modified)' if self.modified else ''}{morph}"
+
+    def _save_recovery(self, now: float) -> None:
+        """Hand the look to the recovery writer (it writes every few seconds, on its thread).
+        Mid-morph that is the look the show is heading to, the preset's target, never a blend
+        under the preset's name; a look changed since its recall is marked modified."""
+        look, routes = self.params, self.routes
+        if self.morph is not None:
+            look = Params({**self.params.as_dict(), **self.morph.target})
+            routes = self.morph.target_routes
+        error = self.recovery.maybe_save(now, look, routes, {
+            "preset": self.preset.name if self.preset else None,
+            "modified": self.modified, "seed": self.options.seed})
+        if error:
+            self.say(f"preset: {error}")
 
     def _update_crossfade(self) -> None:
         """A moved `crossfade` (a MIDI fader) blends presets crossfade_a and crossfade_b."""
@@ -271,7 +315,7 @@ class Show:
                 return
         a, b = self._crossfade_pair[1]
         self.morph = None
-        self.params.update(crossfade(a, b, x, keep=CONTROL_ONLY))
+        self.params.update(crossfade(a, b, x, keep=self.kept))
         self.routes = blend_routes(a.routes, b.routes, x)
         self.preset = b if x >= 0.5 else a
 
@@ -339,10 +383,27 @@ class Show:
     def select(self, step: int) -> None:
         self.selected = (self.selected + step) % len(self.learnable())
 
+    def nudge(self, steps: float) -> None:
+        """Left/Right: move the chosen parameter by `steps` of its performance range (the
+        window uses NUDGE_FINE, with Shift NUDGE_COARSE); a switch flips, a choice steps.
+        Knobs then pick up the new value, as after OSC or a recall."""
+        from control.params import param
+
+        name = self.selected_param
+        value = param(name).nudge(self.params[name], steps)
+        if value == self.params[name]:
+            return
+        self.params[name] = value
+        self.played({name})
+        if self.midi is not None:
+            self.midi.preset_recalled()
+
     def toggle_learn(self) -> None:
         """L: learn the selected parameter (the next knob turned binds), or cancel."""
         if self.midi is None:
-            self.say("midi: MIDI is off; no knob to learn")
+            self.status["midi"] = "off: no knob to learn (MIDI was not opened)"
+            self.say("midi: MIDI is off (--no-midi, safe mode or no MIDI system); no knob to "
+                     "learn: Left/Right change the chosen parameter")
             return
         if self.midi.controller.learning:
             self.midi.cancel_learn()
@@ -374,6 +435,8 @@ class Show:
                      f"latest: {osc.last_error}")
             self._osc_rejected_said = osc.rejected
         line = f"{osc.host}:{osc.port}  {osc.applied} applied"
+        if osc.dropped:
+            line += f"  {osc.dropped} over the frame's budget"
         if osc.rejected:
             reason = osc.last_error or ""
             reason = reason if len(reason) <= 70 else reason[:67] + "..."
@@ -433,6 +496,7 @@ class Show:
     def advance(self, dt: float) -> None:
         """Simulate one step of `dt` (unless paused); the camera's clock moves either way."""
         if self.swarm.count != self.params["count"]:
+            self._cap_count()
             self.swarm.resize(self.params["count"])  # on the GPU: no stalled frame
         self.show_time += dt
         self.camera.time = self.show_time
@@ -444,6 +508,19 @@ class Show:
                             values=self.values)
         self.sim_time += min(dt, MAX_DT)
 
+    def _cap_count(self) -> None:
+        """A count this machine cannot hold live is capped, and said (at most every 10 s)."""
+        limit = self.options.count_limit
+        asked = self.params["count"]
+        if limit is None or asked <= limit:
+            return
+        self.params["count"] = limit
+        now = time.perf_counter()
+        if now >= self._next_cap_note:
+            self._next_cap_note = now + 10.0
+            self.say(f"count {asked:,}: more than this machine holds live; capped at {limit:,}")
+        self.status["count"] = f"capped at {limit:,} (asked {asked:,})"
+
     def draw(self, framebuffer: moderngl.Framebuffer, size: tuple[int, int] | None = None
              ) -> None:
         """Cull and draw into `framebuffer`, `size` pixels (default: its own size)."""
@@ -451,7 +528,8 @@ class Show:
                              time=self.show_time, values=self.values,
                              show_lure=not self.lure.wandering, size=size)
         self.frame += 1
-        if self.clock.tick(time.perf_counter()) and time.perf_counter() >= self._next_slow_note:
+        if self.clock.tick(time.perf_counter()) and self.options.live and \
+                time.perf_counter() >= self._next_slow_note:
             self._next_slow_note = time.perf_counter() + 10.0  # at most a line every 10 s
             self.say(f"slow frame: {self.clock.last_slow_ms:.0f} ms at frame {self.frame} "
                      f"({self.clock.slow_frames} so far)")
@@ -492,6 +570,10 @@ class Show:
             },
             "modulated": {k: _round(v) for k, v in self.values.items()},
             "speed_scale": _round(self.speed_scale),
+            "frame_size": list(self.renderer.last_size) if self.renderer.last_size else None,
+            "lure": {"held": not self.lure.wandering,
+                     "position": [_round(v) for v in self.lure_position()]},
+            "selected": self.selected_param,
         }
 
     def hud_lines(self) -> list[str]:
@@ -522,8 +604,9 @@ class Show:
             knob = self.midi.state()["pickup"].get(name)
             if knob:
                 shown += f"  knob at {knob['knob']:.4g}: turn it past the value to pick up"
-        lines.append(f"param [Up/Down]: {name} = {shown}   L: MIDI learn")
-        return lines
+        learn = "L: MIDI learn" if self.midi is not None else "MIDI off"
+        lines.append(f"param [Up/Down, Left/Right]: {name} = {shown}   {learn}")
+        return [printable(line, 240) for line in lines]  # names and reasons from outside
 
     def release(self) -> None:
         self.audio.close()

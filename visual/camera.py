@@ -99,7 +99,8 @@ class OrbitCamera:
     time: float = 0.0
     zoom_scale: float = 1.0        # the user's zoom relative to the framed distance
     fill: float = 0.6              # follow() makes the swarm this fraction of the frame's height
-    follow_seconds: float = 1.5    # follow()'s time constant: slow enough not to breathe
+    follow_seconds: float = 1.5    # follow()'s time constant moving in: slow enough not to breathe
+    catch_seconds: float = 0.3     # moving out, and re-centring: quick, so nothing leaves the frame
 
     def fit_distance(self, radius: float) -> float:
         """The distance at which a ball of `radius` spans `fill` of the frame's height."""
@@ -107,18 +108,25 @@ class OrbitCamera:
         return radius / math.sin(half_angle)
 
     def follow(self, rms_radius: float | None, dt: float, center=None) -> None:
-        """Ease towards framing a swarm: `distance` to fit a ball of this RMS radius, and the
-        orbit's `target` to `center` where given (the renderer's swarm_radius and
-        swarm_center). None (nothing measured yet) leaves that part still."""
-        blend = 1.0 - math.exp(-max(dt, 0.0) / self.follow_seconds)
+        """Keep a swarm framed: the orbit's `target` eases onto `center` and `distance` to fit
+        a ball of this RMS radius (the renderer's swarm_center and swarm_radius), counting how
+        far the centre still is from the target, so a swarm that rushes off (a loud passage,
+        the lure) is never out of the frame while the camera catches up. Out and re-centring
+        are quick (`catch_seconds`), in is slow (`follow_seconds`): the picture never
+        breathes. None (nothing measured yet) leaves that part still."""
+        dt = max(dt, 0.0)
+        slow = 1.0 - math.exp(-dt / self.follow_seconds)
+        quick = 1.0 - math.exp(-dt / self.catch_seconds)
+        offset = 0.0
         if center is not None and np.all(np.isfinite(center)):
             target = np.asarray(self.target, float)
-            self.target = target + (np.asarray(center, float) - target) * blend
+            self.target = target + (np.asarray(center, float) - target) * quick
+            offset = float(np.linalg.norm(np.asarray(center, float) - self.target))
         if rms_radius is None or not math.isfinite(rms_radius) or rms_radius <= 0.0:
             return
-        goal = self.fit_distance(rms_radius * BALL_FROM_RMS) * self.zoom_scale
+        goal = self.fit_distance(rms_radius * BALL_FROM_RMS + offset) * self.zoom_scale
         goal = min(max(goal, self.min_distance), self.max_distance)
-        self.distance += (goal - self.distance) * blend
+        self.distance += (goal - self.distance) * (quick if goal > self.distance else slow)
 
     def orbit_angle(self, time: float | None = None) -> float:
         """The azimuth in degrees at `time` (default: the camera's own time)."""

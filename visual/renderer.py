@@ -170,6 +170,7 @@ class Renderer:
         self._draw_timer = GpuTimer(ctx)
         self.gpu_ms: dict[str, float | None] = {"cull": None, "draw": None}
         self.counts: CullCounts | None = None
+        self.last_size: tuple[int, int] | None = None  # the frame last drawn, in pixels
         self.counts_frame: int | None = None  # the render (from 0) that `counts` comes from
         self._last_seek: float | None = None
         self._telegraph_start = -math.inf
@@ -368,6 +369,7 @@ class Renderer:
         p = ChainMap(dict(values or {}), self.params.as_dict())
         ctx = self.ctx
         size = tuple(size or framebuffer.size)
+        self.last_size = size
         aspect = size[0] / max(size[1], 1)
         count = swarm.count
         self._ensure_capacity(count)

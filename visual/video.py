@@ -101,13 +101,17 @@ def check_size(size: tuple[int, int], codec: str) -> None:
                            f"even width and height; try --size {even}")
 
 
-def check_output(path: str | os.PathLike, inputs: tuple[str | os.PathLike | None, ...] = ()
-                 ) -> Path:
+def check_output(path: str | os.PathLike, inputs: tuple[str | os.PathLike | None, ...] = (),
+                 overwrite: bool = False) -> Path:
     """The output path, checked: a known container by its extension, a folder that exists and
-    can be written to, not a folder itself, and not one of the inputs."""
+    can be written to, not a folder itself, not one of the inputs, and no video already there
+    unless `overwrite` (--overwrite): an hour's render is not replaced by a typo."""
     path = Path(path)
     if path.is_dir():
         raise VideoProblem(f"{path}: is a folder; give a file name, e.g. {path / 'render.mp4'}")
+    if path.exists() and not path.is_file():
+        raise VideoProblem(f"{path}: not a regular file (a device or a FIFO); choose another "
+                           "--out")
     suffix = path.suffix.lower()
     if suffix not in CONTAINERS:
         raise VideoProblem(f"{path}: unknown video type '{suffix or '(none)'}'; end the name "
@@ -123,6 +127,9 @@ def check_output(path: str | os.PathLike, inputs: tuple[str | os.PathLike | None
         if other and Path(other).resolve() == path.resolve():
             raise VideoProblem(f"{path}: is also an input; writing the video would destroy "
                                "it; choose another --out")
+    if path.exists() and not overwrite:
+        raise VideoProblem(f"{path}: already exists; --overwrite replaces it, or choose another "
+                           "--out")
     return path
 
 

@@ -2,7 +2,8 @@
 
 Full-screen on the chosen screen by default (a borderless window covering it where true
 full-screen fails), vsync and a frame-rate cap. Keys: F full-screen, H HUD, Space pause,
-R respawn, Up/Down choose a parameter, L MIDI-learn it, 1-9 recall a preset slot,
+R respawn, Up/Down choose a parameter, Left/Right change it (Shift: ten times more), L
+MIDI-learn it, 1-9 recall a preset slot,
 Ctrl+1-9 save into it; Esc quits only when pressed twice within a second. The mouse moves
 the lure; the wheel zooms. Main thread only (pyglet's event loop).
 """
@@ -14,6 +15,7 @@ from typing import Callable
 
 import moderngl
 
+from control.params import NUDGE_COARSE, NUDGE_FINE
 from visual.hud import Hud
 
 QUIT_WINDOW_S = 1.0
@@ -128,6 +130,9 @@ class LiveWindow:
                 self.quit()
         elif symbol == key.F:
             self.window.set_fullscreen(not self.window.fullscreen)
+            # pyglet makes a new X window for the change; claim the keyboard for it, or the
+            # next key (F again) went nowhere and the show stayed stuck in that state.
+            self.window.activate()
         elif symbol == key.H:
             self.hud.visible = not self.hud.visible
         elif symbol == key.SPACE:
@@ -138,6 +143,9 @@ class LiveWindow:
             self.show.select(-1)
         elif symbol == key.DOWN:
             self.show.select(1)
+        elif symbol in (key.LEFT, key.RIGHT):
+            step = NUDGE_COARSE if modifiers & key.MOD_SHIFT else NUDGE_FINE
+            self.show.nudge(step if symbol == key.RIGHT else -step)
         elif symbol == key.L:
             self.show.toggle_learn()
         elif key._1 <= symbol <= key._9:
