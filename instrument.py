@@ -550,6 +550,12 @@ def check_output_path(option: str, path: str, suffix: str | None) -> None:
     folder = target.resolve().parent
     if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
         raise FileProblem(f"{option} {path}: cannot write into {folder}")
+    if not target.exists():  # access() says yes to root everywhere (/proc): really try
+        try:
+            os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+        except OSError as exc:
+            raise FileProblem(f"{option} {path}: cannot write it ({exc.strerror})") from None
+        os.unlink(target)
 
 
 def supervised(args: argparse.Namespace) -> bool:

@@ -69,6 +69,8 @@ class Param:
         """`value` moved by `steps` fractions of the performance range along its curve (the
         HUD's Left/Right: NUDGE_FINE, with Shift NUDGE_COARSE); a switch flips, a choice takes
         the next one. A value beyond the range is not pulled into it by a nudge away from it."""
+        if steps == 0:
+            return value
         if self.kind == "bool":
             return not value
         if self.kind == "choice":

@@ -114,6 +114,8 @@ class Supervisor:
         self._stop = False
         self._stops = 0  # signals received: each is passed on to the child once
         self._child: subprocess.Popen | None = None
+        self._beaten = False  # the current child has sent a heartbeat: it is playing
+        self._held: int | None = None  # a stop that came before that, passed on then
         self._stopped_at: float | None = None
 
     # ---- one child ------------------------------------------------------------------------------
@@ -135,8 +137,9 @@ class Supervisor:
                                  text=True, errors="replace", process_group=0)
         os.close(write_fd)
         self._child = child
+        self._beaten = False
         if self._stops:  # a stop came in while this child was starting
-            self._pass_on(signal.SIGINT)
+            self._held = signal.SIGINT
         threading.Thread(target=self._pump_stderr, args=(child,), daemon=True).start()
         return child, read_fd
 
@@ -150,7 +153,7 @@ class Supervisor:
     def _watch(self, child: subprocess.Popen, heartbeat: int) -> str | None:
         """Wait until the child ends (None: it ended cleanly) or why it must be restarted."""
         last_beat = time.monotonic()
-        beaten = False
+        beaten = self._beaten = False
         while True:
             if self._stopped_at is not None and child.poll() is None and \
                     time.monotonic() - self._stopped_at > STOP_GRACE_S:
@@ -161,6 +164,10 @@ class Supervisor:
                 data = os.read(heartbeat, 4096)
                 if data:
                     last_beat, beaten = now, True
+                    if not self._beaten:  # playing: its own stop handling is in place now
+                        self._beaten = True
+                        if self._held is not None:
+                            self._pass_on(self._held)
             code = child.poll()
             if code is not None:
                 if code == 0 or self._stop:
@@ -185,13 +192,23 @@ class Supervisor:
     # ---- the loop -------------------------------------------------------------------------------
 
     def _pass_on(self, signum: int) -> None:
-        """Give the child one stop signal (its first ends it cleanly, a second forces it)."""
+        """Give the child one stop signal (its first ends it cleanly, a second forces it).
+        Before its first frame the child may not have its handlers yet (a signal would land
+        in its imports as a traceback): the first stop is held until it beats, a second one
+        ends it at once."""
         child = self._child
-        if child is not None and child.poll() is None:
-            try:
-                child.send_signal(signum)
-            except ProcessLookupError:
-                pass
+        if child is None or child.poll() is not None:
+            return
+        if not self._beaten:
+            if self._held is not None or self._stops > 1:
+                child.kill()
+            self._held = signum
+            return
+        self._held = None
+        try:
+            child.send_signal(signum)
+        except ProcessLookupError:
+            pass
 
     def run(self) -> int:
         def stop(signum, frame):

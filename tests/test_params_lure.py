@@ -77,3 +77,40 @@ def test_a_hitch_is_a_slow_frame_and_a_slow_machine_is_not():
     for _ in range(100):
         t += 0.12
         assert not software.tick(t)
+
+
+def test_every_number_has_a_performance_range_inside_its_hard_limits():
+    from control.params import REGISTRY
+
+    for spec in REGISTRY:
+        if spec.kind not in ("float", "int"):
+            continue
+        lo, hi = spec.play_range
+        assert spec.lo <= lo < hi <= spec.hi, spec.name
+        # a fader's ends are the range's ends, and the middle lies between them
+        assert spec.from_norm(0.0) == pytest.approx(lo) and spec.from_norm(1.0) == pytest.approx(hi)
+        assert lo <= spec.from_norm(0.5) <= hi
+        for x in (0.0, 0.25, 0.5, 0.75, 1.0):  # to_norm undoes from_norm
+            if spec.kind == "float":
+                assert spec.to_norm(spec.from_norm(x)) == pytest.approx(x, abs=1e-9), spec.name
+    # The ones the issue named: a fader at half no longer asks max_speed for 5000.
+    assert BY_NAME["max_speed"].from_norm(0.5) == pytest.approx(40 ** 0.5)
+    assert BY_NAME["count"].from_norm(0.5) == 8192  # geometric over 256..262144
+
+
+def test_a_nudge_moves_along_the_range_and_never_pulls_a_value_into_it():
+    from control.params import NUDGE_COARSE, NUDGE_FINE
+
+    weight = BY_NAME["alignment_weight"]  # linear over 0..4
+    assert weight.nudge(1.0, NUDGE_FINE) == pytest.approx(1.04)
+    assert weight.nudge(1.0, -NUDGE_COARSE) == pytest.approx(0.6)
+    assert weight.nudge(4.0, NUDGE_FINE) == 4.0 and weight.nudge(0.0, -NUDGE_FINE) == 0.0
+    assert weight.nudge(50.0, NUDGE_FINE) == 50.0  # set above the range: Right keeps it
+    assert weight.nudge(50.0, -NUDGE_FINE) == pytest.approx(3.96)  # Left brings it back in
+    speed = BY_NAME["max_speed"]  # geometric over 1..40: equal steps, equal ratios
+    assert speed.nudge(8.0, NUDGE_COARSE) / 8.0 == pytest.approx(40 ** 0.1)
+    cap = BY_NAME["neighbor_cap"]  # an int step smaller than one still moves it by one
+    assert cap.nudge(0, NUDGE_FINE) >= 1
+    assert BY_NAME["separation"].nudge(True, NUDGE_FINE) is False
+    assert BY_NAME["boundary"].nudge("sphere", NUDGE_FINE) == "wrap"
+    assert BY_NAME["boundary"].nudge("sphere", -NUDGE_FINE) == "wrap"

@@ -140,3 +140,58 @@ def test_preset_by_name_and_unknown_name(tmp_path):
                           "1", "--preset", "murmuraton"], env=env, capture_output=True,
                          text=True, timeout=120)
     assert bad.returncode == 2 and "murmuraton" in bad.stderr and "murmuration" in bad.stderr
+
+
+def test_a_crash_mid_morph_resumes_the_look_it_was_heading_to(show, tmp_path):
+    """The recovery file written during a morph holds the preset's target, not the blend, and
+    a look changed after its recall is marked modified rather than named as the preset."""
+    target = PresetBank(show.bank.user_folder).recall(4)  # drift-trails
+    show.params["morph_seconds"] = 10.0
+    show.recall_slot(4)
+    run_frames(show, 0.5)  # 5 % into the morph: the live values are a blend
+    assert show.morph is not None
+    assert show.params["contain_radius"] != target.values["contain_radius"]
+    assert show.recovery.flush()
+    saved = load_preset(tmp_path / "recovery.json")
+    for name in ("contain_radius", "max_speed", "slow_color", "trail"):
+        assert saved.values[name] == pytest.approx(target.values[name]), name
+    assert saved.state["preset"] == "drift-trails" and not saved.state["modified"]
+    show.morph = None  # landed; then the performer changes something
+    show.params.update(target.values)
+    show.params["max_speed"] = 30.0
+    run_frames(show, 0.1)
+    assert show.recovery.flush()
+    saved = load_preset(tmp_path / "recovery.json")
+    assert saved.state["modified"] and saved.values["max_speed"] == 30.0
+
+
+def test_what_the_performer_plays_during_a_morph_wins_over_it(show):
+    target = PresetBank(show.bank.user_folder).recall(2)
+    show.params["morph_seconds"] = 2.0
+    show.recall_slot(2)
+    run_frames(show, 0.3)
+    show.selected = show.learnable().index("max_speed")
+    show.nudge(0.1)  # a key during the morph
+    played = show.params["max_speed"]
+    run_frames(show, 2.5)  # the morph lands for everything else
+    assert show.morph is None
+    assert show.params["max_speed"] == played != target.values["max_speed"]
+    assert show.params["cohesion_weight"] == pytest.approx(target.values["cohesion_weight"])
+
+
+def test_a_count_from_the_command_line_stays_through_recalls_until_played(ctx, tmp_path):
+    params = Params({"count": 300, "morph_seconds": 0.0})
+    show = Show(ctx, params, ShowOptions(pinned=frozenset({"count"})),
+                presets=PresetBank(tmp_path / "user"), say=lambda text: None)
+    try:
+        show.recall_slot(1)  # bundled presets hold 16384 agents
+        run_frames(show, 0.1)
+        assert params["count"] == 300 and show.swarm.count == 300
+        assert show.preset.name == "calm-school" and not show.preset_modified()
+        show.nudge(0.1)  # the performer changes the count: it is theirs now
+        assert params["count"] == 600 and "count" not in show.pinned
+        show.recall_slot(2)
+        run_frames(show, 0.1)
+        assert params["count"] == 16384 and show.swarm.count == 16384
+    finally:
+        show.release()

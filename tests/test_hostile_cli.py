@@ -1,0 +1,202 @@
+"""Hostile command lines and live input: every bad value is refused before the first frame in
+one line naming the option (exit 2, no traceback, no hang); counts the machine cannot hold live
+are capped, not frozen on; text from outside never reaches the terminal as escapes; the show
+never outlives its supervisor."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, run_instrument
+from pythonosc.udp_client import SimpleUDPClient
+
+from visual.limits import SOFTWARE_LIVE_COUNT
+
+QUICK = ("--headless", "--frames", "1", "--size", "64x64", "--count", "64")
+
+
+def one_line_refusal(result: subprocess.CompletedProcess, *names: str) -> str:
+    assert result.returncode == 2, (result.returncode, result.stdout[-500:], result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("instrument: error: "), result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+    for name in names:
+        assert name in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.fixture
+def fifo(tmp_path):
+    path = tmp_path / "pipe.json"
+    os.mkfifo(path)
+    return path
+
+
+@pytest.mark.parametrize("args, names", [
+    (["--seed", "-1"], ["--seed", "0 to 4294967295"]),
+    (["--seed", "99999999999"], ["--seed"]),
+    (["--obstacle", "0,0,0,nan"], ["--obstacle", "finite"]),
+    (["--obstacle", "0,0,0,inf"], ["--obstacle"]),
+    (["--obstacle", "1e309,0,0,1"], ["--obstacle"]),
+    (["--obstacle", "0,0,0,-1"], ["RADIUS above 0"]),
+    (["--obstacle", "0,0,0,1"] * 9, ["--obstacle: at most 8"]),
+    (["--screenshot", "/proc/version"], ["--screenshot", ".png"]),
+    (["--screenshot", "/proc/nope.png"], ["--screenshot"]),
+    (["--size", "16384x16384"], ["--size 16384x16384", "2 GiB"]),
+    (["--size", "3x3"], ["--size"]),
+    (["--cout", "5"], ["did you mean --count?"]),
+    (["--midi-map", "/nonexistent/map.json"], ["/nonexistent/map.json", "no such file"]),
+    (["--audio-file", "/nonexistent/song.mp3"], ["--audio-file", "no such file"]),
+    (["--audio-file", "/dev/zero"], ["--audio-file", "/dev/zero"]),
+    (["--state-in", "/dev/urandom"], ["/dev/urandom", "device"]),
+])
+def test_bad_values_are_refused_before_the_first_frame(args, names):
+    started = time.monotonic()
+    one_line_refusal(run_instrument(*QUICK, *args, timeout=60), *names)
+    assert time.monotonic() - started < 30
+
+
+def test_output_paths_are_checked_at_start_not_after_the_last_frame(tmp_path):
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    for option, value in (("--screenshot", folder), ("--state-out", folder),
+                          ("--telemetry", folder), ("--state-out", tmp_path / "x.txt")):
+        line = one_line_refusal(run_instrument(*QUICK, option, str(value)), option)
+        assert "frames" not in line  # refused before any frame ran
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-folder"]  # nothing written
+
+
+def test_fifos_on_the_command_line_never_hang(fifo):
+    for option in ("--preset", "--midi-map", "--state-in", "--audio-file"):
+        one_line_refusal(run_instrument(*QUICK, option, str(fifo), timeout=30), str(fifo))
+
+
+def test_limits_asked_of_the_driver_name_the_figure():
+    from visual.limits import MachineLimits
+
+    small = MachineLimits(max_side=4096, memory_bytes=256 * 2**20, software=False,
+                          memory_source="the GPU")
+    assert "at most 4096 pixels a side" in small.size_problem((8192, 4096))
+    assert "GiB of frame buffers" in small.size_problem((4096, 4096))  # 20 bytes a pixel
+    assert small.size_problem((1920, 1080)) is None
+    assert "need 3.2 GiB" in small.count_problem(16_777_216, live=False)
+    assert small.count_problem(1_000_000, live=True) is None  # a GPU: memory is the limit
+    assert small.live_count == int(256 * 2**20 * 0.8 // 204)
+
+
+def test_more_agents_than_software_gl_holds_live_is_refused_at_start():
+    line = one_line_refusal(run_instrument("--headless", "--no-supervisor", "--no-midi",
+                                           "--size", "64x64", "--count", "16777216"))
+    assert f"{SOFTWARE_LIVE_COUNT:,}" in line and "--frames" in line
+
+
+def test_an_existing_video_is_not_overwritten(tmp_path):
+    video = tmp_path / "set.mp4"
+    video.write_bytes(b"an hour of render")
+    line = one_line_refusal(run_instrument("--render", "--control", "/nonexistent.jsonl",
+                                           "--out", str(video)))
+    assert video.read_bytes() == b"an hour of render" and line
+
+
+def test_escapes_in_outside_text_are_shown_not_sent(tmp_path):
+    hostile = tmp_path / "\x1b]0;OWNED\x07\x1b[2J.json"
+    result = run_instrument(*QUICK, "--preset", str(hostile))
+    line = one_line_refusal(result)
+    assert "\x1b" not in result.stderr and "\x07" not in result.stderr
+    assert "\\x1b]0;OWNED\\x07" in line
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def last_record(path: Path) -> dict | None:
+    try:
+        lines = path.read_text().splitlines()
+    except FileNotFoundError:
+        return None
+    for line in reversed(lines):
+        try:
+            return json.loads(line)
+        except json.JSONDecodeError:
+            continue
+    return None
+
+
+def wait_for(check, what: str, timeout: float = 60.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.2)
+    pytest.fail(f"timed out waiting for {what}")
+
+
+def test_a_live_count_the_machine_cannot_hold_is_capped_and_the_show_plays_on(tmp_path):
+    port = free_port()
+    telemetry = tmp_path / "t.jsonl"
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "instrument.py"), "--headless", "--no-supervisor",
+         "--no-midi", "--size", "64x64", "--count", "256", "--osc", f"127.0.0.1:{port}",
+         "--telemetry", str(telemetry)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+    try:
+        wait_for(lambda: (r := last_record(telemetry)) and r["frame"] > 0, "the first frame")
+        SimpleUDPClient("127.0.0.1", port).send_message("/swarm/count", 16777216)
+        capped = wait_for(lambda: (r := last_record(telemetry)) and
+                          r["agents"] == SOFTWARE_LIVE_COUNT and r, "the capped count")
+        assert capped["params"]["count"] == SOFTWARE_LIVE_COUNT
+        wait_for(lambda: last_record(telemetry)["frame"] > capped["frame"] + 2,
+                 "frames after the cap")
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=60) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+        out, err = process.communicate(timeout=30)
+    assert f"count 16,777,216: more than this machine holds live; capped at " \
+           f"{SOFTWARE_LIVE_COUNT:,}" in out
+    assert "Traceback" not in err
+
+
+def test_the_show_ends_when_its_supervisor_is_killed(tmp_path):
+    port = free_port()
+    env = {**os.environ, "SWARM_STATE_DIR": str(tmp_path),
+           "SWARM_RECOVERY_FILE": str(tmp_path / "recovery.json")}
+    supervisor = subprocess.Popen(
+        [sys.executable, str(ROOT / "instrument.py"), "--headless", "--size", "64x64",
+         "--count", "128", "--no-midi", "--osc", f"127.0.0.1:{port}"], env=env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        record = tmp_path / "last-telemetry.json"
+        child = wait_for(lambda: (r := last_record(record)) and r["pid"], "the show to start")
+        supervisor.kill()
+        supervisor.wait(timeout=10)
+
+        def gone() -> bool:
+            try:
+                os.kill(child, 0)
+            except ProcessLookupError:
+                return True
+            try:  # a zombie counts as gone: it no longer renders nor holds the port
+                return Path(f"/proc/{child}/stat").read_text().split()[2] == "Z"
+            except OSError:
+                return True
+
+        wait_for(gone, "the show to end with its supervisor", timeout=30)
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as again:
+            again.bind(("127.0.0.1", port))  # the OSC port is free again
+    finally:
+        if supervisor.poll() is None:
+            supervisor.kill()
