@@ -10,19 +10,18 @@ import argparse
 import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any, NoReturn
 
-from control.files import FileProblem, load_state, save_state
+from control.files import FileProblem, load_state
 from control.params import MAX_COUNT, ParamError, Params
 from control.supervisor import StopSignals
+from show.options import HEADLESS_SIZE
 from control.text import printable
 from visual.swarm import MAX_DT, NEIGHBOR_MODES
 
 NO_DISPLAY_SECONDS = 10.0
 START_LOOK = "drift-trails"  # the most striking bundled look: a plain start opens on it
-HEADLESS_SIZE = (1280, 720)
 NO_DISPLAY_SCREENSHOT = "swarm-screenshot.png"
 
 
@@ -198,7 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
     # the resumed state died again, so safe mode starts from the default look, not from it
     safety.add_argument("--heartbeat-fd", type=int, help=argparse.SUPPRESS)
     safety.add_argument("--last-telemetry", help=argparse.SUPPRESS)
-    from visual.offline import add_render_arguments
+    from show.render import add_render_arguments
 
     add_render_arguments(parser)
     state = parser.add_argument_group("state")
@@ -236,26 +235,6 @@ def build_params(args: argparse.Namespace) -> tuple[Params, list, Any]:
     return params, routes, preset
 
 
-def open_inputs(args: argparse.Namespace, params: Params) -> dict:
-    """The audio source and MIDI the command line asks for; neither fails (each says why and
-    the show runs without it). Safe mode opens neither."""
-    from audio.base import Silence
-    from audio.source import open_audio
-    from control.midi import Midi
-
-    if args.safe_mode:
-        say("safe mode: no audio, no MIDI, no OSC, the bundled shaders")
-        return {"audio": Silence("safe mode", "safe mode: audio is off"), "midi": None,
-                "osc": None}
-    audio = open_audio(args.audio_device, args.audio_file, args.mute)
-    midi = None
-    if not args.no_midi:
-        midi = Midi.open(params, ports=args.midi_port or None, virtual=args.midi_virtual,
-                         api=args.midi_api, mapping_path=args.midi_map,
-                         report=lambda text: say(f"midi: {text}"))
-    return {"audio": audio, "midi": midi, "osc": open_osc(args.osc)}
-
-
 def osc_endpoint(text: str) -> tuple[str, int]:
     """--osc's value, checked while the command line is parsed."""
     from control.osc import parse_endpoint
@@ -264,23 +243,6 @@ def osc_endpoint(text: str) -> tuple[str, int]:
         return parse_endpoint(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc).removeprefix(f"--osc {text!r}: ")) from None
-
-
-def open_osc(endpoint: tuple[str, int] | None):
-    """The OSC input --osc asks for, or None; a port that cannot be opened is said and the
-    show runs without OSC."""
-    from control.osc import OscInput, OscProblem
-
-    if not endpoint:
-        return None
-    host, port = endpoint
-    try:
-        osc = OscInput(host, port)
-    except OscProblem as exc:
-        say(f"{exc}; the show goes on without OSC")
-        return None
-    say(f"osc: listening on {osc.host}:{osc.port} (/swarm/<param> value, /swarm/preset N, ...)")
-    return osc
 
 
 STOP = StopSignals()  # installed by main() for the live show (a render handles Ctrl+C itself)
@@ -308,199 +270,6 @@ def no_display_screenshot() -> str:
 
 def has_display() -> bool:
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
-
-
-def show_options(args: argparse.Namespace, params: Params):
-    """ShowOptions from the command line, reading --state-in (which sets the count)."""
-    from visual.app import ShowOptions
-
-    position = velocity = None
-    if args.state_in:
-        position, velocity = load_state(args.state_in)
-        if args.count is not None and args.count != len(position):
-            raise FileProblem(f"{args.state_in}: holds {len(position)} agents but --count is "
-                              f"{args.count}; drop --count (the state sets it)")
-        params["count"] = len(position)
-    return ShowOptions(neighbors=args.neighbors, seed=args.seed or 0, fixed_dt=args.dt,
-                       obstacles=args.obstacle, position=position, velocity=velocity,
-                       reproducible=args.dt is not None,
-                       pinned=frozenset({"count"}) if args.count is not None or position
-                       is not None else frozenset())
-
-
-class Run:
-    """What every way of running shares: the telemetry file, the status line, the ending."""
-
-    def __init__(self, args: argparse.Namespace) -> None:
-        from control.supervisor import Heartbeat
-        from visual.app import LatestRecord, Telemetry
-
-        self.args = args
-        self.stop = STOP  # Ctrl+C / SIGTERM end the show after its frame
-        self.heartbeat = Heartbeat(args.heartbeat_fd)
-        self.latest = LatestRecord(args.last_telemetry) if args.last_telemetry else None
-        self.telemetry = None
-        if args.telemetry:
-            try:
-                self.telemetry = Telemetry(args.telemetry)
-            except OSError as exc:
-                raise FileProblem(str(exc)) from None
-        self.started = time.perf_counter()
-        self._last_report = self.started
-        self.show = None
-
-    def attach(self, show, params: Params, routes: list) -> None:
-        """The show is built: start --record-control's recorder on it."""
-        from control.control_track import open_recorder
-
-        self.show = show
-        show.recorder = open_recorder(self.args, params, routes, show.audio)
-
-    @property
-    def stopping(self) -> bool:
-        return self.stop.requested is not None
-
-    def each_frame(self) -> None:
-        now = time.perf_counter()
-        self.heartbeat.beat(now)
-        if self.heartbeat.orphaned:
-            self.stop.request("the supervisor is gone")
-        if self.latest is not None:
-            self.latest.maybe_write(now, self.show.telemetry)
-        if self.telemetry is not None:
-            self.telemetry.maybe_write(now, self.show.telemetry)
-            if self.telemetry.error:
-                say(self.telemetry.error)
-                self.telemetry = None
-        if self.args.frames is None and now - self._last_report >= 5.0:
-            self._last_report = now
-            say(" | ".join(self.show.hud_lines()[:3]))
-
-    def finish(self, image: tuple[bytes, tuple[int, int]] | None) -> None:
-        """Write the screenshot, state and last telemetry; report; release the show."""
-        import numpy as np
-
-        from visual.png import write_png
-
-        show = self.show
-        show.ctx.finish()
-        elapsed = time.perf_counter() - self.started
-        say(f"{show.frame} frames, {show.sim_time:.2f} s simulated in {elapsed:.2f} s "
-            f"({elapsed / max(show.frame, 1) * 1000:.1f} ms a frame)")
-        guarded = show.swarm.read_guarded()
-        if guarded:
-            say(f"the guard put back {guarded} agents whose state became NaN or infinite")
-        if self.args.screenshot and image is not None:
-            pixels, (width, height) = image
-            array = np.frombuffer(pixels, np.uint8).reshape(height, width, 3)[::-1]
-            write_png(self.args.screenshot, array)
-            say(f"screenshot ({width}x{height}) saved to {Path(self.args.screenshot).resolve()}")
-        if self.args.state_out:
-            position, velocity = show.swarm.read_state()
-            save_state(self.args.state_out, position, velocity)
-            say(f"state of {len(position)} agents written to {self.args.state_out}")
-        if self.telemetry is not None:
-            self.telemetry.write(show.telemetry())
-            self.telemetry.close()
-        if show.recorder is not None:
-            show.recorder.close()
-            say(show.recorder.error or f"control track written to {self.args.record_control}")
-        show.release()
-
-
-def preset_machinery(args: argparse.Namespace, preset: Any) -> dict:
-    """The preset slots, the preset started from, and the recovery file's writer (open-ended
-    shows only: a bounded run such as --frames leaves the last show's recovery file alone)."""
-    from control.presets import PresetBank, RecoveryWriter
-
-    recovery = RecoveryWriter() if args.frames is None else None
-    return {"presets": PresetBank(), "preset": preset, "recovery": recovery}
-
-
-def check_machine(ctx, args: argparse.Namespace, params: Params, size: tuple[int, int]) -> int:
-    """The frame size and the count against what this GL holds (visual/limits.py), before the
-    first frame: a refusal names the figure (exit 2). Returns the count a live change (a knob,
-    OSC, a recall) is capped at."""
-    from visual.limits import machine_limits
-
-    limits = machine_limits(ctx)
-    problem = limits.size_problem(size, "--size" if args.size else "the window")
-    problem = problem or limits.count_problem(params["count"], args.frames is None, "--count" if
-                                              args.count is not None else "count")
-    if problem:
-        raise FileProblem(problem)
-    return limits.live_count
-
-
-def run_headless(args: argparse.Namespace, params: Params, routes: list, preset: Any = None
-                 ) -> None:
-    """Render offscreen (EGL) until --frames, Ctrl+C or SIGTERM."""
-    from visual.app import Show
-    from visual.gl import create_headless_context
-
-    options = show_options(args, params)
-    run = Run(args)
-    ctx = create_headless_context()
-    width, height = args.size or HEADLESS_SIZE
-    options.count_limit = check_machine(ctx, args, params, (width, height))
-    show = Show(ctx, params, options, routes=routes, say=say, **open_inputs(args, params),
-                **preset_machinery(args, preset))
-    run.attach(show, params, routes)
-    framebuffer = show.renderer.offscreen_framebuffer((width, height))
-    say(f"headless: {show.swarm.count} agents, {args.neighbors} neighbours, {width}x{height}, "
-        f"{ctx.info['GL_RENDERER']}")
-    last = time.perf_counter()
-    while not run.stopping:
-        now = time.perf_counter()
-        show.update(now)
-        show.advance(show.frame_dt(now - last))
-        last = now
-        show.draw(framebuffer)
-        run.each_frame()
-        if args.frames is not None and show.frame >= args.frames:
-            break
-    if run.stopping:
-        say(f"stopped ({run.stop.requested})")
-    image = None
-    if args.screenshot:
-        image = framebuffer.read(components=3, alignment=1), (width, height)
-    run.finish(image)
-    ctx.release()
-
-
-def run_window(args: argparse.Namespace, params: Params, routes: list, preset: Any = None
-               ) -> None:
-    from visual.app import Show
-    from visual.window import LiveWindow, open_window
-
-    options = show_options(args, params)
-    run = Run(args)
-    window = open_window(args.screen, fullscreen=not args.windowed and args.size is None,
-                         size=args.size)
-
-    def make_show(ctx):
-        options.count_limit = check_machine(ctx, args, params,
-                                            tuple(window.get_framebuffer_size()))
-        show = Show(ctx, params, options, routes=routes, say=say, **open_inputs(args, params),
-                    **preset_machinery(args, preset))
-        run.attach(show, params, routes)
-        return show
-
-    live = LiveWindow(window, make_show, fps=args.fps, frames=args.frames,
-                      on_frame=run.each_frame, say=say, stopping=lambda: run.stopping)
-    width, height = window.get_framebuffer_size()
-    say(f"window: {run.show.swarm.count} agents on screen {args.screen}, {width}x{height}"
-        f"{' full-screen' if window.fullscreen else ''}, {live.fps:g} fps cap, "
-        f"{live.ctx.info['GL_RENDERER']}. Keys: F full-screen, H HUD, Space pause, R respawn, "
-        "Esc twice to quit")
-    live.run()
-    if run.stopping:
-        say(f"stopped ({run.stop.requested})")
-    image = live.last_image
-    if args.screenshot and image is None:
-        image = live.read_screen()
-    run.finish(image)
-    window.close()
 
 
 def check_args(args: argparse.Namespace) -> None:
@@ -602,11 +371,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         params, routes, preset = build_params(args)
         if args.render is not None:
-            from visual.offline import run_render
+            from show.render import run_render
 
             return run_render(args, params, routes, say)
+        from show.live import LiveShow, run_headless, run_window
+
+        live = LiveShow(args, params, routes, preset, STOP, say)
         if args.headless:
-            run_headless(args, params, routes, preset)
+            run_headless(live)
         elif not has_display():
             args.screenshot = args.screenshot or no_display_screenshot()
             args.dt = args.dt or MAX_DT
@@ -614,12 +386,12 @@ def main(argv: list[str] | None = None) -> int:
             say(f"no display found (DISPLAY is not set): rendering {args.frames * args.dt:.0f} "
                 f"s of the show headless ({args.frames} frames of {args.dt * 1000:.1f} ms) "
                 "instead of opening a window")
-            run_headless(args, params, routes, preset)
+            run_headless(live)
         else:
             from visual.window import WindowError
 
             try:
-                run_window(args, params, routes, preset)
+                run_window(live)
             except WindowError as exc:
                 error(exc)
                 return 1

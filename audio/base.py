@@ -18,8 +18,10 @@ DEFAULT_RATE = 48000
 MAX_DT = 0.25  # a longer gap (a hitch, a breakpoint) must not swing the smoothing wildly
 
 
-class AudioSource:
-    """Silence that analyses like a stream. Subclasses fill `_window` in `_fill`.
+class AudioFrameSource:
+    """What the swarm reads from the sound, once a frame: the user's design and seed 000 name
+    it so (`has_data`, `rms`), with the level, bands and onsets this instrument adds. The base
+    is silence that analyses like a stream; subclasses fill `_window` in `_fill`.
 
     `state` is one short word or phrase for the HUD ("ok", "file", "audio lost", ...);
     `message` is the last thing worth telling the performer, and `take_messages` hands each
@@ -122,7 +124,7 @@ class AudioSource:
         return self.features.onsets
 
     def sources(self) -> dict[str, float]:
-        """Modulation source values for `audio.modulation.modulate`."""
+        """Modulation source values for `control.modulation.modulate`."""
         return self.features.sources()
 
     def take_messages(self) -> list[str]:
@@ -155,14 +157,14 @@ class AudioSource:
         """Stop any stream; the source then reads as silence."""
 
 
-class Silence(AudioSource):
+class Silence(AudioFrameSource):
     """No audio: used when there is no device or PortAudio, with the reason in `state`."""
 
     def __init__(self, state: str = "silence", message: str = "") -> None:
         super().__init__(DEFAULT_RATE, "", state, message)
 
 
-class OfflineAudio(AudioSource):
+class OfflineAudio(AudioFrameSource):
     """A whole recording analysed at chosen times: the offline renderer's audio.
 
     `update(t)` analyses the samples just before time t, so calling it at each frame's time

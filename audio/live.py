@@ -25,7 +25,7 @@ import weakref
 from collections import deque
 from typing import Any
 
-from audio.base import DEFAULT_RATE, AudioSource
+from audio.base import DEFAULT_RATE, AudioFrameSource
 from audio.devices import AudioProblem, skip_portaudio_exit
 from audio.process import SharedRing, WorkerProcess, summarize_library_lines
 from audio.ring import Ring
@@ -138,7 +138,7 @@ def _abandon(attempts: list[Any], shared: SharedRing | None) -> None:
         shared.close()
 
 
-class AudioInput(AudioSource):
+class AudioInput(AudioFrameSource):
     """The instrument's microphone or line input. Never raises.
 
     `device` is an index, a name substring or None (the default input). It is reopened by

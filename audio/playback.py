@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from audio.base import AudioSource
+from audio.base import AudioFrameSource
 from audio.decode import read_audio
 from audio.devices import AudioProblem, close_in_background, load_sounddevice, skip_portaudio_exit
 from audio.ring import Ring
@@ -23,7 +23,7 @@ from audio.ring import Ring
 OUTPUT_LOST_AFTER_S = 0.5
 
 
-class AudioFile(AudioSource):
+class AudioFile(AudioFrameSource):
     """Plays a sound file (looping by default) and analyses it as it plays.
 
     Raises AudioFileError if the file cannot be read; a missing or failing output device only

@@ -1,7 +1,7 @@
 """The instrument's one entry point to audio: `open_audio` picks the source and never fails.
 
 Main thread only. Every source (live input, file, offline array, silence) has one interface,
-`AudioSource`: `update(now)` once a frame, then `has_data`, `rms`, `level`, `peak_db`,
+`AudioFrameSource`: `update(now)` once a frame, then `has_data`, `rms`, `level`, `peak_db`,
 `bands`, `onset`, `onsets`, `state`, `message`, `take_messages()`, `sources()`,
 `telemetry()` and `close()`. Call `close()` when the show ends: the live input's worker
 process is stopped and its shared memory unlinked there (were it forgotten, both still go
@@ -15,27 +15,27 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from audio.base import AudioSource, OfflineAudio, Silence
+from audio.base import AudioFrameSource, OfflineAudio, Silence
 from audio.decode import AudioFileInfo, check_audio_file, read_audio
 from audio.devices import list_input_devices
 from audio.live import AudioInput
 from audio.playback import AudioFile
 from audio.wavfile import AudioFileError, read_wav
 
-__all__ = ["AudioSource", "AudioInput", "AudioFile", "OfflineAudio", "Silence", "open_audio",
+__all__ = ["AudioFrameSource", "AudioInput", "AudioFile", "OfflineAudio", "Silence", "open_audio",
            "list_input_devices", "AudioFileError", "AudioFileInfo", "check_audio_file",
            "read_audio", "read_wav"]
 
 
 def open_audio(device: int | str | None = None, file: str | Path | None = None,
-               mute: bool = False, *, loop: bool = True, sd: Any = None) -> AudioSource:
+               mute: bool = False, *, loop: bool = True, sd: Any = None) -> AudioFrameSource:
     """The source the command line asks for: `file` if given, else the input `device`
     (None = the default input). Never raises: whatever fails becomes a source that reads as
     silence, whose `message` says why and what to try."""
     try:
         if file is not None:
             try:
-                source: AudioSource = AudioFile(file, mute=mute, loop=loop, sd=sd)
+                source: AudioFrameSource = AudioFile(file, mute=mute, loop=loop, sd=sd)
             except AudioFileError as exc:
                 return Silence("no audio file", f"{exc}; running without audio")
             if device is not None:

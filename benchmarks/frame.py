@@ -51,11 +51,14 @@ def make_context(size: tuple[int, int]):
 
 
 def bench_count(ctx, hud, count: int, args: argparse.Namespace) -> dict:
-    from visual.app import Show, ShowOptions
+    from show.frame import Show
+    from show.loop import FixedStep, Loop, Offscreen
+    from show.options import ShowOptions
 
     params = scaled_params(count)
-    show = Show(ctx, params, ShowOptions(seed=1, fixed_dt=1 / 60))
-    framebuffer = show.renderer.offscreen_framebuffer(args.size)
+    show = Show(ctx, params, ShowOptions(seed=1, fixed_dt=1 / 60, live=False))
+    sink = Offscreen(show, args.size)
+    framebuffer = sink.framebuffer
     for _ in range(round(args.settle * 30)):
         show.swarm.step(1 / 30, target=show.lure_position())
     for _ in range(4):  # the renderer measures the swarm; the camera snaps to frame it
@@ -63,6 +66,7 @@ def bench_count(ctx, hud, count: int, args: argparse.Namespace) -> dict:
     show.renderer.read_counts_now()
     show.camera.follow(show.renderer.swarm_radius, 1e6, show.renderer.swarm_center)
 
+    loop = Loop(show, FixedStep(1 / 60))  # the show's one loop: update, step, draw
     frames, passes = [], {"simulate": [], "cull": [], "draw": []}
     started = time.perf_counter()
     for _ in range(args.frames):
@@ -70,8 +74,7 @@ def bench_count(ctx, hud, count: int, args: argparse.Namespace) -> dict:
         # as a swap would (timer queries cannot nest, and the passes own theirs).
         ctx.finish()
         t0 = time.perf_counter()
-        show.advance(1 / 60)
-        show.draw(framebuffer)
+        loop.frame(*sink.target())
         if hud is not None:
             framebuffer.use()
             hud.draw(show.hud_lines())

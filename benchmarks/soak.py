@@ -83,6 +83,21 @@ class RandomMidi:
         pass
 
 
+class LoopingSong:
+    """The soak's clock: 1/60 s a frame from frame `first`, the song's time looping."""
+
+    def __init__(self, duration: float, first: int) -> None:
+        self.duration = duration
+        self.frame = first
+
+    def next(self):
+        from show.loop import Tick
+
+        tick = Tick((self.frame / 60) % self.duration, 1 / 60)
+        self.frame += 1
+        return tick
+
+
 def save_checkpoint(path: str, state: dict, position: np.ndarray, velocity: np.ndarray,
                     times: np.ndarray) -> None:
     """Where the soak stands, to go on in another process (an hour does not fit one call to
@@ -133,7 +148,9 @@ def main(argv: list[str] | None = None) -> int:
     from control.midi import DEFAULT_MAPPING, Midi
     from control.params import Params
     from control.presets import PresetBank
-    from visual.app import Show, ShowOptions
+    from show.frame import Show
+    from show.loop import Loop, Offscreen
+    from show.options import ShowOptions
     from visual.gl import create_headless_context
 
     resumed = load_checkpoint(args.resume) if args.resume else None
@@ -158,23 +175,22 @@ def main(argv: list[str] | None = None) -> int:
     midi = None if args.no_midi else Midi(params, source, mapping_path=DEFAULT_MAPPING,
                                           save_path=None, report=lambda text: None)
     messages: list[str] = []
-    show = Show(ctx, params, ShowOptions(fixed_dt=1 / 60, position=position, velocity=velocity),
+    show = Show(ctx, params, ShowOptions(fixed_dt=1 / 60, position=position, velocity=velocity,
+                                         live=False),
                 audio=audio, midi=midi, presets=PresetBank(), say=messages.append)
-    framebuffer = show.renderer.offscreen_framebuffer((width, height))
+    sink = Offscreen(show, (width, height))
 
     first = state["done"]
     memory = [(first, resident_mb(), 0)]
     failures: list[str] = state["failures"]
     started = time.perf_counter()
     frame = first - 1
+    loop = Loop(show, LoopingSong(audio.duration, first))
     for frame in range(first, frames):
-        t = frame / 60
         ctx.finish()
         t0 = time.perf_counter()
         try:
-            show.update(t % audio.duration)  # the song loops
-            show.advance(1 / 60)
-            show.draw(framebuffer)
+            loop.frame(*sink.target())
             ctx.finish()
         except Exception as exc:  # noqa: BLE001 - a soak counts failures instead of stopping
             failures.append(f"frame {frame}: {type(exc).__name__}: {exc}")

@@ -44,21 +44,21 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from audio.analysis import AudioFeatures, Bands
-from audio.base import AudioSource
+from control.actions import MAPPABLE
 from control.files import FileProblem
+from control.modulation import SOURCES, routes_from_json
 from control.params import BY_NAME, ParamError, Params
 
 FORMAT = "swarm-control"
 VERSION = 1
 KINDS = ("audio", "param", "preset", "midi", "action", "end")
-AUDIO_KEYS = ("level", "low", "mid", "high", "onset")
-ACTION_KINDS = ("respawn", "separation_burst", "recall_preset")
+AUDIO_KEYS = SOURCES  # what an audio event records: the modulation sources
+ACTION_KINDS = MAPPABLE
 MIDI_SUFFIXES = (".mid", ".midi", ".smf")
 FLUSH_SECONDS = 0.5  # the writer flushes at least this often, so a crash loses at most this
 
@@ -179,12 +179,10 @@ class ControlRecorder:
         self._routes = [_route_json(r) for r in routes]
         self._put(t, "preset", {"name": str(name), "params": values, "routes": self._routes})
 
-    def record_midi(self, t: float, message: Iterable[int]) -> None:
-        self._put(t, "midi", {"data": [int(b) for b in message]})
-
-    def record_action(self, t: float, action: str, value: int | None = None) -> None:
-        """A show action (control.midi_controller.Action: respawn, separation_burst,
-        recall_preset); other kinds ("learned") change nothing to render and are skipped."""
+    def record_action(self, t: float, action: str, value: float | None = None) -> None:
+        """A show action (control.actions.Action: respawn, separation_burst with its strength
+        0..1, recall_preset with its slot); other kinds change nothing to render and are
+        skipped (their effect is in the param events)."""
         if action not in ACTION_KINDS:
             return
         self._put(t, "action", {"action": str(action), "value": value})
@@ -302,7 +300,6 @@ class ControlTrack:
 
     @property
     def routes(self) -> list[Any]:
-        from audio.modulation import routes_from_json
 
         return routes_from_json(self.header.get("routes") or [])
 
@@ -362,7 +359,6 @@ def _check_header(item: Any, where: str) -> dict[str, Any]:
         Params().update(params, where=f"{where}: params")
     except ParamError as exc:
         raise ControlTrackError(str(exc)) from None
-    from audio.modulation import routes_from_json
 
     try:
         routes_from_json(item.get("routes", []), where=f"{where}: routes")
@@ -404,7 +400,6 @@ def _check_event(item: Any, where: str) -> Event:
             raise ControlTrackError(f"{where}: preset \"params\" must be an object")
         try:
             Params().update(values, where=f"{where}: preset params")
-            from audio.modulation import routes_from_json
 
             routes_from_json(data.get("routes", []), where=f"{where}: preset routes")
         except ParamError as exc:
@@ -421,8 +416,9 @@ def _check_event(item: Any, where: str) -> Event:
             raise ControlTrackError(f"{where}: \"action\" must be one of "
                                     f"{', '.join(ACTION_KINDS)}, got {data.get('action')!r}")
         value = data.get("value")
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-            raise ControlTrackError(f"{where}: action \"value\" must be a whole number or null")
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not math.isfinite(value) or value < 0):
+            raise ControlTrackError(f"{where}: action \"value\" must be a number from 0 or null")
     return Event(float(t), kind, data)
 
 
@@ -484,37 +480,6 @@ class MidiFileSource:
 
     def close(self) -> None:
         self._ready = []
-
-
-class RecordedAudio(AudioSource):
-    """The audio features of a control track played back as an audio source, for a set
-    rendered without its sound: `update(t)` holds the latest audio event at or before t and
-    counts the onsets ("hit") up to t. Main thread only."""
-
-    def __init__(self, track: ControlTrack) -> None:
-        super().__init__(float(track.header.get("rate") or 48000.0), track.path.name,
-                         "recorded")
-        self.track = track
-        self._last_t = -math.inf
-        self._onsets = 0
-
-    def update(self, now: float) -> AudioFeatures:
-        hits = sum(1 for e in self.track.events_between(self._last_t, now)
-                   if e.kind == "audio" and e.get("hit"))
-        self._last_t = now
-        self._onsets += hits
-        event = self.track.audio_at(now)
-        self._has_data = event is not None
-        if event is None:
-            self.features = AudioFeatures(onsets=self._onsets)
-        else:
-            self.features = AudioFeatures(
-                level=float(event.get("level", 0.0)),
-                bands=Bands(float(event.get("low", 0.0)), float(event.get("mid", 0.0)),
-                            float(event.get("high", 0.0))),
-                onset=hits > 0, onset_envelope=float(event.get("onset", 0.0)),
-                onsets=self._onsets)
-        return self.features
 
 
 def open_recorder(args: Any, params: Params, routes: Sequence[Any], audio: Any = None

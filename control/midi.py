@@ -106,17 +106,6 @@ class Midi:
             self.save_error = str(exc)
             self.report(f"{exc}; the learned mapping is in use but not saved")
 
-    def reload_mapping(self, path: str | PathLike | None = None) -> str | None:
-        """Reload (default: the file in use); on a bad file the mapping in use stays and the
-        error is returned and reported."""
-        path = path if path is not None else self.mapping_path or DEFAULT_MAPPING
-        error = self.controller.reload(path)
-        if error:
-            self.report(f"{error}; keeping the MIDI mapping in use")
-        else:
-            self.mapping_path = Path(path)
-        return error
-
     def start_learn(self, name: str) -> None:
         self.controller.start_learn(name)
 

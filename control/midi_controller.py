@@ -10,16 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from os import PathLike
 from typing import Any
 
+from control.actions import Action
 from control.midi_map import (
     KNOB_KINDS,
     Binding,
-    MappingError,
     MidiMapping,
     Pickup,
-    load_mapping,
     position_7bit,
     position_14bit,
 )
@@ -34,21 +32,6 @@ LEARN_FINE_WINDOW_S = 0.1
 _LENGTHS = {0x80: 3, 0x90: 3, 0xA0: 3, 0xB0: 3, 0xC0: 2, 0xD0: 2, 0xE0: 3}
 _NAMES = {0x80: "note off", 0x90: "note", 0xA0: "aftertouch", 0xB0: "CC", 0xC0: "program",
           0xD0: "pressure", 0xE0: "pitch bend"}
-
-
-@dataclass(frozen=True)
-class Action:
-    """Something a message asks the instrument to do, beyond setting a parameter.
-
-    kind: "respawn" / "separation_burst" (value: note velocity 1-127), "recall_preset"
-    (value: preset index, 0-based; program change N recalls preset N unless the rule fixes
-    one), "learned" (param: the parameter just bound; the mapping has changed and should be
-    saved).
-    """
-
-    kind: str
-    value: int | None = None
-    param: str | None = None
 
 
 @dataclass
@@ -102,31 +85,11 @@ class MidiController:
         self.received = 0
         self.ignored = 0
         self.last_message: str | None = None
-        self.mapping_error: str | None = None
         self._learning: str | None = None
         self._learned: tuple[Binding, float] | None = None
         self.last_learned: str | None = None
 
     # ----- mapping -----
-
-    def set_mapping(self, mapping: MidiMapping) -> None:
-        """Use another mapping; every knob waits for pickup again."""
-        self.mapping = mapping
-        self._knobs.clear()
-        self._armed_default = True
-        self._learned = None
-
-    def reload(self, path: str | PathLike) -> str | None:
-        """Load a mapping file. On a bad file the mapping in use stays and the error (naming
-        the file and line or key) is returned and kept for the HUD; None on success."""
-        try:
-            mapping = load_mapping(path)
-        except MappingError as exc:
-            self.mapping_error = str(exc)
-            return self.mapping_error
-        self.set_mapping(mapping)
-        self.mapping_error = None
-        return None
 
     def arm_pickup(self) -> None:
         """Call after a preset recall: every knob must cross its parameter's new value before it
@@ -230,9 +193,14 @@ class MidiController:
 
     @staticmethod
     def _action(rule: Any, value: int) -> Action:
+        """A note's or program change's action: a burst as strong as the note's velocity
+        (0..1); a recall of slot program + 1 (program change 0 recalls slot 1) unless the rule
+        fixes the preset index."""
         if rule.action == "recall_preset":
-            return Action("recall_preset", rule.preset if rule.preset is not None else value)
-        return Action(rule.action, value)
+            return Action("recall_preset", (rule.preset if rule.preset is not None else value) + 1)
+        if rule.action == "separation_burst":
+            return Action("separation_burst", value / 127.0)
+        return Action(rule.action)
 
     def _control_change(self, channel: int, controller: int, value: int,
                         now: float) -> list[Action]:
@@ -294,5 +262,4 @@ class MidiController:
                       "last_bound": self.last_learned},
             "pickup": self.waiting_knobs(),
             "bindings": len(self.mapping.bindings),
-            "mapping_error": self.mapping_error,
         }

@@ -27,11 +27,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from control.actions import MAPPABLE
 from control.files import FileProblem, read_json
 from control.params import CURVES, Param, ParamError, curve_position, curve_value, param
 
 KNOB_KINDS = ("float", "int", "bool", "choice")  # a colour is three numbers: not one knob
-ACTIONS = ("respawn", "separation_burst", "recall_preset")
+ACTIONS = MAPPABLE  # what a note or a program change may do (control/actions.py)
 STEPS_7BIT = 127
 STEPS_14BIT = 16383
 

@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from control.actions import Action
 from control.params import BY_NAME, Param, ParamError
 
 PREFIX = "/swarm/"
@@ -300,16 +301,6 @@ def _bundle(data: bytes, depth: int, budget: Budget, packet: Packet) -> None:
 
 # ---- meaning (pure) -------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Command:
-    """What a message asks: kind "set" (values), "preset" (slot), "respawn" or "burst"."""
-
-    kind: str
-    values: dict[str, Any] = field(default_factory=dict)
-    slot: int = 0
-    strength: float = 1.0
-
-
 def _show(value: Any) -> str:
     """An argument as a reason quotes it: strings through printable(), a blob by its size."""
     if isinstance(value, str):
@@ -379,26 +370,26 @@ def _value(spec: Param, address: str, args: list[Any]) -> Any:
     return value
 
 
-def interpret(address: str, args: list[Any]) -> Command:
-    """The Command a message asks for; OscError says why not (unknown address, wrong type or
+def interpret(address: str, args: list[Any]) -> Action:
+    """The Action a message asks for; OscError says why not (unknown address, wrong type or
     count of arguments, out of range: the registry's own message)."""
     if not address.startswith(PREFIX):
         raise _unknown(address, f"ours start with {PREFIX}")
     _check_values(address, args)
     path = address[len(PREFIX):]
     if path == "respawn":
-        return Command("respawn")
+        return Action("respawn")
     if path == "burst":
         strength = _number(address, args[0]) if args else 1.0
         if len(args) > 1 or not 0.0 <= strength <= 1.0:
             raise OscError(f"{printable(address)}: takes one strength in 0..1, got "
                            f"{', '.join(_show(a) for a in args)}")
-        return Command("burst", strength=strength)
+        return Action("separation_burst", strength)
     if path == "preset":
         slot = _number(address, _one(address, args))
         if not slot.is_integer() or not 1 <= slot <= 9:
             raise OscError(f"{printable(address)}: slots are 1-9, got {slot:g}")
-        return Command("preset", slot=int(slot))
+        return Action("recall_preset", int(slot))
     name, _, suffix = path.partition("/")
     spec = BY_NAME.get(name)
     if spec is None or suffix not in ("", "norm"):
@@ -414,7 +405,7 @@ def interpret(address: str, args: list[Any]) -> Command:
     else:
         value = _value(spec, address, args)
     try:
-        return Command("set", values={name: spec.validate(value)})
+        return Action("set", values={name: spec.validate(value)})
     except ParamError as exc:
         raise OscError(f"{printable(address)}: {exc}") from None
 
@@ -434,7 +425,7 @@ def parse_endpoint(text: str) -> tuple[str, int]:
 
 
 class OscInput:
-    """A non-blocking UDP socket read once a frame. `poll()` returns the frame's Commands."""
+    """A non-blocking UDP socket read once a frame. `poll()` returns the frame's Actions."""
 
     def __init__(self, host: str = DEFAULT_HOST, port: int = 9000) -> None:
         self.host, self.port = host, port
@@ -459,11 +450,11 @@ class OscInput:
         self._sock.setblocking(False)
         self.port = self._sock.getsockname()[1]  # the real one when port 0 asked for any
 
-    def poll(self) -> list[Command]:
-        """The frame's Commands, in arrival order. At most MAX_DATAGRAMS_PER_FRAME datagrams
+    def poll(self) -> list[Action]:
+        """The frame's Actions, in arrival order. At most MAX_DATAGRAMS_PER_FRAME datagrams
         are read and MAX_MESSAGES_PER_FRAME messages decoded, so a flood costs a bounded few
         milliseconds a frame; what is not read waits in the socket for the next frame."""
-        commands: list[Command] = []
+        commands: list[Action] = []
         budget = Budget()
         for _ in range(MAX_DATAGRAMS_PER_FRAME):
             if budget.left <= 0:

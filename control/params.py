@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
 MAX_COUNT = 1 << 24  # agent ids are stored as float32 on the GPU: exact below 2^24
 CURVES = ("linear", "exp")
@@ -19,6 +20,13 @@ NUDGE_COARSE = 0.1  # with Shift
 
 class ParamError(ValueError):
     """A parameter name or value that cannot be used; the message says which and why."""
+
+
+class UnknownParam(ParamError, KeyError):
+    """A name the registry does not have (a KeyError too, as a mapping's missing key)."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
 
 
 @dataclass(frozen=True)
@@ -38,6 +46,14 @@ class Param:
     @property
     def play_range(self) -> tuple[float, float]:
         return self.play if self.play is not None else (self.lo, self.hi)
+
+    def clamp(self, value: float) -> float:
+        """A number pulled into the hard limits: the one clamp modulation, bursts and blends
+        use (a knob, a fader and OSC stay inside the performance range by construction)."""
+        if not math.isfinite(value):
+            return self.default
+        value = min(max(value, self.lo), self.hi)
+        return round(value) if self.kind == "int" else value
 
     def from_norm(self, x: float) -> Any:
         """The value at position x in 0..1 of a knob or fader over the performance range:
@@ -244,8 +260,10 @@ def param(name: str) -> Param:
         raise ParamError(f"unknown parameter '{name}' (known: {', '.join(BY_NAME)})") from None
 
 
-class Params:
-    """Current values of every registered parameter."""
+class Params(Mapping[str, Any]):
+    """Current values of every registered parameter: a read-only mapping to whoever reads it
+    (`visual/` reads plain values by name), set only through `[name] = value` and `update`,
+    which validate."""
 
     def __init__(self, values: Mapping[str, Any] | None = None) -> None:
         self._values: dict[str, Any] = {p.name: p.default for p in REGISTRY}
@@ -253,7 +271,11 @@ class Params:
             self.update(values)
 
     def __getitem__(self, name: str) -> Any:
-        return self._values[param(name).name]
+        try:
+            return self._values[name]
+        except KeyError:
+            raise UnknownParam(f"unknown parameter '{name}' (known: {', '.join(BY_NAME)})") \
+                from None
 
     def __setitem__(self, name: str, value: Any) -> None:
         self._values[name] = param(name).validate(value)
@@ -267,6 +289,12 @@ class Params:
                 raise ParamError(f"{at}unknown parameter '{name}' (known: {', '.join(BY_NAME)})")
             checked[name] = BY_NAME[name].validate(value, where)
         self._values.update(checked)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self._values)

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from audio.modulation import Route, RouteError, routes_from_json, routes_to_json
+from control.modulation import Route, RouteError, routes_from_json, routes_to_json
 from control.atomic import atomic_write_text, remove_stale_temporaries
 from control.files import FileProblem, read_json
 from control.params import BY_NAME, REGISTRY, Param, ParamError, Params
@@ -228,19 +228,6 @@ def differs(preset: Preset, params: Params, routes: Iterable[Route],
     return bool(differences(preset, params, routes, keep))
 
 
-def preset_status(preset: Preset | None, params: Params, routes: Iterable[Route],
-                  morph_progress: float | None = None,
-                  keep: Collection[str] = ()) -> dict[str, Any]:
-    """Telemetry's `preset` object: name, modified since recall, morph progress (None when no
-    morph is under way, else `Morph.progress`). A morph under way is not "modified"."""
-    if preset is None:
-        return {"name": None, "modified": False, "morph": None, "changed": []}
-    morphing = morph_progress is not None and morph_progress < 1.0
-    changed = [] if morphing else differences(preset, params, routes, keep)
-    return {"name": preset.name, "modified": bool(changed),
-            "morph": round(morph_progress, 3) if morphing else None, "changed": changed}
-
-
 # ---- morph and crossfade -----------------------------------------------------------------------
 
 def is_stepped(p: Param) -> bool:
@@ -258,8 +245,7 @@ def blend_value(p: Param, a: Any, b: Any, weight: float) -> Any:
         return b
     if p.kind == "color":
         return tuple(min(max(x * (1.0 - weight) + y * weight, 0.0), 1.0) for x, y in zip(a, b))
-    value = min(max(a * (1.0 - weight) + b * weight, p.lo), p.hi)
-    return round(value) if p.kind == "int" else value
+    return p.clamp(a * (1.0 - weight) + b * weight)
 
 
 def blend_routes(a: Iterable[Route], b: Iterable[Route], weight: float) -> list[Route]:
@@ -333,7 +319,6 @@ class Morph:
         self.start_routes = list(start_routes)
         self.target_routes = list(self.start_routes if target_routes is None else target_routes)
         self.seconds = max(float(seconds), 0.0) if math.isfinite(seconds) else 0.0
-        self.elapsed = 0.0
         self.changing = frozenset(n for n in self.start if self.start[n] != self.target[n])
 
     def progress_at(self, t: float) -> float:
@@ -364,22 +349,6 @@ class Morph:
     def routes_at(self, t: float) -> list[Route]:
         return blend_routes(self.start_routes, self.target_routes,
                             smoothstep(self.progress_at(t)))
-
-    def advance(self, dt: float) -> dict[str, Any]:
-        """Move the morph's own clock on by `dt` (the frame's time) and give that frame's
-        values; use `values_at` with your own clock instead if you prefer."""
-        if math.isfinite(dt) and dt > 0.0:
-            self.elapsed += dt
-        return self.values_at(self.elapsed)
-
-    @property
-    def progress(self) -> float:
-        return self.progress_at(self.elapsed)
-
-    @property
-    def done(self) -> bool:
-        return self.progress >= 1.0
-
 
 # ---- slots and names ---------------------------------------------------------------------------
 
@@ -493,16 +462,6 @@ class PresetBank:
 
     def _slot_list(self) -> str:
         return ", ".join(f"{slot} {name}" for slot, name in self.names().items()) or "none"
-
-
-def resolve_preset(name_or_path: str, bank: PresetBank | None = None) -> Path:
-    """The file `--preset NAME|PATH` means (see PresetBank.resolve); then `load_preset` it."""
-    return (bank or PresetBank()).resolve(name_or_path)
-
-
-def slot_for_program(program: int) -> int | None:
-    """MIDI program change 0-8 (0-based, as the MIDI mapping reports it) -> slot 1-9."""
-    return program + 1 if 0 <= program < len(SLOTS) else None
 
 
 # ---- the recovery file -------------------------------------------------------------------------

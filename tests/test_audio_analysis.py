@@ -22,7 +22,7 @@ from audio.analysis import (
     speed_scale,
 )
 from audio.base import OfflineAudio
-from audio.modulation import Route, RouteError, modulate, routes_from_json, routes_to_json
+from control.modulation import Route, RouteError, modulate, routes_from_json, routes_to_json
 from audio.ring import Ring
 from control.params import Params
 

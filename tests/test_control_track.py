@@ -11,15 +11,15 @@ import time
 import pytest
 
 from audio.analysis import AudioFeatures, Bands
-from audio.modulation import Route
+from control.modulation import Route
 from control import control_track
 from control.control_track import (
     ControlRecorder,
     ControlTrack,
     ControlTrackError,
     MidiFileSource,
-    RecordedAudio,
 )
+from audio.recorded import RecordedAudio
 from control.midi import DEFAULT_MAPPING, Midi
 from control.midi_controller import MidiController
 from control.params import Params
@@ -39,7 +39,6 @@ def record_a_set(path, frames: int = 30, fps: float = 60.0) -> Params:
         t = frame / fps
         if frame == 10:
             params["max_speed"] = 12.0
-            recorder.record_midi(t, [176, 76, 90])
         if frame == 20:
             params.update({"trail": 0.5, "cohesion_weight": 2.0})
             recorder.record_preset(t, "calm.json", {"trail": 0.5, "cohesion_weight": 2.0})
@@ -64,7 +63,7 @@ def test_a_recorded_set_reads_back(tmp_path):
 
     track = ControlTrack.load(path)
     kinds = [e.kind for e in track.events]
-    assert kinds.count("audio") == 30 and kinds.count("midi") == 1
+    assert kinds.count("audio") == 30
     assert kinds.count("preset") == 1 and kinds.count("action") == 1
     # The knob's change is one param event; the preset's values are in the preset event only.
     params = [e for e in track.events if e.kind == "param"]

@@ -11,7 +11,7 @@ import pytest
 
 from control.params import Params
 from visual.camera import OrbitCamera, frustum_planes, look_at, perspective, sphere_visible
-from visual.renderer import Renderer
+from drawing import Drawn
 from visual.swarm import Swarm, pack_agents
 
 SIZE = (64, 48)  # the cull tests only need a draw to happen, not to look at it
@@ -157,7 +157,7 @@ def test_visible_count_in_the_indirect_command_matches_numpy(ctx):
     far_ok = np.abs(np.linalg.norm(points - camera.eye, axis=1) - 120.0) > 1e-2
     points = points[far_ok]
     agents = AgentBuffer(ctx, points)
-    renderer = Renderer(ctx, params)
+    renderer = Drawn(ctx, params)
     framebuffer = renderer.offscreen_framebuffer(SIZE)
     try:
         renderer.render(agents, camera, framebuffer)
@@ -181,7 +181,7 @@ def test_visible_count_in_the_indirect_command_matches_numpy(ctx):
 def test_indirect_commands_hold_the_mesh_and_the_counts(ctx):
     points = np.zeros((300, 3), np.float32)
     agents = AgentBuffer(ctx, points)
-    renderer = Renderer(ctx, Params({"lod_pixels": 0}))  # every agent a cone
+    renderer = Drawn(ctx, Params({"lod_pixels": 0}))  # every agent a cone
     try:
         renderer.render(agents, OrbitCamera(), renderer.offscreen_framebuffer(SIZE))
         ctx.finish()
@@ -199,7 +199,7 @@ def test_nothing_visible_draws_nothing(ctx):
     camera = OrbitCamera()
     behind = np.asarray(camera.eye) * 1.5  # behind the camera
     agents = AgentBuffer(ctx, np.tile(behind, (1000, 1)))
-    renderer = Renderer(ctx, Params())
+    renderer = Drawn(ctx, Params())
     try:
         renderer.render(agents, camera, renderer.offscreen_framebuffer(SIZE))
         assert renderer.read_counts_now().visible == 0
@@ -216,7 +216,7 @@ def test_near_lure_count_matches_numpy_and_ignores_visibility(ctx):
     distance = np.linalg.norm(points - lure, axis=1)
     points = points[np.abs(distance - 12.0) > 1e-3]
     agents = AgentBuffer(ctx, points)
-    renderer = Renderer(ctx, params)
+    renderer = Drawn(ctx, params)
     try:
         # A camera looking away from the swarm: nothing visible, the count still holds.
         away = OrbitCamera(distance=100.0)
@@ -239,7 +239,7 @@ def test_swarm_centre_and_radius_match_numpy(ctx):
     centre = np.array([30.0, -20.0, 10.0])
     points = (centre + rng.normal(scale=12.0, size=(7000, 3))).astype(np.float32)
     agents = AgentBuffer(ctx, points)
-    renderer = Renderer(ctx, Params())
+    renderer = Drawn(ctx, Params())
     camera = OrbitCamera()
     try:
         renderer.render(agents, camera, renderer.offscreen_framebuffer(SIZE))
@@ -272,7 +272,7 @@ def test_swarm_centre_and_radius_match_numpy(ctx):
 def test_counts_arrive_once_the_gpu_has_finished_their_frame(ctx):
     camera = OrbitCamera()
     agents = AgentBuffer(ctx, np.zeros((1000, 3), np.float32))
-    renderer = Renderer(ctx, Params({"lure_radius": 1.0}))
+    renderer = Drawn(ctx, Params({"lure_radius": 1.0}))
     framebuffer = renderer.offscreen_framebuffer(SIZE)
     hidden = np.tile(np.asarray(camera.eye) * 1.5, (1000, 1))
     velocity = np.ones((1000, 3), np.float32)
@@ -302,7 +302,7 @@ def test_counts_arrive_once_the_gpu_has_finished_their_frame(ctx):
 def test_fixed_lag_reads_exactly_two_frames_late(ctx):
     """--dt and --render: the camera follows counts of a fixed frame, so runs repeat."""
     agents = AgentBuffer(ctx, np.zeros((300, 3), np.float32))
-    renderer = Renderer(ctx, Params())
+    renderer = Drawn(ctx, Params())
     renderer.fixed_lag = True
     framebuffer = renderer.offscreen_framebuffer(SIZE)
     try:
@@ -341,7 +341,7 @@ def test_counts_are_never_read_before_the_gpu_is_done(ctx):
     """With the GPU behind, frames go on without counts (nothing reads an unfinished copy),
     a full ring drops its oldest copy, and the fences are all freed."""
     agents = AgentBuffer(ctx, np.zeros((500, 3), np.float32))
-    renderer = Renderer(ctx, Params())
+    renderer = Drawn(ctx, Params())
     stuck = _StuckFences()
     renderer._counter_ring.fences = stuck
     framebuffer = renderer.offscreen_framebuffer(SIZE)
@@ -362,7 +362,7 @@ def test_counts_are_never_read_before_the_gpu_is_done(ctx):
 def test_cull_reads_a_stepped_swarm(ctx):
     params = Params({"count": 2000})
     swarm = Swarm(ctx, params, seed=4)
-    renderer = Renderer(ctx, params)
+    renderer = Drawn(ctx, params)
     try:
         for _ in range(3):
             swarm.step(1 / 30)

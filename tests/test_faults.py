@@ -22,13 +22,15 @@ import pytest
 import visual.gl
 from audio.live import AudioInput
 from conftest import ROOT
+from control.actions import Action
 from control.midi import DEFAULT_MAPPING, Midi
 from control.osc import OscInput
 from control.params import Params
 from control.presets import PresetBank, RecoveryWriter, load_preset
 from test_audio_faults import FakeSoundDevice, mic, sine_block
 from test_midi_show import FakeSource
-from visual.app import Show, ShowOptions
+from show.frame import Show
+from show.options import ShowOptions
 
 SIZE = (160, 90)
 FPS = 60
@@ -140,11 +142,11 @@ def test_the_show_survives_every_fault(rig, tmp_path):
     truncated = '{"format": "swarm-preset", "version": 1, "params": {"max_speed": 1'
     (user / "slot-4.json").write_text(truncated)
     before = rig.show.params.as_dict()
-    rig.show.recall_slot(4)
+    rig.show.act(Action("recall_preset", 4))
     rig.assert_healthy("a truncated preset")
     assert rig.show.params.as_dict() == before
     assert (user / "slot-4.json").read_text() == truncated
-    assert "slot-4.json" in rig.show.status["preset error"]
+    assert "slot-4.json" in rig.show.looks.problem
 
     # 6. A shader with a syntax error saved while running: the last good one keeps drawing.
     vertex = rig.shaders / "agent.vert"
@@ -179,6 +181,6 @@ def test_the_show_survives_every_fault(rig, tmp_path):
     assert sum(line.startswith("osc:") for line in rig.messages) <= 2  # not one line each
 
     # Nothing on disk was damaged: the recovery file reads whole, bundled presets unchanged.
-    assert rig.show.recovery.flush()
+    assert rig.show.looks.recovery.flush()
     assert load_preset(tmp_path / "recovery.json").values["separation_weight"] == 5.0
     assert digest(ROOT / "presets") == bundled

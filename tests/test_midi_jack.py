@@ -17,7 +17,7 @@ import pytest
 from midi_jack import WAIT_S, Sender, jack_midi_server
 
 from control.midi import DEFAULT_MAPPING, Midi
-from control.midi_controller import Action
+from control.actions import Action
 from control.midi_input import MidiInput, list_midi_ports
 from control.midi_map import Binding, load_mapping
 from control.params import Params
@@ -94,8 +94,8 @@ def test_a_second_client_plays_the_virtual_port(jack_server):
 
         pump.until(lambda: params["max_speed"] == 1.0, "max_speed follow CC76", resend=play)
         assert params["separation_weight"] == pytest.approx(100 / 127 * 5)
-        assert Action("respawn", 110) in pump.actions
-        assert Action("recall_preset", 2) in pump.actions
+        assert Action("respawn") in pump.actions
+        assert Action("recall_preset", 3) in pump.actions  # program change 2: slot 3
         pump.until(lambda: params["separation_weight"] == pytest.approx(20 / 127 * 5),
                    "separation_weight follow CC70 down", resend=lambda: daw.send(cc(70, 20)))
         state = midi.state()

@@ -93,9 +93,11 @@ class FakeSource:
 
 
 def test_learn_from_the_hud_and_the_burst_and_respawn_notes(ctx, tmp_path):
+    from control.actions import Action
     from control.midi import DEFAULT_MAPPING, Midi
     from control.params import Params
-    from visual.app import Show, ShowOptions
+    from show.frame import Show
+    from show.options import ShowOptions
 
     params = Params({"count": 300})
     source = FakeSource()
@@ -104,8 +106,8 @@ def test_learn_from_the_hud_and_the_burst_and_respawn_notes(ctx, tmp_path):
     show = Show(ctx, params, ShowOptions(), midi=midi, say=lambda text: None)
     try:
         while show.selected_param != "cohesion_weight":
-            show.select(1)
-        show.toggle_learn()
+            show.act(Action("select", 1))  # Down, as the window hands it on
+        show.act(Action("learn"))  # L
         show.update(0.0)
         assert "LEARN: turn a knob for cohesion_weight" in "\n".join(show.hud_lines())
         source.queue += [(bytes([0xB3, 21, 10]), 0.1)]  # CC 21 on channel 4
@@ -123,7 +125,8 @@ def test_learn_from_the_hud_and_the_burst_and_respawn_notes(ctx, tmp_path):
         for _ in range(60):
             show.advance(1 / 60)
         show.update(1.5)
-        assert "separation_weight" not in show.values
+        assert "separation_weight" not in show.modulated
+        assert show.values["separation_weight"] == 1.5
         assert params["separation_weight"] == 1.5
         # Note 36: respawn.
         before = show.respawns

@@ -17,12 +17,15 @@ from pythonosc.osc_message_builder import OscMessageBuilder
 from pythonosc.udp_client import SimpleUDPClient
 
 from control.midi_map import Binding
+from control.actions import Action
 from control.osc import (MAX_ARGUMENTS, MAX_DATAGRAMS_PER_FRAME, MAX_MESSAGES_PER_FRAME,
-                         Budget, Command, OscError, OscInput, OscProblem, TimeTag, interpret,
+                         Budget, OscError, OscInput, OscProblem, TimeTag, interpret,
                          parse_endpoint, parse_message, parse_packet, printable)
 from control.params import Params, param
 from control.presets import PresetBank
-from visual.app import Show, ShowOptions
+from show.frame import Show
+from show.report import osc_line
+from show.options import ShowOptions
 
 # The two examples of the OSC 1.0 specification, byte for byte.
 SPEC_FREQUENCY = bytes.fromhex("2f6f7363696c6c61746f722f342f6672657175656e6379002c66000043dc0000")
@@ -236,7 +239,7 @@ def test_a_64k_bundle_applies_the_frame_budget_and_refuses_the_rest(osc):
     finally:
         sender.close()
     assert worst < 0.050, f"poll took {worst * 1e3:.1f} ms"
-    assert len(commands) == 256 and commands[0] == Command("respawn")
+    assert len(commands) == 256 and commands[0] == Action("respawn")
     assert osc.applied == 256 and osc.dropped == count - 256 == 2472
     assert osc.rejected == 2472  # dropped messages are refused messages too
     assert "2472 message(s) past this frame's 256 refused" in osc.last_error
@@ -267,9 +270,9 @@ def test_bundles_share_the_frame_budget_and_the_rest_waits(osc):
     finally:
         sender.close()
     assert len(frame) == 256 and frame[99].values == {"trail": 0.99}
-    assert frame[100:] == [Command("burst", strength=0.5)] * 156
+    assert frame[100:] == [Action("separation_burst", 0.5)] * 156
     assert osc.dropped == 44 and osc.received == 2  # the third datagram waits in the socket
-    assert osc.poll() == [Command("respawn")]  # and comes next frame; the 44 never do
+    assert osc.poll() == [Action("respawn")]  # and comes next frame; the 44 never do
 
 
 def test_a_bundle_inside_a_bundle_costs_one_of_the_budget():
@@ -309,7 +312,7 @@ def test_random_and_mutated_bytes_only_ever_give_osc_errors():
 
 
 def test_addresses_mean_what_the_readme_says():
-    assert interpret("/swarm/max_speed", [12]) == Command("set", {"max_speed": 12.0})
+    assert interpret("/swarm/max_speed", [12]) == Action("set", values={"max_speed": 12.0})
     # /norm spans the performance range on the parameter's curve: max_speed 1..40, geometric
     assert interpret("/swarm/max_speed/norm", [0.5]).values["max_speed"] == pytest.approx(
         40 ** 0.5)
@@ -320,10 +323,10 @@ def test_addresses_mean_what_the_readme_says():
     assert interpret("/swarm/count", [5000.0]).values == {"count": 5000}
     assert interpret("/swarm/slow_color", [0.0, 0.5, 1.0]).values["slow_color"] == (0, 0.5, 1)
     assert interpret("/swarm/slow_color", ["#ff0000"]).values["slow_color"] == (1.0, 0, 0)
-    assert interpret("/swarm/preset", [3]) == Command("preset", slot=3)
-    assert interpret("/swarm/respawn", []) == Command("respawn")
-    assert interpret("/swarm/burst", []) == Command("burst", strength=1.0)
-    assert interpret("/swarm/burst", [0.25]) == Command("burst", strength=0.25)
+    assert interpret("/swarm/preset", [3]) == Action("recall_preset", 3)
+    assert interpret("/swarm/respawn", []) == Action("respawn")
+    assert interpret("/swarm/burst", []) == Action("separation_burst", 1.0)
+    assert interpret("/swarm/burst", [0.25]) == Action("separation_burst", 0.25)
 
 
 def test_norm_spans_the_performance_range_as_a_knob_does():
@@ -434,23 +437,26 @@ def test_the_show_follows_a_real_sender_and_shrugs_off_garbage(ctx, osc, tmp_pat
                      message("/swarm/max_speed", 1e9), message("/swarm/nothing", 1.0),
                      message("/swarm/" + ESCAPE, 1.0)):
             raw.sendto(junk, ("127.0.0.1", osc.port))
-        show._apply_osc(wait_for(osc, 9))
+        for action in wait_for(osc, 9):
+            show.act(action)
+        show.update(0.5)  # nothing more to read; the show says the refusals, once
         assert show.params["max_speed"] == 13.5 and show.params["cohesion_weight"] == 0.0
         assert show.params["fast_color"] == (1.0, 0.0, 0.5)
         assert osc.applied == 3 and osc.rejected == 6
         refused = [line for line in said if line.startswith("osc:")]
         assert len(refused) == 1 and "6 message(s) refused" in refused[0]
-        assert "3 applied  6 refused" in show.status["osc"]
+        assert "3 applied  6 refused" in osc_line(show.osc)
         # The console and the HUD quote the address escaped: the terminal is not retitled.
         assert "/swarm/\\x1b]0;TITLE\\x07" in refused[0]
-        for text in (*said, show.status["osc"]):
+        for text in (*said, osc_line(show.osc)):
             assert "\x1b" not in text and "\x07" not in text
         # Actions: a respawn, and a preset recalled by slot (1-9), as the number keys do.
         show.advance(1 / 60)
         client.send_message("/swarm/respawn", [])
         client.send_message("/swarm/preset", 2)
-        show._apply_osc(wait_for(osc, 10))
-        assert show.respawns == 1 and show.preset.name == bank.recall(2).name
+        for action in wait_for(osc, 10):
+            show.act(action)
+        assert show.respawns == 1 and show.looks.preset.name == bank.recall(2).name
         telemetry = show.telemetry()["osc"]
         assert telemetry["applied"] == 5 and telemetry["rejected"] == 6
     finally:
@@ -528,7 +534,7 @@ def test_osc_actions_are_recorded_like_the_pads(ctx, osc, tmp_path):
         show.release()
     events = [json.loads(line) for line in path.read_text().splitlines()[1:]]
     actions = [(e["action"], e["value"]) for e in events if e["kind"] == "action"]
-    assert actions == [("respawn", None), ("separation_burst", 64)]
+    assert actions == [("respawn", None), ("separation_burst", 0.5)]  # the strength sent
     assert {"kind": "param", "name": "trail", "value": 0.7} in [
         {k: e[k] for k in ("kind", "name", "value") if k in e} for e in events]
     assert show.respawns == 1

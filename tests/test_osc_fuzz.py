@@ -25,8 +25,9 @@ from pythonosc.osc_bundle_builder import IMMEDIATELY, OscBundleBuilder
 from pythonosc.osc_message_builder import OscMessageBuilder
 from pythonosc.osc_packet import OscPacket
 
+from control.actions import Action
 from control.osc import (MAX_ARGUMENTS, MAX_DATAGRAMS_PER_FRAME, MAX_MESSAGES_PER_FRAME,
-                         Command, OscError, OscInput, TimeTag, interpret, parse_packet)
+                         OscError, OscInput, TimeTag, interpret, parse_packet)
 from control.params import BY_NAME
 
 FUZZ_CASES, SLOW_FUZZ_CASES = 5000, 200_000
@@ -137,7 +138,7 @@ def mutate(data: bytes, rng: random.Random) -> bytes:
     return bytes(buffer)
 
 
-def check_accepted(address: str, args: list, command: Command | None) -> None:
+def check_accepted(address: str, args: list, command: Action | None) -> None:
     """What the parser let through keeps OSC 1.0's rules and ours."""
     assert address.startswith("/") and not address.endswith("/") and "//" not in address
     assert address.isascii() and address.isprintable() and " " not in address
@@ -268,7 +269,7 @@ def worst_datagrams() -> dict[str, bytes]:
     }
 
 
-def timed_polls(osc: OscInput, count: int) -> list[tuple[list[Command], float, float]]:
+def timed_polls(osc: OscInput, count: int) -> list[tuple[list[Action], float, float]]:
     """`count` polls, each with its wall time (what the frame feels) and its thread's CPU time
     (poll's own work; wall minus CPU is time the scheduler gave to other processes)."""
     polls = []

@@ -62,7 +62,7 @@ def test_a_moved_lure_holds_then_blends_back_to_wandering():
 
 
 def test_a_hitch_is_a_slow_frame_and_a_slow_machine_is_not():
-    from visual.app import FrameClock
+    from show.report import FrameClock
 
     clock = FrameClock()
     t = 0.0

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from audio.modulation import Route
+from control.modulation import Route
 from control.atomic import STEPS, atomic_write_text, backup_path
 from control.files import FileProblem
 from control.params import REGISTRY, Param, Params
@@ -37,11 +37,8 @@ from control.presets import (
     load_preset,
     load_recovery,
     preset_from_show,
-    preset_status,
     preset_to_json,
-    resolve_preset,
     save_preset,
-    slot_for_program,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -142,20 +139,6 @@ def test_differs_names_what_changed_since_recall():
     assert differs(preset, params, routes)
 
 
-def test_status_for_telemetry_and_hud():
-    params = Params()
-    preset = preset_from_show("calm", params, [])
-    assert preset_status(None, params, []) == {"name": None, "modified": False, "morph": None,
-                                               "changed": []}
-    assert preset_status(preset, params, []) == {"name": "calm", "modified": False,
-                                                 "morph": None, "changed": []}
-    params["trail"] = 0.5
-    assert preset_status(preset, params, [])["changed"] == ["trail"]
-    assert preset_status(preset, params, [], morph_progress=0.25) == {
-        "name": "calm", "modified": False, "morph": 0.25, "changed": []}
-    assert preset_status(preset, params, [], morph_progress=1.0)["modified"]
-
-
 # ---- morph and crossfade -----------------------------------------------------------------------
 
 def two_looks() -> tuple[Preset, Preset]:
@@ -191,12 +174,9 @@ def test_morph_is_monotonic_eased_and_reports_progress():
     speeds = [morph.values_at(t / 20)["max_speed"] for t in range(21)]
     assert speeds == sorted(speeds)
     assert speeds[1] - speeds[0] < speeds[10] - speeds[9]  # eases in
-    assert not morph.done and morph.progress == 0.0
-    morph.advance(0.25)
-    assert morph.progress == 0.25
-    assert morph.advance(0.25)["max_speed"] == pytest.approx(8.0)
-    morph.advance(0.6)
-    assert morph.done and morph.progress == 1.0
+    assert morph.progress_at(0.0) == 0.0 and morph.progress_at(0.25) == 0.25
+    assert morph.values_at(0.5)["max_speed"] == pytest.approx(8.0)
+    assert morph.progress_at(1.1) == 1.0
 
 
 def test_morph_routes_fade_amounts_and_end_exact():
@@ -210,7 +190,7 @@ def test_morph_routes_fade_amounts_and_end_exact():
 def test_morph_of_zero_seconds_is_a_jump_and_keep_is_left_alone():
     a, b = two_looks()
     morph = Morph(a.values, b, 0.0, keep=("count",))
-    assert morph.done
+    assert morph.progress_at(0.0) == 1.0
     values = morph.values_at(0.0)
     assert "count" not in values
     assert values == {k: v for k, v in b.values.items() if k != "count"}
@@ -405,7 +385,7 @@ def test_hard_crash_at_every_step_leaves_old_or_new_whole(tmp_path):
         leftovers = [n for n in os.listdir(folder) if n not in ("look.json", "look.json.bak")]
         assert all(n.startswith(".") and n.endswith(".tmp") for n in leftovers), leftovers
         with pytest.raises(PresetError):  # a leftover temporary file is never a preset
-            resolve_preset("tmp", PresetBank(folder, folder))
+            PresetBank(folder, folder).resolve("tmp")
 
 
 def test_backup_keeps_the_previous_version_and_can_be_off(tmp_path):
@@ -485,8 +465,6 @@ def test_empty_and_impossible_slots(tmp_path):
         with pytest.raises(PresetError, match="slots are 1 to 9"):
             bank.recall(slot)
     assert bank.names() == {}
-    assert slot_for_program(0) == 1 and slot_for_program(8) == 9
-    assert slot_for_program(9) is None and slot_for_program(-1) is None
 
 
 def test_user_folder_from_the_environment(tmp_path, monkeypatch):

@@ -22,7 +22,8 @@ FRAMES = 4
 @pytest.fixture(scope="module")
 def show(gl_context):
     """One show for the module, as on stage: presets are recalled onto it in turn."""
-    from visual.app import Show, ShowOptions
+    from show.frame import Show
+    from show.options import ShowOptions
 
     show = Show(gl_context, Params({"count": COUNT}), ShowOptions(fixed_dt=1 / 30),
                 say=lambda message: None)
@@ -52,7 +53,7 @@ def drawn_fraction(image: np.ndarray) -> float:
 @pytest.mark.parametrize("path", BUNDLED, ids=lambda p: p.name)
 def test_bundled_preset_renders(show, path):
     preset = load_preset(path)
-    show.routes = apply_preset(preset, show.params, keep=("count",))
+    show.looks.routes = apply_preset(preset, show.params, keep=("count",))
     show.respawn()
     image = play(show, FRAMES)
     assert show.swarm.count == COUNT
@@ -65,7 +66,7 @@ def test_morph_between_presets_renders_each_frame(show):
     """From the flat wrapping flock to a 3D one over four frames, then the exact target."""
     flat = next(p for p in map(load_preset, BUNDLED) if p.values["dimensions"] == 2)
     volume = next(p for p in map(load_preset, BUNDLED) if p.values["dimensions"] == 3)
-    show.routes = apply_preset(flat, show.params, keep=("count",))
+    show.looks.routes = apply_preset(flat, show.params, keep=("count",))
     morph = Morph(show.params.as_dict(), volume, seconds=4 / 30, keep=("count",))
     image = play(show, FRAMES + 1, values_at=lambda frame: morph.values_at(frame / 30))
     assert show.params["dimensions"] == 3 and show.params["boundary"] == volume.values["boundary"]

@@ -12,9 +12,11 @@ import sys
 import pytest
 
 from conftest import ROOT
+from control.actions import Action
 from control.params import Params
 from control.presets import PresetBank, RecoveryWriter, load_preset
-from visual.app import Show, ShowOptions
+from show.frame import Show
+from show.options import ShowOptions
 
 
 @pytest.fixture
@@ -36,14 +38,14 @@ def run_frames(show, seconds, fps=30):
 
 
 def test_a_recall_morphs_then_lands_exactly(show):
-    target = PresetBank(show.bank.user_folder).recall(2)  # bundled slot 2: murmuration
+    target = PresetBank(show.looks.bank.user_folder).recall(2)  # bundled slot 2: murmuration
     start = show.params["max_speed"]
-    show.recall_slot(2)
+    show.act(Action("recall_preset", 2))
     assert show.params["count"] == target.values["count"]  # stepped values switch at once
     run_frames(show, 0.5)
     middle = show.params["max_speed"]
     assert min(start, target.values["max_speed"]) < middle < max(start, target.values["max_speed"])
-    assert "morph" in show.status["preset"]
+    assert "morph" in show.looks.status_line(show.show_time)
     assert 0 < show.telemetry()["preset"]["morph"] < 1
     run_frames(show, 0.7)
     for name, value in target.values.items():
@@ -52,42 +54,42 @@ def test_a_recall_morphs_then_lands_exactly(show):
                                           "morph": None}
     show.params["seek_weight"] = 3.0
     show.update(show.show_time)
-    assert show.status["preset"] == "murmuration (modified)"
+    assert "preset: murmuration (modified)" in show.hud_lines()
 
 
 def test_ctrl_number_saves_and_the_number_recalls_it(show):
     show.params.update({"separation_weight": 4.25, "trail": 0.5})
-    show.save_slot(7)
-    saved = show.bank.user_folder / "slot-7.json"
+    show.act(Action("save_preset", 7))
+    saved = show.looks.bank.user_folder / "slot-7.json"
     assert load_preset(saved).values["separation_weight"] == 4.25
     show.params.update({"separation_weight": 1.0, "trail": 0.0, "morph_seconds": 0.0})
-    show.recall_slot(7)
+    show.act(Action("recall_preset", 7))
     run_frames(show, 0.1)
     assert show.params["separation_weight"] == 4.25 and show.params["trail"] == 0.5
     # Saving again keeps the previous file as a backup.
     show.params["trail"] = 0.25
-    show.save_slot(7)
+    show.act(Action("save_preset", 7))
     assert load_preset(str(saved) + ".bak").values["trail"] == 0.5
 
 
 def test_a_bad_slot_file_keeps_the_current_look(show):
-    folder = show.bank.user_folder
+    folder = show.looks.bank.user_folder
     folder.mkdir(parents=True)
     (folder / "slot-3.json").write_text('{"format": "swarm-preset", "version": 1, "params": {')
     before = show.params.as_dict()
-    show.recall_slot(3)
+    show.act(Action("recall_preset", 3))
     run_frames(show, 0.2)
     assert show.params.as_dict() == before
-    assert "slot-3.json" in show.status["preset error"]
+    assert "slot-3.json" in show.looks.problem
     assert (folder / "slot-3.json").read_text().endswith('"params": {')  # untouched
 
 
 def test_program_change_and_the_crossfade_fader(show):
     show.params["morph_seconds"] = 0.0
-    show.recall_preset(0)  # program change 0: slot 1
+    show.act(Action("recall_preset", 1))  # program change 0: slot 1
     run_frames(show, 0.1)
-    assert show.preset.name == PresetBank(show.bank.user_folder).recall(1).name
-    a, b = (PresetBank(show.bank.user_folder).recall(n) for n in (1, 2))
+    assert show.looks.preset.name == PresetBank(show.looks.bank.user_folder).recall(1).name
+    a, b = (PresetBank(show.looks.bank.user_folder).recall(n) for n in (1, 2))
     show.params.update({"crossfade_a": 1, "crossfade_b": 2, "crossfade": 0.25})
     run_frames(show, 0.1)
     expected = a.values["alignment_weight"] * 0.75 + b.values["alignment_weight"] * 0.25
@@ -102,7 +104,7 @@ def test_program_change_and_the_crossfade_fader(show):
 def test_the_recovery_file_follows_the_show(show, tmp_path):
     show.params["cohesion_weight"] = 2.75
     run_frames(show, 0.1)
-    assert show.recovery.flush()  # written on the recovery thread
+    assert show.looks.recovery.flush()  # written on the recovery thread
     recovered = load_preset(tmp_path / "recovery.json")
     assert recovered.values["cohesion_weight"] == 2.75
 
@@ -145,36 +147,36 @@ def test_preset_by_name_and_unknown_name(tmp_path):
 def test_a_crash_mid_morph_resumes_the_look_it_was_heading_to(show, tmp_path):
     """The recovery file written during a morph holds the preset's target, not the blend, and
     a look changed after its recall is marked modified rather than named as the preset."""
-    target = PresetBank(show.bank.user_folder).recall(4)  # drift-trails
+    target = PresetBank(show.looks.bank.user_folder).recall(4)  # drift-trails
     show.params["morph_seconds"] = 10.0
-    show.recall_slot(4)
+    show.act(Action("recall_preset", 4))
     run_frames(show, 0.5)  # 5 % into the morph: the live values are a blend
-    assert show.morph is not None
+    assert show.looks.morph is not None
     assert show.params["contain_radius"] != target.values["contain_radius"]
-    assert show.recovery.flush()
+    assert show.looks.recovery.flush()
     saved = load_preset(tmp_path / "recovery.json")
     for name in ("contain_radius", "max_speed", "slow_color", "trail"):
         assert saved.values[name] == pytest.approx(target.values[name]), name
     assert saved.state["preset"] == "drift-trails" and not saved.state["modified"]
-    show.morph = None  # landed; then the performer changes something
+    show.looks.morph = None  # landed; then the performer changes something
     show.params.update(target.values)
     show.params["max_speed"] = 30.0
     run_frames(show, 0.1)
-    assert show.recovery.flush()
+    assert show.looks.recovery.flush()
     saved = load_preset(tmp_path / "recovery.json")
     assert saved.state["modified"] and saved.values["max_speed"] == 30.0
 
 
 def test_what_the_performer_plays_during_a_morph_wins_over_it(show):
-    target = PresetBank(show.bank.user_folder).recall(2)
+    target = PresetBank(show.looks.bank.user_folder).recall(2)
     show.params["morph_seconds"] = 2.0
-    show.recall_slot(2)
+    show.act(Action("recall_preset", 2))
     run_frames(show, 0.3)
     show.selected = show.learnable().index("max_speed")
     show.nudge(0.1)  # a key during the morph
     played = show.params["max_speed"]
     run_frames(show, 2.5)  # the morph lands for everything else
-    assert show.morph is None
+    assert show.looks.morph is None
     assert show.params["max_speed"] == played != target.values["max_speed"]
     assert show.params["cohesion_weight"] == pytest.approx(target.values["cohesion_weight"])
 
@@ -184,13 +186,13 @@ def test_a_count_from_the_command_line_stays_through_recalls_until_played(ctx, t
     show = Show(ctx, params, ShowOptions(pinned=frozenset({"count"})),
                 presets=PresetBank(tmp_path / "user"), say=lambda text: None)
     try:
-        show.recall_slot(1)  # bundled presets hold 16384 agents
+        show.act(Action("recall_preset", 1))  # bundled presets hold 16384 agents
         run_frames(show, 0.1)
         assert params["count"] == 300 and show.swarm.count == 300
-        assert show.preset.name == "calm-school" and not show.preset_modified()
+        assert show.looks.preset.name == "calm-school" and not show.looks.preset_modified()
         show.nudge(0.1)  # the performer changes the count: it is theirs now
-        assert params["count"] == 600 and "count" not in show.pinned
-        show.recall_slot(2)
+        assert params["count"] == 600 and "count" not in show.looks.pinned
+        show.act(Action("recall_preset", 2))
         run_frames(show, 0.1)
         assert params["count"] == 16384 and show.swarm.count == 16384
     finally:

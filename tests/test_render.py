@@ -16,7 +16,8 @@ from control.params import ParamError, Params
 from test_cull import AgentBuffer
 from visual.camera import OrbitCamera
 from visual.png import SIGNATURE, _chunk, decode_png, encode_png, read_png, write_png
-from visual.renderer import BACKGROUND, Renderer, lod_distance, render_offscreen
+from drawing import Drawn, render_offscreen
+from visual.renderer import BACKGROUND, lod_distance
 from visual.swarm import Swarm, spawn_state
 
 SIZE = (320, 240)
@@ -60,8 +61,8 @@ def renderer_for(ctx):
     """Build renderers (and agent buffers) that are released after the test."""
     made = []
 
-    def make(params: Params) -> Renderer:
-        renderer = Renderer(ctx, params)
+    def make(params: Params) -> Drawn:
+        renderer = Drawn(ctx, params)
         made.append(renderer)
         return renderer
 

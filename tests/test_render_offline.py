@@ -22,14 +22,14 @@ from conftest import ROOT
 import instrument
 from audio.wavfile import write_wav
 from control.files import FileProblem
-from visual.offline import (
+from show.options import options_from_args
+from show.render import (
     Progress,
     add_render_arguments,
     load_song,
     plan_render,
     render,
     run_render,
-    show_options_for_render,
 )
 from visual.video import VideoEncoder, decode_frames, video_info
 
@@ -117,7 +117,7 @@ def observed(song, tmp_path_factory):
         seen.append({"t": t, "speed": float(np.linalg.norm(velocity, axis=1).mean()),
                      "level": show.audio.level, "agent_size": show.params["agent_size"]})
 
-    result = render(job, params, show_options_for_render(args, params), routes,
+    result = render(job, params, options_from_args(args, params, render=True), routes,
                     lambda text: None, observe=observe,
                     progress=Progress(job.frames, io.StringIO()))
     return out, seen, result
@@ -162,7 +162,7 @@ def test_the_swarm_follows_the_song(observed):
 def test_ctrl_c_leaves_a_playable_file(song, tmp_path, monkeypatch):
     """SIGINT during the fourth frame's simulation: the file holds the three frames before it,
     with their sound."""
-    from visual.app import Show
+    from show.frame import Show
 
     path, _ = song
     out = tmp_path / "stopped.mp4"
@@ -220,7 +220,7 @@ def test_a_midi_file_automates_the_render(song, tmp_path):
     params, routes, *_ = instrument.build_params(args)
     job, routes = plan_render(args, params, routes, lambda text: None)
     speeds = []
-    render(job, params, show_options_for_render(args, params), routes, lambda text: None,
+    render(job, params, options_from_args(args, params, render=True), routes, lambda text: None,
            observe=lambda show, index, t: speeds.append(show.params["max_speed"]),
            progress=Progress(job.frames, io.StringIO()))
     # CC 76 (max_speed, 1-40 exp in the shipped mapping) at 0.5 s: frame 6 at 12 fps.
@@ -342,7 +342,7 @@ def test_an_explicit_seed_overrides_the_tracks_even_zero(tmp_path):
     from types import SimpleNamespace
 
     from control.params import Params
-    from visual.offline import _apply_track_start
+    from show.render import _apply_track_start
 
     track = SimpleNamespace(header={"seed": 3}, path=tmp_path / "set.jsonl", start_params={},
                             routes=[])

@@ -11,7 +11,8 @@ import pytest
 
 import visual.gl
 from control.params import Params
-from visual.app import Show, ShowOptions
+from show.frame import Show
+from show.options import ShowOptions
 from visual.gl import BUNDLED_SHADERS
 
 SIZE = (160, 90)

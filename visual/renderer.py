@@ -13,14 +13,13 @@ A frame (`Renderer.render`), with no agent data ever coming back to the CPU:
              default one, whose contents do not survive a buffer swap, or an offscreen one)
 
 The counts are read back a few frames late from a ring of small buffers, so reading never waits
-for the GPU. `render_offscreen` renders one frame into a numpy image (headless screenshots).
+for the GPU.
 Main thread only: the GL context belongs to it.
 """
 
 from __future__ import annotations
 
 import math
-from collections import ChainMap
 from time import monotonic
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
@@ -28,7 +27,6 @@ from typing import Any, Mapping, Sequence
 import moderngl
 import numpy as np
 
-from control.params import Params
 from visual.camera import OrbitCamera, matrix_bytes
 from visual.fence import ReadbackRing
 from visual.gl import GpuTimer, ShaderError, ShaderSource, compute_program, dispatch_1d, \
@@ -135,9 +133,8 @@ class Renderer:
     the telegraph colour shift.
     """
 
-    def __init__(self, ctx: moderngl.Context, params: Params, *, samples: int = 0) -> None:
+    def __init__(self, ctx: moderngl.Context, *, samples: int = 0) -> None:
         self.ctx = ctx
-        self.params = params
         self.samples = samples
         self.background = BACKGROUND
         cone_positions, cone_normals = cone_mesh()
@@ -290,10 +287,6 @@ class Renderer:
 
     # ---- telegraph --------------------------------------------------------------------------
 
-    def trigger_telegraph(self, time: float) -> None:
-        """Start the telegraph colour shift now (what a jump of seek_weight does by itself)."""
-        self._telegraph_start = time
-
     def _update_telegraph(self, seek_weight: float, time: float) -> None:
         if self._last_seek is not None and seek_weight - self._last_seek > TELEGRAPH_JUMP:
             self._telegraph_start = time
@@ -352,21 +345,21 @@ class Renderer:
 
     # ---- the frame --------------------------------------------------------------------------
 
-    def render(self, swarm: Any, camera: OrbitCamera, framebuffer: moderngl.Framebuffer, *,
-               lure: Sequence[float] = (0.0, 0.0, 0.0), time: float | None = None,
-               values: Mapping[str, Any] | None = None, show_lure: bool = False,
+    def render(self, swarm: Any, camera: OrbitCamera, framebuffer: moderngl.Framebuffer,
+               values: Mapping[str, Any], *, lure: Sequence[float] = (0.0, 0.0, 0.0),
+               time: float | None = None, show_lure: bool = False,
                size: tuple[int, int] | None = None) -> None:
         """Cull, draw and present `swarm` (anything with `current` and `count`, as `Swarm`) as
         seen by `camera` into `framebuffer`, which is left bound.
 
         `lure` is the point the near-lure count is taken around; `time` (seconds, simulated
         time for reproducible renders; default: the wall clock) drives the telegraph's fade;
-        `values` overrides parameters for this frame (modulated values). `show_lure` draws a
+        `values` are this frame's parameter values (plain numbers by name). `show_lure` draws a
         marker at the lure (while the mouse holds it). `size` is the size drawn, in pixels:
         `framebuffer.size` unless given (a window's detected framebuffer keeps the size it had
         when the context was made, so the window passes its own).
         """
-        p = ChainMap(dict(values or {}), self.params.as_dict())
+        p = values
         ctx = self.ctx
         size = tuple(size or framebuffer.size)
         self.last_size = size
@@ -535,18 +528,3 @@ def _light_direction(camera: OrbitCamera, eye: np.ndarray) -> np.ndarray:
     side = side / np.linalg.norm(side) if np.linalg.norm(side) > 1e-9 else np.array([1., 0, 0])
     light = 0.55 * back + 0.75 * np.array([0.0, 1.0, 0.0]) + 0.35 * side
     return light / np.linalg.norm(light)
-
-
-def render_offscreen(ctx: moderngl.Context, renderer: Renderer, swarm: Any,
-                     camera: OrbitCamera, size: tuple[int, int], *,
-                     lure: Sequence[float] = (0.0, 0.0, 0.0), time: float | None = None,
-                     values: Mapping[str, Any] | None = None) -> np.ndarray:
-    """One frame as an (height, width, 3) uint8 RGB image, top row first (for PNGs).
-
-    Reads pixels back, so it waits for the GPU: for screenshots and offline renders only.
-    """
-    framebuffer = renderer.offscreen_framebuffer((int(size[0]), int(size[1])))
-    renderer.render(swarm, camera, framebuffer, lure=lure, time=time, values=values)
-    pixels = framebuffer.read(components=3, alignment=1)
-    image = np.frombuffer(pixels, np.uint8).reshape(size[1], size[0], 3)
-    return image[::-1].copy()

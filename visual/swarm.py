@@ -23,8 +23,9 @@ from typing import Any, Mapping, Sequence
 import moderngl
 import numpy as np
 
-from control.params import MAX_COUNT, Params
 from visual.gl import compute_program, dispatch_1d, set_uniforms
+
+Values = Mapping[str, Any]  # parameter name -> this frame's value (plain numbers)
 
 LOCAL_SIZE = 256
 SCAN_LOCAL_SIZE = 256
@@ -36,6 +37,7 @@ CELLS_PER_AGENT = 16  # more cells than this only adds scan work: the cells are 
 MAX_OBSTACLES = 8
 MAX_DT = 1.0 / 30.0  # the seed clamps a frame's step so a hitch does not explode the flock
 AGENT_BYTES = 32
+MAX_COUNT = 1 << 24  # agent ids are stored as float32 on the GPU: exact below 2^24
 NEIGHBOR_MODES = ("grid", "brute")
 
 RULE_BITS = {"separation": 1, "alignment": 2, "cohesion": 4, "seek": 8, "containment": 16}
@@ -62,7 +64,7 @@ def cell_budget(count: int) -> int:
     return min(MAX_CELLS, max(MIN_CELLS, CELLS_PER_AGENT * count))
 
 
-def grid_shape(params: Params, max_cells: int | None = None) -> GridShape:
+def grid_shape(params: Values, max_cells: int | None = None) -> GridShape:
     """The grid for these parameters: it covers the containment sphere (or the wrap box).
 
     Cells are `neighbor_radius` wide, or wider when that would need more than `max_cells`
@@ -93,7 +95,7 @@ def scan_levels(n: int) -> list[int]:
     return sizes
 
 
-def spawn_state(count: int, params: Params, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def spawn_state(count: int, params: Values, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """The seed's spawn: positions inside a sphere of spawn_radius, velocities on a sphere of
     max_speed / 2 (a disc and a circle in 2D). Same seed, same start."""
     rng = np.random.default_rng(seed)
@@ -124,13 +126,13 @@ def pack_agents(position: np.ndarray, velocity: np.ndarray) -> np.ndarray:
 class Swarm:
     """The simulated swarm on the GPU."""
 
-    def __init__(self, ctx: moderngl.Context, params: Params, *, neighbors: str = "grid",
+    def __init__(self, ctx: moderngl.Context, values: Values, *, neighbors: str = "grid",
                  seed: int = 0, position: np.ndarray | None = None,
                  velocity: np.ndarray | None = None) -> None:
         if neighbors not in NEIGHBOR_MODES:
             raise ValueError(f"neighbors must be one of {NEIGHBOR_MODES}, got {neighbors!r}")
         self.ctx = ctx
-        self.params = params
+        self.values = values  # the parameters' values: as made, then each step's
         self._neighbors = neighbors
         self.steps = 0
         self.obstacles: list[tuple[float, float, float, float]] = []
@@ -143,7 +145,7 @@ class Swarm:
         self.max_cells: int | None = None  # None: cell_budget(count)
         self._current = self._scratch = self._rank = None
         if position is None:
-            position, velocity = spawn_state(params["count"], params, seed)
+            position, velocity = spawn_state(values["count"], values, seed)
         self.set_state(position, velocity)
 
     # ---- programs -----------------------------------------------------------------------------
@@ -225,11 +227,13 @@ class Swarm:
         the renderer's cull and vertex shaders). Narrower than all bits: cheaper on NVIDIA."""
         self.ctx.memory_barrier(moderngl.SHADER_STORAGE_BARRIER_BIT)
 
-    def resize(self, count: int) -> None:
+    def resize(self, count: int, values: Values | None = None) -> None:
         """Change the number of agents on the GPU: agents with ids below `count` stay where
         they are, new ones are spawned like the guard's. No CPU upload, so no stalled frame."""
         if not 1 <= count <= MAX_COUNT:
             raise ValueError(f"count must be 1..{MAX_COUNT}, got {count}")
+        if values is not None:
+            self.values = values
         if count == self._count:
             return
         old, old_count = self._current, self._count
@@ -239,7 +243,7 @@ class Swarm:
         self._scratch = self.ctx.buffer(reserve=count * AGENT_BYTES)
         self._rank = self.ctx.buffer(reserve=count * 4)
         program = self._programs["resize"]
-        set_uniforms(program, self._uniforms(0.0, (0.0, 0.0, 0.0), 1.0, {}))
+        set_uniforms(program, self._uniforms(self.values, 0.0, (0.0, 0.0, 0.0), 1.0))
         set_uniforms(program, {"u_old_count": old_count, "u_new_count": count})
         self._current.bind_to_storage_buffer(0)
         old.bind_to_storage_buffer(1)
@@ -275,16 +279,17 @@ class Swarm:
 
     # ---- the step ---------------------------------------------------------------------------
 
-    def step(self, dt: float, target: Sequence[float] = (0.0, 0.0, 0.0),
-             speed_scale: float = 1.0, values: Mapping[str, Any] | None = None) -> None:
+    def step(self, dt: float, values: Values | None = None,
+             target: Sequence[float] = (0.0, 0.0, 0.0), speed_scale: float = 1.0) -> None:
         """Advance one step of min(dt, 1/30) seconds towards `target` (the lure).
 
-        `speed_scale` multiplies max_speed (the audio boost: 1 + level * audio_speed_boost).
-        `values` overrides parameters for this step only (modulated values); the registry's
-        own values are used for the rest. Count, boundary and dimensions come from the registry.
+        `values`: this frame's parameter values (the show's, modulated); names it leaves out
+        are taken from the values the swarm was made with. `speed_scale` multiplies max_speed
+        (the audio boost: 1 + level * audio_speed_boost). The count is the swarm's own.
         """
         dt = min(max(float(dt), 0.0), MAX_DT)
-        uniforms = self._uniforms(dt, target, speed_scale, values or {})
+        p = ChainMap(dict(values), self.values) if values else self.values
+        uniforms = self._uniforms(p, dt, target, speed_scale)
         simulate = self._programs[self.neighbors]
         set_uniforms(simulate, uniforms)
         if self.neighbors == "brute":
@@ -295,7 +300,7 @@ class Swarm:
             self._barrier()
             self._current, self._scratch = self._scratch, self._current
         else:
-            self._ensure_sorted()
+            self._ensure_sorted(p)
             counts, starts = self._grid_buffers[0], self._grid_buffers[1]
             self._current.bind_to_storage_buffer(0)
             self._scratch.bind_to_storage_buffer(1)
@@ -309,9 +314,8 @@ class Swarm:
             self._sort_scratch_into_current()
         self.steps += 1
 
-    def _uniforms(self, dt: float, target: Sequence[float], speed_scale: float,
-                  values: Mapping[str, Any]) -> dict:
-        p = ChainMap(values, self.params.as_dict())  # modulated value where given
+    def _uniforms(self, p: Values, dt: float, target: Sequence[float], speed_scale: float
+                  ) -> dict:
         rules = sum(bit for name, bit in RULE_BITS.items() if p[name])
         obstacles = list(self.obstacles) + [(0.0, 0.0, 0.0, 0.0)] * (
             MAX_OBSTACLES - len(self.obstacles))
@@ -347,10 +351,10 @@ class Swarm:
         return {"u_grid_origin": g.origin, "u_grid_inv_cell": 1.0 / g.cell, "u_grid_dims": g.dims,
                 "u_count": self._count}
 
-    def _ensure_sorted(self) -> None:
+    def _ensure_sorted(self, values: Values) -> None:
         """Bring `current` into cell order when the state or the grid's shape has changed."""
         budget = self.max_cells if self.max_cells is not None else cell_budget(self._count)
-        shape = grid_shape(self.params, budget)
+        shape = grid_shape(values, budget)
         if shape == self._grid:
             return
         needed = shape.cells + 1

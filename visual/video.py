@@ -28,7 +28,6 @@ from typing import Any
 
 import numpy as np
 
-from control.files import FileProblem
 
 DEFAULT_CODEC = "libx264"
 # Tried in order when the default is missing from an FFmpeg build: any H.264 encoder FFmpeg
@@ -44,7 +43,7 @@ AUDIO_BITRATE = 192_000
 _STOP = object()
 
 
-class VideoProblem(FileProblem):
+class VideoProblem(ValueError):
     """An output, codec or size that cannot work; said before the first frame renders."""
 
 

@@ -1,21 +1,19 @@
-"""The live window: pyglet owns the OpenGL 4.3 context and the event loop; the show draws.
+"""The live window: pyglet owns the OpenGL 4.3 context and the event loop; a performer (the
+show, wired in show/live.py) plays its frames.
 
 Full-screen on the chosen screen by default (a borderless window covering it where true
-full-screen fails), vsync and a frame-rate cap. Keys: F full-screen, H HUD, Space pause,
-R respawn, Up/Down choose a parameter, Left/Right change it (Shift: ten times more), L
-MIDI-learn it, 1-9 recall a preset slot,
-Ctrl+1-9 save into it; Esc quits only when pressed twice within a second. The mouse moves
-the lure; the wheel zooms. Main thread only (pyglet's event loop).
+full-screen fails), vsync and a frame-rate cap. The window keeps F (full-screen), H (HUD) and
+Esc (quits only when pressed twice within a second) and hands every other key, the mouse and
+the wheel to the performer by name. Main thread only (pyglet's event loop).
 """
 
 from __future__ import annotations
 
 import time
-from typing import Callable
+from typing import Protocol
 
 import moderngl
 
-from control.params import NUDGE_COARSE, NUDGE_FINE
 from visual.hud import Hud
 
 QUIT_WINDOW_S = 1.0
@@ -93,28 +91,36 @@ def display_rate(window, default: float = 60.0) -> float:
         return default
 
 
-class LiveWindow:
-    """Runs a `Show` in a pyglet window until quit or `frames` frames."""
+class Performer(Protocol):
+    """What the window hands its events and frames to (show/live.py wires the show in)."""
 
-    def __init__(self, window, make_show: Callable[[moderngl.Context], object], *,
-                 fps: float | None, frames: int | None, on_frame: Callable[[], None],
-                 say: Callable[[str], None],
-                 stopping: Callable[[], bool] = lambda: False) -> None:
+    def frame(self, target: moderngl.Framebuffer, size: tuple[int, int]) -> list[str]:
+        """Play one frame into `target`, `size` pixels; the HUD's lines."""
+    def key(self, name: str, ctrl: bool, shift: bool) -> None:
+        """A key the window does not keep for itself: "1".."9", "UP", "LEFT", "SPACE"..."""
+    def pointer(self, x: float, y: float, width: int, height: int) -> None:
+        """The mouse moved (or dragged) to (x, y), bottom-left origin, window units."""
+    def scroll(self, clicks: float) -> None: ...
+    def done(self) -> bool:
+        """True to end the show after this frame (--frames, Ctrl+C)."""
+
+
+class LiveWindow:
+    """A pyglet window playing a performer's frames until quit. The window keeps F
+    (full-screen), H (the HUD) and Esc (twice to quit) for itself and hands every other key,
+    the mouse and the wheel on. pyglet's clock calls `on_draw` at the frame-rate cap."""
+
+    def __init__(self, window, *, fps: float | None) -> None:
         self.window = window
-        self.say = say
         # GPU objects are released by their owners (Swarm, Renderer), once, as headless runs
         # do: no moderngl gc_mode. ("context_gc" broke ctx.gc() on preset recall: an object
         # released by hand and later collected leaves an InvalidObject, moderngl issue #695.)
         self.ctx = moderngl.create_context(require=430)
-        self.show = make_show(self.ctx)
         self.fps = fps or display_rate(window)
-        self.frames = frames
-        self.on_frame = on_frame
-        self.stopping = stopping  # Ctrl+C / SIGTERM: quit after this frame
         self.escape = EscapeGuard()
-        self.last_image = None
+        self.last_image: tuple[bytes, tuple[int, int]] | None = None
+        self.performer: Performer | None = None
         self._screen: moderngl.Framebuffer | None = None
-        self._last = time.perf_counter()
         self.hud = Hud(window.width, window.height)
         window.push_handlers(self)
 
@@ -124,9 +130,8 @@ class LiveWindow:
         import pyglet
         from pyglet.window import key
 
-        now = time.perf_counter()
         if symbol == key.ESCAPE:
-            if self.escape.press(now):
+            if self.escape.press(time.monotonic()):
                 self.quit()
         elif symbol == key.F:
             self.window.set_fullscreen(not self.window.fullscreen)
@@ -135,25 +140,10 @@ class LiveWindow:
             self.window.activate()
         elif symbol == key.H:
             self.hud.visible = not self.hud.visible
-        elif symbol == key.SPACE:
-            self.show.toggle_pause()
-        elif symbol == key.R:
-            self.show.respawn()
-        elif symbol == key.UP:
-            self.show.select(-1)
-        elif symbol == key.DOWN:
-            self.show.select(1)
-        elif symbol in (key.LEFT, key.RIGHT):
-            step = NUDGE_COARSE if modifiers & key.MOD_SHIFT else NUDGE_FINE
-            self.show.nudge(step if symbol == key.RIGHT else -step)
-        elif symbol == key.L:
-            self.show.toggle_learn()
-        elif key._1 <= symbol <= key._9:
-            slot = symbol - key._1 + 1
-            if modifiers & key.MOD_CTRL:
-                self.show.save_slot(slot)
-            else:
-                self.show.recall_slot(slot)
+        elif self.performer is not None:
+            name = key.symbol_string(symbol).lstrip("_")  # "_1" -> "1", "LEFT", "SPACE"
+            self.performer.key(name, bool(modifiers & key.MOD_CTRL),
+                               bool(modifiers & key.MOD_SHIFT))
         return pyglet.event.EVENT_HANDLED  # never the default (Esc would close the window)
 
     def on_close(self):
@@ -163,30 +153,28 @@ class LiveWindow:
         return pyglet.event.EVENT_HANDLED
 
     def on_mouse_motion(self, x, y, dx, dy):
-        width, height = self.window.get_size()  # mouse coordinates are in window units
-        self.show.move_lure(self.show.camera.screen_to_swarm(x, y, width, height))
+        if self.performer is not None:
+            width, height = self.window.get_size()  # mouse coordinates are in window units
+            self.performer.pointer(x, y, width, height)
 
     def on_mouse_drag(self, x, y, dx, dy, buttons, modifiers):
         self.on_mouse_motion(x, y, dx, dy)
 
     def on_mouse_scroll(self, x, y, scroll_x, scroll_y):
-        self.show.camera.zoom(0.9 ** scroll_y)
+        if self.performer is not None:
+            self.performer.scroll(scroll_y)
 
     def on_resize(self, width, height):
         self.hud.resize(width, height)
 
     def on_draw(self):
-        now = time.perf_counter()
-        dt = self.show.frame_dt(now - self._last)
-        self._last = now
+        if self.performer is None:
+            return
         self.window.switch_to()
-        self.show.update(now)
-        self.show.advance(dt)
-        self.show.draw(*self.screen())
-        self.hud.draw(self.show.hud_lines(),
-                      "press Esc again to quit" if self.escape.armed(now) else "")
-        self.on_frame()
-        if self.stopping() or (self.frames is not None and self.show.frame >= self.frames):
+        lines = self.performer.frame(*self.screen())
+        self.hud.draw(lines, "press Esc again to quit" if self.escape.armed(time.monotonic())
+                      else "")
+        if self.performer.done():
             self.last_image = self.read_screen()
             self.quit()
 
@@ -213,9 +201,10 @@ class LiveWindow:
 
     # ---- running ----------------------------------------------------------------------------
 
-    def run(self) -> None:
+    def run(self, performer: Performer) -> None:
         import pyglet
 
+        self.performer = performer
         pyglet.app.run(1.0 / self.fps)
 
     def quit(self) -> None:

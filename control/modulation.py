@@ -108,5 +108,5 @@ def modulate(routes: Iterable[Route], sources: Mapping[str, float],
     for name, offset in totals.items():
         target = param(name)
         base = float(base_values.get(name, target.default))
-        result[name] = min(max(base + offset, target.lo), target.hi)
+        result[name] = target.clamp(base + offset)
     return result

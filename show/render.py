@@ -33,8 +33,13 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from control.files import FileProblem, load_state, save_state
+from control.actions import Action
+from control.files import FileProblem, save_state
+from control.modulation import routes_from_json
 from control.params import Params
+from show.frame import Show
+from show.loop import Loop, Offscreen, SongClock, Tick
+from show.options import ShowOptions, options_from_args
 from visual.swarm import MAX_DT
 
 DEFAULT_FPS = 60.0
@@ -341,15 +346,39 @@ class RenderResult:
 Observer = Callable[[Any, int, float], None]
 
 
-def render(job: RenderJob, params: Params, options: Any, routes: Sequence[Any],
+class VideoSink:
+    """The loop's sink for a render: an offscreen framebuffer whose every frame goes to the
+    encoder (its own thread, behind a queue), then to the progress line and `observe`."""
+
+    def __init__(self, show: Show, job: RenderJob, encoder: Any, progress: Progress,
+                 observe: Observer | None) -> None:
+        self.offscreen = Offscreen(show, job.size)
+        self.job = job
+        self.encoder = encoder
+        self.progress = progress
+        self.observe = observe
+        self.last_pixels: bytes | None = None
+
+    def target(self):
+        return self.offscreen.target()
+
+    def after(self, show: Show, index: int) -> None:
+        self.last_pixels = self.offscreen.pixels()
+        self.encoder.submit(self.last_pixels, index)
+        if self.observe is not None:
+            self.observe(show, index, index / self.job.fps)
+        self.progress.update(index + 1)
+
+
+def render(job: RenderJob, params: Params, options: ShowOptions, routes: Sequence[Any],
            say: Callable[[str], None], *, ctx: Any = None, observe: Observer | None = None,
            progress: Progress | None = None) -> RenderResult:
-    """Render `job` to its file. `ctx`: a GL context to use (default: a new headless one,
-    released at the end). `observe(show, index, t)` runs after each frame is drawn (tests
-    read the swarm there). Ctrl+C ends it early with a complete, playable file."""
+    """Render `job` to its file: the one loop with the song's clock into a video sink.
+    `ctx`: a GL context to use (default: a new headless one, released at the end).
+    `observe(show, index, t)` runs after each frame is drawn (tests read the swarm there).
+    Ctrl+C ends it early with a complete, playable file."""
     from audio.base import OfflineAudio
-    from control.control_track import RecordedAudio
-    from visual.app import Show
+    from audio.recorded import RecordedAudio
     from visual.gl import create_headless_context
     from visual.video import VideoEncoder
 
@@ -370,7 +399,7 @@ def render(job: RenderJob, params: Params, options: Any, routes: Sequence[Any],
         midi = _midi_file_input(job, params, say)
         extra = {"midi": midi, "presets": _preset_bank()} if midi is not None else {}
         show = Show(ctx, params, options, audio=audio, routes=routes, say=say, **extra)
-        framebuffer = show.renderer.offscreen_framebuffer(job.size)
+        sink = VideoSink(show, job, encoder, progress, observe)
     except BaseException:
         encoder.abandon()  # nothing rendered: leave no empty file behind
         if show is not None:
@@ -386,27 +415,20 @@ def render(job: RenderJob, params: Params, options: Any, routes: Sequence[Any],
         f"{job.step * 1000:.2f} ms each), {width}x{height}, {job.codec}, "
         f"{show.swarm.count} agents, {ctx.info['GL_RENDERER']}")
     track = job.track if job.track is not None and not job.track.from_midi_file else None
+    previous = [-math.inf]
+
+    def replay(tick: Tick) -> None:  # a recorded set's events up to this frame's time
+        if track is not None:
+            for event in track.events_between(previous[0], tick.now):
+                apply_event(show, event)
+        previous[0] = tick.now
+
+    loop = Loop(show, SongClock(job.fps, job.substeps), before=replay)
     started = time.perf_counter()
     interrupted = False
     failure: BaseException | None = None
-    last_pixels = None
-    previous_t = -math.inf
     try:
-        for index in range(job.frames):
-            t = index / job.fps
-            if track is not None:
-                for event in track.events_between(previous_t, t):
-                    _apply_event(show, event, say)
-            previous_t = t
-            show.update(t)
-            for _ in range(job.substeps):
-                show.advance(job.step)
-            show.draw(framebuffer)
-            last_pixels = framebuffer.read(components=3, alignment=1)
-            encoder.submit(last_pixels, index)
-            if observe is not None:
-                observe(show, index, t)
-            progress.update(index + 1)
+        loop.run(sink, frames=job.frames)
     except KeyboardInterrupt:
         interrupted = True
     except BaseException as exc:  # noqa: BLE001 - finish the file, then re-raise
@@ -431,7 +453,7 @@ def render(job: RenderJob, params: Params, options: Any, routes: Sequence[Any],
                 say(f"render: {result.frames} frames ({result.frames / job.fps:.2f} s) "
                     f"written to {job.out.resolve()} in {seconds:.1f} s ({result.fps:.2f} "
                     "frames a second)")
-            _finish_extras(show, last_pixels, job, say)
+            _finish_extras(show, sink.last_pixels, job, say)
     finally:
         show.release()
         if own_ctx:
@@ -441,26 +463,24 @@ def render(job: RenderJob, params: Params, options: Any, routes: Sequence[Any],
     return result
 
 
-def _apply_event(show: Any, event: Any, say: Callable[[str], None]) -> None:
+def apply_event(show: Show, event: Any) -> None:
     """A recorded param, preset or action event, at its time (audio and midi events are
-    read elsewhere or only logged: see control/control_track.py)."""
+    read elsewhere or only logged: see control/control_track.py). A recalled preset's values
+    are in the param events that follow; only actions that change no parameter (a respawn, a
+    separation burst) are replayed. A burst recorded before strengths were 0..1 holds the
+    note's velocity 1-127."""
     if event.kind == "param":
         show.params[event.get("name")] = event.get("value")
     elif event.kind == "preset":
-        from audio.modulation import routes_from_json
-
         show.params.update(event.get("params") or {})
-        show.routes = routes_from_json(event.get("routes") or [])
+        show.looks.routes = routes_from_json(event.get("routes") or [])
     elif event.kind == "action":
-        from control.midi_controller import Action
-
-        # A recalled preset's values are in the param events that follow; only actions that
-        # change no parameter (a respawn, a separation burst) are replayed.
-        act = getattr(show, "act", None) or getattr(show, "_act", None)
         if event.get("action") == "respawn":
-            show.respawn()
-        elif event.get("action") == "separation_burst" and act is not None:
-            act(Action("separation_burst", event.get("value")))
+            show.act(Action("respawn"))
+        elif event.get("action") == "separation_burst":
+            value = event.get("value")
+            strength = 1.0 if value is None else value / 127.0 if value > 1 else float(value)
+            show.act(Action("separation_burst", strength))
 
 
 def _midi_file_input(job: RenderJob, params: Params, say: Callable[[str], None]) -> Any:
@@ -508,39 +528,19 @@ def _finish_extras(show: Any, pixels: bytes | None, job: RenderJob,
         say(f"state of {len(position)} agents written to {args.state_out}")
 
 
-def show_options_for_render(args: argparse.Namespace, params: Params) -> Any:
-    """ShowOptions from the command line for a render (no --dt: the render sets the step)."""
-    from visual.app import ShowOptions
-
-    position = velocity = None
-    if getattr(args, "state_in", None):
-        position, velocity = load_state(args.state_in)
-        if args.count is not None and args.count != len(position):
-            raise RenderProblem(f"{args.state_in}: holds {len(position)} agents but --count "
-                                f"is {args.count}; drop --count (the state sets it)")
-        params["count"] = len(position)
-    for path, what in ((getattr(args, "state_out", None), "state"),
-                       (getattr(args, "screenshot", None), "screenshot")):
-        if path:
-            folder = Path(path).resolve().parent
-            if not folder.is_dir() or not os.access(folder, os.W_OK):
-                raise RenderProblem(f"{path}: cannot write into {folder} (the {what} file)")
-    return ShowOptions(neighbors=getattr(args, "neighbors", "grid"), seed=args.seed or 0,
-                       fixed_dt=None, obstacles=getattr(args, "obstacle", None) or (), live=False,
-                       position=position, velocity=velocity, reproducible=True,
-                       pinned=frozenset({"count"}) if args.count is not None or position
-                       is not None else frozenset())
-
-
 def run_render(args: argparse.Namespace, params: Params, routes: list,
                say: Callable[[str], None]) -> int:
     """`instrument.py --render`: plan (every check), render, report. Bad input raises
     RenderProblem / VideoProblem (FileProblem: the instrument prints one line, exit 2) before
     anything renders; 0 when done, 130 after Ctrl+C (the file holds what was rendered)."""
+    from visual.video import VideoProblem
+
     try:
         job, routes = plan_render(args, params, routes, say)
-        options = show_options_for_render(args, params)
+        options = options_from_args(args, params, render=True)
         result = render(job, params, options, routes, say)
+    except VideoProblem as exc:
+        raise RenderProblem(str(exc)) from None
     except KeyboardInterrupt:  # while checking or setting up, before the first frame
         say("render stopped (Ctrl+C) before the first frame; no video written")
         return EXIT_INTERRUPTED

@@ -1,0 +1,38 @@
+"""What a performer can ask of the show, whatever they ask with: a MIDI note or program change,
+an OSC message, a key, a recorded control track. Every input turns its gesture into an `Action`
+and the show (show/frame.py) carries actions out in one place. Plain data, any thread.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# Actions a MIDI mapping may bind to a note or a program change, and a control track records.
+MAPPABLE = ("respawn", "separation_burst", "recall_preset")
+KINDS = MAPPABLE + (
+    "set",          # values: parameters to set at once (a knob already set its own)
+    "learned",      # param: MIDI learn just bound a knob to it
+    "select",       # value: +1 / -1, the HUD's chosen parameter
+    "nudge",        # value: a fraction of the chosen parameter's performance range
+    "learn",        # MIDI-learn the chosen parameter, or cancel
+    "pause",
+    "save_preset",  # value: slot 1-9
+    "lure",         # values: {"point": (x, y, z)}
+)
+
+
+@dataclass(frozen=True)
+class Action:
+    """kind: one of KINDS. value: "separation_burst" a strength in 0..1, "recall_preset" and
+    "save_preset" a slot 1-9, "select" a step, "nudge" a fraction of the range. param: for
+    "learned". values: for "set" (parameter -> value) and "lure"."""
+
+    kind: str
+    value: float | int | None = None
+    param: str | None = None
+    values: dict[str, Any] = field(default_factory=dict, hash=False)
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown action '{self.kind}' (known: {', '.join(KINDS)})")

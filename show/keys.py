@@ -1,0 +1,27 @@
+"""The performer's keys, by name as the window hands them on (visual/window.py keeps F, H and
+Esc): each becomes an `Action` the show carries out like MIDI's or OSC's. Pure."""
+
+from __future__ import annotations
+
+from control.actions import Action
+from control.params import NUDGE_COARSE, NUDGE_FINE
+
+KEYS = {
+    "SPACE": Action("pause"),
+    "R": Action("respawn"),
+    "UP": Action("select", -1),
+    "DOWN": Action("select", 1),
+    "L": Action("learn"),
+}
+
+
+def key_action(name: str, ctrl: bool = False, shift: bool = False) -> Action | None:
+    """1-9 recall a preset slot (Ctrl: save into it); Space pause, R respawn, Up/Down choose a
+    parameter, Left/Right change it by NUDGE_FINE of its performance range (Shift:
+    NUDGE_COARSE), L MIDI-learn it. Other keys do nothing (None)."""
+    if len(name) == 1 and name in "123456789":
+        return Action("save_preset" if ctrl else "recall_preset", int(name))
+    if name in ("LEFT", "RIGHT"):
+        step = NUDGE_COARSE if shift else NUDGE_FINE
+        return Action("nudge", step if name == "RIGHT" else -step)
+    return KEYS.get(name)

@@ -1,0 +1,237 @@
+"""A live show from the command line: its inputs opened, the show built, played by the one
+loop in a window or headless, and ended cleanly (screenshot, state, the last telemetry).
+
+`run_headless` and `run_window` differ only in the sink: an offscreen framebuffer, or the
+window's, whose on_draw calls `Loop.frame`. Ctrl+C and SIGTERM end the show after its frame
+(`StopSignals`, installed by instrument.py). Main thread only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from control.files import FileProblem, save_state
+from control.params import Params
+from control.supervisor import Heartbeat, StopSignals
+from show.frame import Show
+from show.keys import key_action
+from show.loop import Loop, Offscreen, WallClock
+from show.options import HEADLESS_SIZE, ShowOptions, options_from_args
+from show.report import LatestRecord, Telemetry
+
+Say = Callable[[str], None]
+
+
+def open_inputs(args: argparse.Namespace, params: Params, say: Say) -> dict[str, Any]:
+    """The audio source, MIDI and OSC the command line asks for; none fails (each says why
+    and the show runs without it). Safe mode opens none."""
+    from audio.base import Silence
+    from audio.source import open_audio
+    from control.midi import Midi
+
+    if args.safe_mode:
+        say("safe mode: no audio, no MIDI, no OSC, the bundled shaders")
+        return {"audio": Silence("safe mode", "safe mode: audio is off"), "midi": None,
+                "osc": None}
+    audio = open_audio(args.audio_device, args.audio_file, args.mute)
+    midi = None
+    if not args.no_midi:
+        midi = Midi.open(params, ports=args.midi_port or None, virtual=args.midi_virtual,
+                         api=args.midi_api, mapping_path=args.midi_map,
+                         report=lambda text: say(f"midi: {text}"))
+    return {"audio": audio, "midi": midi, "osc": open_osc(args.osc, say)}
+
+
+def open_osc(endpoint: tuple[str, int] | None, say: Say):
+    """The OSC input --osc asks for, or None; a port that cannot be opened is said and the
+    show runs without OSC."""
+    from control.osc import OscInput, OscProblem
+
+    if not endpoint:
+        return None
+    host, port = endpoint
+    try:
+        osc = OscInput(host, port)
+    except OscProblem as exc:
+        say(f"{exc}; the show goes on without OSC")
+        return None
+    say(f"osc: listening on {osc.host}:{osc.port} (/swarm/<param> value, /swarm/preset N, ...)")
+    return osc
+
+
+def check_machine(ctx, args: argparse.Namespace, params: Params, size: tuple[int, int]) -> int:
+    """The frame size and the count against what this GL holds (visual/limits.py), before the
+    first frame: a refusal names the figure (exit 2). Returns the count a live change (a knob,
+    OSC, a recall) is capped at."""
+    from visual.limits import machine_limits
+
+    limits = machine_limits(ctx)
+    problem = limits.size_problem(size, "--size" if args.size else "the window")
+    problem = problem or limits.count_problem(params["count"], args.frames is None, "--count" if
+                                              args.count is not None else "count")
+    if problem:
+        raise FileProblem(problem)
+    return limits.live_count
+
+
+class LiveShow:
+    """What every live run shares: building the show, the telemetry files, the heartbeat, the
+    console's status line, the key map, and the ending."""
+
+    def __init__(self, args: argparse.Namespace, params: Params, routes: list, preset: Any,
+                 stop: StopSignals, say: Say) -> None:
+        self.args = args
+        self.params = params
+        self.routes = routes
+        self.preset = preset
+        self.stop = stop
+        self.say = say
+        self.options: ShowOptions = options_from_args(args, params)
+        self.heartbeat = Heartbeat(args.heartbeat_fd)
+        self.latest = LatestRecord(args.last_telemetry) if args.last_telemetry else None
+        self.telemetry = None
+        if args.telemetry:
+            try:
+                self.telemetry = Telemetry(args.telemetry)
+            except OSError as exc:
+                raise FileProblem(str(exc)) from None
+        self.started = time.perf_counter()
+        self._last_report = self.started
+        self.show: Show | None = None
+        self.loop: Loop | None = None
+
+    def build(self, ctx, size: tuple[int, int]) -> Show:
+        """The show on `ctx` once the machine can hold it, its inputs open, --record-control's
+        recorder on it, and the loop that plays it."""
+        from control.control_track import open_recorder
+        from control.presets import PresetBank, RecoveryWriter
+
+        self.options.count_limit = check_machine(ctx, self.args, self.params, size)
+        # The recovery file is for open-ended shows: a bounded run (--frames) leaves the last
+        # show's alone.
+        recovery = RecoveryWriter() if self.args.frames is None else None
+        show = Show(ctx, self.params, self.options, routes=self.routes, say=self.say,
+                    presets=PresetBank(), preset=self.preset, recovery=recovery,
+                    **open_inputs(self.args, self.params, self.say))
+        show.recorder = open_recorder(self.args, self.params, self.routes, show.audio)
+        self.show = show
+        self.loop = Loop(show, WallClock(self.args.dt), after=self.each_frame)
+        return show
+
+    @property
+    def stopping(self) -> bool:
+        return self.stop.requested is not None
+
+    def done(self) -> bool:
+        return self.stopping or (self.args.frames is not None
+                                 and self.show.frame >= self.args.frames)
+
+    def each_frame(self) -> None:
+        now = time.perf_counter()
+        self.heartbeat.beat(now)
+        if self.heartbeat.orphaned:
+            self.stop.request("the supervisor is gone")
+        if self.latest is not None:
+            self.latest.maybe_write(now, self.show.telemetry)
+        if self.telemetry is not None:
+            self.telemetry.maybe_write(now, self.show.telemetry)
+            if self.telemetry.error:
+                self.say(self.telemetry.error)
+                self.telemetry = None
+        if self.args.frames is None and now - self._last_report >= 5.0:
+            self._last_report = now
+            self.say(" | ".join(self.show.hud_lines()[:3]))
+
+    # ---- the window's performer -------------------------------------------------------------
+
+    def frame(self, target, size: tuple[int, int]) -> list[str]:
+        self.loop.frame(target, size)
+        return self.show.hud_lines()
+
+    def key(self, name: str, ctrl: bool, shift: bool) -> None:
+        action = key_action(name, ctrl, shift)
+        if action is not None:
+            self.show.act(action)
+
+    def pointer(self, x: float, y: float, width: int, height: int) -> None:
+        self.show.move_lure(self.show.camera.screen_to_swarm(x, y, width, height))
+
+    def scroll(self, clicks: float) -> None:
+        self.show.camera.zoom(0.9 ** clicks)
+
+    # ---- the end ----------------------------------------------------------------------------
+
+    def finish(self, image: tuple[bytes, tuple[int, int]] | None) -> None:
+        """Write the screenshot, state and last telemetry; report; release the show."""
+        import numpy as np
+
+        from visual.png import write_png
+
+        show, args, say = self.show, self.args, self.say
+        if self.stopping:
+            say(f"stopped ({self.stop.requested})")
+        show.ctx.finish()
+        elapsed = time.perf_counter() - self.started
+        say(f"{show.frame} frames, {show.sim_time:.2f} s simulated in {elapsed:.2f} s "
+            f"({elapsed / max(show.frame, 1) * 1000:.1f} ms a frame)")
+        guarded = show.swarm.read_guarded()
+        if guarded:
+            say(f"the guard put back {guarded} agents whose state became NaN or infinite")
+        if args.screenshot and image is not None:
+            pixels, (width, height) = image
+            array = np.frombuffer(pixels, np.uint8).reshape(height, width, 3)[::-1]
+            write_png(args.screenshot, array)
+            say(f"screenshot ({width}x{height}) saved to {Path(args.screenshot).resolve()}")
+        if args.state_out:
+            position, velocity = show.swarm.read_state()
+            save_state(args.state_out, position, velocity)
+            say(f"state of {len(position)} agents written to {args.state_out}")
+        if self.telemetry is not None:
+            self.telemetry.write(show.telemetry())
+            self.telemetry.close()
+        if show.recorder is not None:
+            show.recorder.close()
+            say(show.recorder.error or f"control track written to {args.record_control}")
+        show.release()
+
+
+def run_headless(live: LiveShow) -> None:
+    """Render offscreen (EGL) until --frames, Ctrl+C or SIGTERM."""
+    from visual.gl import create_headless_context
+
+    args = live.args
+    ctx = create_headless_context()
+    size = args.size or HEADLESS_SIZE
+    show = live.build(ctx, size)
+    sink = Offscreen(show, size)
+    live.say(f"headless: {show.swarm.count} agents, {args.neighbors} neighbours, "
+             f"{size[0]}x{size[1]}, {ctx.info['GL_RENDERER']}")
+    live.loop.run(sink, frames=args.frames, stop=lambda: live.stopping)
+    live.finish((sink.pixels(), sink.size) if args.screenshot else None)
+    ctx.release()
+
+
+def run_window(live: LiveShow) -> None:
+    """The show full-screen (or windowed) under pyglet; WindowError if no window opens."""
+    from visual.window import LiveWindow, open_window
+
+    args = live.args
+    window = open_window(args.screen, fullscreen=not args.windowed and args.size is None,
+                         size=args.size)
+    screen = LiveWindow(window, fps=args.fps)
+    show = live.build(screen.ctx, tuple(window.get_framebuffer_size()))
+    width, height = window.get_framebuffer_size()
+    live.say(f"window: {show.swarm.count} agents on screen {args.screen}, {width}x{height}"
+             f"{' full-screen' if window.fullscreen else ''}, {screen.fps:g} fps cap, "
+             f"{screen.ctx.info['GL_RENDERER']}. Keys: F full-screen, H HUD, Space pause, "
+             "R respawn, Esc twice to quit")
+    screen.run(live)
+    image = screen.last_image
+    if args.screenshot and image is None:
+        image = screen.read_screen()
+    live.finish(image)
+    window.close()

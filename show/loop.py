@@ -1,0 +1,159 @@
+"""The one loop: every way the show runs (the window, headless runs, an offline render, the
+benchmarks, the soak) plays the same frame, with a clock and a sink given to it.
+
+    clock    when this frame is and how far to step: the wall clock (live), a fixed step
+             (--dt, benchmarks, the soak), the song's frames (a render)
+    frame    show.update(now); show.advance(dt) (steps times); show.draw(target)
+    sink     where the frame goes: an offscreen framebuffer (headless, screenshots) or a video
+             encoder; the window's swap is pyglet's, which calls `Loop.frame` from on_draw
+
+The show never reads a clock; the loop does (and times the frames for the HUD). Main thread.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import moderngl
+
+from show.frame import Show
+from visual.swarm import MAX_DT
+
+
+@dataclass(frozen=True)
+class Tick:
+    """One frame's time: `now` for the update, `steps` simulation steps of `dt` each."""
+
+    now: float
+    dt: float
+    steps: int = 1
+
+
+class Clock(Protocol):
+    def next(self) -> Tick: ...
+
+
+class WallClock:
+    """A live show's time: the wall clock, each step the time since the last frame (at most
+    the seed's 1/30 s clamp), or exactly `fixed_dt` (--dt)."""
+
+    def __init__(self, fixed_dt: float | None = None,
+                 time_source: Callable[[], float] = time.perf_counter) -> None:
+        self.fixed_dt = fixed_dt
+        self.time_source = time_source
+        self._last: float | None = None
+
+    def next(self) -> Tick:
+        now = self.time_source()
+        elapsed = 0.0 if self._last is None else now - self._last
+        self._last = now
+        dt = self.fixed_dt if self.fixed_dt is not None else min(max(elapsed, 0.0), MAX_DT)
+        return Tick(now, dt)
+
+
+class FixedStep:
+    """Time that moves exactly `dt` a frame from `start` (benchmarks, the soak, tests):
+    the same frames on every machine, however long each takes."""
+
+    def __init__(self, dt: float, start: float = 0.0) -> None:
+        self.dt = dt
+        self.frames = 0
+        self.start = start
+
+    def next(self) -> Tick:
+        tick = Tick(self.start + self.frames * self.dt, self.dt)
+        self.frames += 1
+        return tick
+
+
+class SongClock:
+    """An offline render's time: frame i is at i / fps, simulated in `substeps` equal steps
+    (at most 1/30 s each), so a video shows the song's time whatever the render's speed."""
+
+    def __init__(self, fps: float, substeps: int = 1) -> None:
+        self.fps = fps
+        self.substeps = substeps
+        self.index = 0
+
+    def next(self) -> Tick:
+        tick = Tick(self.index / self.fps, 1.0 / self.fps / self.substeps, self.substeps)
+        self.index += 1
+        return tick
+
+
+class Sink(Protocol):
+    def target(self) -> tuple[moderngl.Framebuffer, tuple[int, int]]:
+        """Where the next frame is drawn, and its size in pixels."""
+    def after(self, show: Show, index: int) -> None:
+        """The frame `index` is drawn: take it (encode it, keep it)."""
+
+
+class Offscreen:
+    """An offscreen framebuffer of `size` (the renderer's): headless runs and screenshots."""
+
+    def __init__(self, show: Show, size: tuple[int, int]) -> None:
+        self.size = (int(size[0]), int(size[1]))
+        self.framebuffer = show.renderer.offscreen_framebuffer(self.size)
+
+    def target(self) -> tuple[moderngl.Framebuffer, tuple[int, int]]:
+        return self.framebuffer, self.size
+
+    def after(self, show: Show, index: int) -> None:
+        pass
+
+    def pixels(self) -> bytes:
+        """The last frame, RGB rows bottom first (waits for the GPU: at the end only)."""
+        return self.framebuffer.read(components=3, alignment=1)
+
+
+class Loop:
+    """Plays frames of `show` by `clock`: `frame(target, size)` is one of them (the window
+    calls it from on_draw), `run(sink, ...)` repeats it into a sink. `before(tick)` runs
+    before the update (a render's recorded events), `after()` after the draw (heartbeat,
+    telemetry). The wall clock times each frame for the HUD and notes slow ones (live)."""
+
+    def __init__(self, show: Show, clock: Clock, *, before: Callable[[Tick], None] | None = None,
+                 after: Callable[[], None] | None = None,
+                 wall: Callable[[], float] = time.perf_counter) -> None:
+        self.show = show
+        self.clock = clock
+        self.before = before
+        self.after = after
+        self.wall = wall
+        self._next_slow_note = 0.0
+
+    def frame(self, target: moderngl.Framebuffer, size: tuple[int, int] | None = None) -> None:
+        show = self.show
+        tick = self.clock.next()
+        if self.before is not None:
+            self.before(tick)
+        show.update(tick.now)
+        for _ in range(tick.steps):
+            show.advance(tick.dt)
+        show.draw(target, size)
+        wall = self.wall()
+        if show.clock.tick(wall) and show.options.live and wall >= self._next_slow_note:
+            self._next_slow_note = wall + 10.0  # at most a line every 10 s
+            show.say(f"slow frame: {show.clock.last_slow_ms:.0f} ms at frame {show.frame} "
+                     f"({show.clock.slow_frames} so far)")
+        if self.after is not None:
+            self.after()
+
+    def run(self, sink: Sink, *, frames: int | None = None,
+            stop: Callable[[], bool] = lambda: False) -> int:
+        """Frames into `sink` until `frames` are drawn or `stop()`; returns frames drawn."""
+        drawn = 0
+        while (frames is None or drawn < frames) and not stop():
+            self.frame(*sink.target())
+            sink.after(self.show, drawn)
+            drawn += 1
+        return drawn
+
+
+def run(show: Show, clock: Clock, sink: Sink, *, frames: int | None = None,
+        stop: Callable[[], bool] = lambda: False, **hooks: Any) -> int:
+    """The loop in one call: `Loop(show, clock, **hooks).run(sink, frames=, stop=)`."""
+    return Loop(show, clock, **hooks).run(sink, frames=frames, stop=stop)

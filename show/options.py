@@ -1,0 +1,58 @@
+"""How a show is set up, from the command line: one reading for a live show and a render.
+Main thread only."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from control.files import FileProblem, load_state
+from control.params import Params
+
+HEADLESS_SIZE = (1280, 720)  # a headless run's frame unless --size
+
+
+@dataclass
+class ShowOptions:
+    neighbors: str = "grid"
+    seed: int = 0
+    fixed_dt: float | None = None  # --dt: exactly this step each frame
+    obstacles: Sequence[Sequence[float]] = ()
+    position: np.ndarray | None = None  # --state-in
+    velocity: np.ndarray | None = None
+    # Same input, same frames: the renderer's counts (which the camera follows) are read a
+    # fixed two frames late, waiting for the GPU if need be (--dt and --render). A live show
+    # reads them when the GPU is done instead, never waiting.
+    reproducible: bool = False
+    # Parameters the command line set (--count): preset recalls and crossfades leave them as
+    # they are until the performer changes them live.
+    pinned: frozenset[str] = frozenset()
+    # The most agents a live change (a knob, OSC, a recall) may ask for on this machine
+    # (visual/limits.py): more would freeze the show; None: the registry's limit.
+    count_limit: int | None = None
+    # A live show says its slow frames; an offline render (no audience, no clock) does not.
+    live: bool = True
+
+
+def options_from_args(args: argparse.Namespace, params: Params, *, render: bool = False
+                      ) -> ShowOptions:
+    """ShowOptions from the command line, reading --state-in (which sets the count: a
+    --count that disagrees is refused). A render steps by its frame rate, reproducibly."""
+    position = velocity = None
+    state_in = getattr(args, "state_in", None)
+    if state_in:
+        position, velocity = load_state(state_in)
+        if args.count is not None and args.count != len(position):
+            raise FileProblem(f"{state_in}: holds {len(position)} agents but --count is "
+                              f"{args.count}; drop --count (the state sets it)")
+        params["count"] = len(position)
+    fixed_dt = None if render else args.dt
+    return ShowOptions(
+        neighbors=getattr(args, "neighbors", "grid"), seed=args.seed or 0, fixed_dt=fixed_dt,
+        obstacles=getattr(args, "obstacle", None) or (), position=position, velocity=velocity,
+        reproducible=render or fixed_dt is not None, live=not render,
+        pinned=frozenset({"count"}) if args.count is not None or position is not None
+        else frozenset())

@@ -1,0 +1,248 @@
+"""What the show tells: the HUD's lines, the telemetry record, the files telemetry goes to, and
+the frame rate. Reads the show, changes nothing in it. Main thread only.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from control.text import printable
+
+if TYPE_CHECKING:
+    from show.frame import Show
+
+SLOW_MS = 50.0  # a frame this long shows on stage
+
+
+@dataclass
+class FrameClock:
+    """Frames per second and frame time over the last second of frames (wall clock), and the
+    slow frames: longer than SLOW_MS and three times the recent median (a hitch, not a slow
+    machine). A slow frame is counted and logged, never fatal. The loop ticks it."""
+
+    times: deque = field(default_factory=lambda: deque(maxlen=240))
+    slow_frames: int = 0
+    last_slow_ms: float | None = None
+
+    def tick(self, now: float) -> bool:
+        """Record a frame; True when it was a slow one."""
+        self.times.append(now)
+        if len(self.times) < 30:
+            return False
+        gaps = np.diff(np.fromiter(self.times, float))
+        frame_ms = gaps[-1] * 1000.0
+        if frame_ms > SLOW_MS and frame_ms > 3.0 * float(np.median(gaps)) * 1000.0:
+            self.slow_frames += 1
+            self.last_slow_ms = frame_ms
+            return True
+        return False
+
+    @property
+    def frame_ms(self) -> float | None:
+        if len(self.times) < 2:
+            return None
+        return (self.times[-1] - self.times[-2]) * 1000.0
+
+    @property
+    def fps(self) -> float | None:
+        if len(self.times) < 2:
+            return None
+        recent = [t for t in self.times if t >= self.times[-1] - 1.0]
+        if len(recent) < 2:
+            return 1000.0 / self.frame_ms if self.frame_ms else None
+        return (len(recent) - 1) / (recent[-1] - recent[0])
+
+
+def _round(value: float | None, digits: int = 3) -> float | None:
+    return None if value is None or not math.isfinite(value) else round(value, digits)
+
+
+def telemetry(show: Show) -> dict[str, Any]:
+    """The telemetry record: one JSON object, as `--telemetry` writes it once a second."""
+    renderer = show.renderer
+    params = {k: (list(v) if isinstance(v, tuple) else v)
+              for k, v in show.params.as_dict().items()}
+    return {
+        "time": time.time(),
+        "pid": os.getpid(),
+        "frame": show.frame,
+        "fps": _round(show.clock.fps),
+        "frame_ms": _round(show.clock.frame_ms),
+        "slow_frames": show.clock.slow_frames,
+        "gpu_ms": {k: _round(v) for k, v in show.gpu_ms.items()},
+        "agents": show.swarm.count,
+        "visible": renderer.visible,
+        "near_lure": renderer.near_lure,
+        "counts_lag": (None if renderer.counts_frame is None
+                       else renderer.frames - 1 - renderer.counts_frame),
+        "readback": renderer.readback,
+        "paused": show.paused,
+        "params": params,
+        "audio": show.audio.telemetry(),
+        "midi": show.midi.state() if show.midi is not None else None,
+        "osc": show.osc.state() if show.osc is not None else None,
+        "preset": show.looks.telemetry(show.show_time),
+        "modulated": {k: _round(v) for k, v in show.modulated.items()},
+        "speed_scale": _round(show.speed_scale),
+        "frame_size": list(renderer.last_size) if renderer.last_size else None,
+        "lure": {"held": not show.lure.wandering,
+                 "position": [_round(v) for v in show.lure_position()]},
+        "selected": show.selected_param,
+    }
+
+
+def hud_lines(show: Show) -> list[str]:
+    """The HUD: frame rate and GPU times, agents, the state of every input, the chosen
+    parameter. Names and reasons from outside are made printable."""
+    fps, frame_ms = show.clock.fps, show.clock.frame_ms
+    gpu = show.gpu_ms
+
+    def ms(value: float | None) -> str:
+        return "n/a" if value is None else f"{value:.2f}"
+
+    renderer = show.renderer
+    visible = renderer.visible
+    lines = [
+        f"{fps:5.1f} fps  {frame_ms:6.2f} ms a frame" if fps and frame_ms else "-- fps",
+        f"GPU ms: simulate {ms(gpu['simulate'])}  cull {ms(gpu['cull'])}  "
+        f"draw {ms(gpu['draw'])}",
+        f"agents {show.swarm.count:,}  visible {'-' if visible is None else f'{visible:,}'}"
+        f"  near lure {'-' if renderer.near_lure is None else renderer.near_lure}",
+        f"{show.swarm.neighbors} neighbours  {'PAUSED' if show.paused else ''}".rstrip(),
+        f"audio: {audio_line(show.audio)}",
+    ]
+    if show.midi is not None:
+        lines.append(f"midi: {midi_line(show.midi.state())}")
+    if show.osc is not None:
+        lines.append(f"osc: {osc_line(show.osc)}")
+    lines.append(f"preset: {show.looks.status_line(show.show_time)}")
+    if show.looks.problem:
+        lines.append(f"preset error: {show.looks.problem}")
+    lines += [f"{key}: {value}" for key, value in show.status.items()]
+    lines.append(chosen_line(show))
+    return [printable(line, 240) for line in lines]
+
+
+def chosen_line(show: Show) -> str:
+    name = show.selected_param
+    value = show.params[name]
+    shown = f"{value:.4g}" if isinstance(value, float) else str(value)
+    modulated = show.modulated.get(name)
+    if modulated is not None and modulated != value:
+        shown += f" (now {modulated:.4g})"
+    if show.midi is not None:
+        knob = show.midi.state()["pickup"].get(name)
+        if knob:
+            shown += f"  knob at {knob['knob']:.4g}: turn it past the value to pick up"
+    learn = "L: MIDI learn" if show.midi is not None else "MIDI off"
+    return f"param [Up/Down, Left/Right]: {name} = {shown}   {learn}"
+
+
+def audio_line(audio: Any) -> str:
+    """State and device, a level meter, the bands and the onsets (a * on an onset)."""
+    bands = audio.bands
+    meter = "#" * round(audio.level * 10)
+    source = f"{audio.state} ({audio.device})" if audio.device else audio.state
+    return (f"{source}  [{meter:<10}] {audio.level:4.2f}  low {bands.low:4.2f} "
+            f"mid {bands.mid:4.2f} high {bands.high:4.2f}  onsets {audio.onsets}"
+            f"{' *' if audio.onset else ''}")
+
+
+def midi_line(state: dict[str, Any]) -> str:
+    line = state.get("state") or "MIDI"
+    if len(line) > 90:  # the full reason went to the console once; the HUD gets its start
+        line = line[:87] + "..."
+    learn = state["learn"]
+    if learn["active"]:
+        line += f"  LEARN: turn a knob for {learn['param']} (L cancels)"
+    waiting = state["pickup"]
+    if waiting:
+        shown = ", ".join(f"{name} knob {info['knob']:.3g}" for name, info
+                          in list(waiting.items())[:3])
+        line += f"  pickup: {shown}"
+    return line
+
+
+def osc_line(osc: Any) -> str:
+    line = f"{osc.host}:{osc.port}  {osc.applied} applied"
+    if osc.dropped:
+        line += f"  {osc.dropped} over the frame's budget"
+    if osc.rejected:
+        reason = osc.last_error or ""
+        reason = reason if len(reason) <= 70 else reason[:67] + "..."
+        line += f"  {osc.rejected} refused (latest: {reason})"
+    return line
+
+
+class LatestRecord:
+    """The newest telemetry record, replaced whole about once a second (a temporary file and a
+    rename): what the supervisor puts in a crash report. Failures are silent: it is a log."""
+
+    def __init__(self, path: str | os.PathLike, interval: float = 1.0) -> None:
+        self.path = os.fspath(path)
+        self.interval = interval
+        self._last = -math.inf
+
+    def maybe_write(self, now: float, record_of: Callable[[], dict]) -> None:
+        if now - self._last < self.interval:
+            return
+        self._last = now
+        temporary = f"{self.path}.tmp"
+        try:
+            with open(temporary, "w", encoding="utf-8") as stream:
+                stream.write(json.dumps(record_of()))
+            os.replace(temporary, self.path)
+        except (OSError, ValueError):
+            pass
+
+
+class Telemetry:
+    """Appends one JSON object a line to a file: once a second and once at exit.
+
+    A write that fails is reported once and telemetry stops; the show goes on.
+    """
+
+    def __init__(self, path: str | os.PathLike, interval: float = 1.0) -> None:
+        self.path = path
+        self.interval = interval
+        self._last = -math.inf
+        self.error: str | None = None
+        try:
+            self._stream = open(path, "a", encoding="utf-8", buffering=1)
+        except OSError as exc:
+            raise OSError(f"{path}: cannot open the telemetry file ({exc.strerror})") from None
+
+    def maybe_write(self, now: float, record_of: Callable[[], dict]) -> bool:
+        """Write `record_of()` if a second has passed (the record is only built then)."""
+        if now - self._last < self.interval:
+            return False
+        self._last = now
+        return self.write(record_of())
+
+    def write(self, record: dict) -> bool:
+        if self._stream is None:
+            return False
+        try:
+            self._stream.write(json.dumps(record) + "\n")
+            return True
+        except (OSError, ValueError) as exc:
+            self.error = f"telemetry stopped: {self.path}: {exc}"
+            self.close()
+            return False
+
+    def close(self) -> None:
+        if getattr(self, "_stream", None) is not None:
+            try:
+                self._stream.close()
+            except OSError:
+                pass
+            self._stream = None
