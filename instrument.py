@@ -7,6 +7,7 @@ runs the swarm. Bad input ends with one line naming what was wrong, not a traceb
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 import tempfile
@@ -248,10 +249,8 @@ def osc_endpoint(text: str) -> tuple[str, int]:
 STOP = StopSignals()  # installed by main() for the live show (a render handles Ctrl+C itself)
 
 
-def say(message: str) -> None:
-    """One line for the performer's console; whatever it quotes from outside (a file's or a
-    preset's name, an OSC address) is shown, never sent to the terminal (control/text.py)."""
-    print(f"instrument: {printable(message)}", flush=True)
+log = logging.getLogger("instrument")
+say = log.info  # the console (show/console.py) prints it as "instrument: ...", made printable
 
 
 def error(message: object) -> None:
@@ -336,6 +335,9 @@ def supervised(args: argparse.Namespace) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from show.console import install
+
+    install()
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.list_devices:
@@ -362,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
 
         say("supervisor: the show runs in a child process and comes back if it dies or hangs "
             "(--no-supervisor to run it here)")
-        return Supervisor(list(argv if argv is not None else sys.argv[1:]), say=say).run()
+        return Supervisor(list(argv if argv is not None else sys.argv[1:])).run()
     if args.render is None:
         STOP.install()  # from here on, Ctrl+C asks the show to stop after its frame
         if not (args.headless or args.preset or args.resume or args.safe_mode or args.state_in):
@@ -373,10 +375,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.render is not None:
             from show.render import run_render
 
-            return run_render(args, params, routes, say)
+            return run_render(args, params, routes)
         from show.live import LiveShow, run_headless, run_window
 
-        live = LiveShow(args, params, routes, preset, STOP, say)
+        live = LiveShow(args, params, routes, preset, STOP)
         if args.headless:
             run_headless(live)
         elif not has_display():

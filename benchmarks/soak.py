@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import resource
 import sys
@@ -81,6 +82,17 @@ class RandomMidi:
 
     def close(self) -> None:
         pass
+
+
+class RecallCounter(logging.Handler):
+    """Counts the preset recalls the show says (program changes from the random MIDI)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.count = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.count += record.getMessage().startswith("preset: slot")
 
 
 class LoopingSong:
@@ -174,10 +186,12 @@ def main(argv: list[str] | None = None) -> int:
         source.sent = state["sent"]
     midi = None if args.no_midi else Midi(params, source, mapping_path=DEFAULT_MAPPING,
                                           save_path=None, report=lambda text: None)
-    messages: list[str] = []
+    recalls = RecallCounter()
+    logging.getLogger("show.looks").addHandler(recalls)
+    logging.getLogger("show.looks").setLevel(logging.INFO)
     show = Show(ctx, params, ShowOptions(fixed_dt=1 / 60, position=position, velocity=velocity,
                                          live=False),
-                audio=audio, midi=midi, presets=PresetBank(), say=messages.append)
+                audio=audio, midi=midi, presets=PresetBank())
     sink = Offscreen(show, (width, height))
 
     first = state["done"]
@@ -213,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
         "frames": [first, done], "wall_s": time.perf_counter() - started,
         "memory_mib": memory, "memory_growth_mib": memory[-1][1] - settled[1]})
     state.update(done=done, sent=source.sent, failures=failures,
-                 recalls=state["recalls"] + sum("preset:" in m for m in messages),
+                 recalls=state["recalls"] + recalls.count,
                  wall_s=state["wall_s"] + state["segments"][-1]["wall_s"])
     finite = bool(np.isfinite(position).all() and np.isfinite(velocity).all())
     if done < frames and len(failures) <= 20:

@@ -7,7 +7,7 @@ telemetry read `state()`. Learn saves the mapping at once, so a learned knob sur
 
 from __future__ import annotations
 
-import sys
+import logging
 from collections.abc import Callable, Sequence
 from os import PathLike
 from pathlib import Path
@@ -34,8 +34,13 @@ class MessageSource(Protocol):
     def close(self) -> None: ...
 
 
-def _report_stderr(text: str) -> None:
-    print(f"midi: {text}", file=sys.stderr)
+log = logging.getLogger(__name__)
+
+
+def _report(text: str) -> None:
+    """What MIDI tells the performer, through this module's logger (tests may pass their own
+    `report` to read it)."""
+    log.info(f"midi: {text}")
 
 
 class Midi:
@@ -44,7 +49,7 @@ class Midi:
     def __init__(self, params: Params, source: MessageSource | None,
                  mapping_path: str | PathLike | None = None,
                  save_path: str | PathLike | None = USER_MAPPING,
-                 report: Callable[[str], None] = _report_stderr) -> None:
+                 report: Callable[[str], None] = _report) -> None:
         """`mapping_path` None: the learned mapping at `save_path` if there is one, else the
         shipped default. A file that fails to load is reported and the default used instead."""
         self.source = source
@@ -74,7 +79,7 @@ class Midi:
              mapping_path: str | PathLike | None = None,
              save_path: str | PathLike | None = USER_MAPPING,
              client_name: str = "swarm-instrument",
-             report: Callable[[str], None] = _report_stderr) -> Midi:
+             report: Callable[[str], None] = _report) -> Midi:
         """Open the ports (--midi-port selectors, None for every input; --midi-virtual NAME;
         --midi-api) and load the mapping. Without rtmidi or a MIDI system it still returns a
         Midi, one that reports why once and receives nothing."""

@@ -24,6 +24,7 @@ import ctypes.util
 import errno
 import os
 import re
+import logging
 import sys
 import tempfile
 import time
@@ -46,8 +47,12 @@ class MidiUnavailable(RuntimeError):
     server) not running. The message says which and what to try."""
 
 
-def _report_stderr(text: str) -> None:
-    print(f"midi: {text}", file=sys.stderr)
+log = logging.getLogger(__name__)
+
+
+def _report(text: str) -> None:
+    """What the MIDI ports tell the performer, through this module's logger."""
+    log.info(f"midi: {text}")
 
 
 def _rtmidi() -> Any:
@@ -230,7 +235,7 @@ class MidiInput:
 
     def __init__(self, ports: Sequence[str | int] | None = None, virtual: str | None = None,
                  api: str | None = None, client_name: str = "swarm-instrument",
-                 report: Callable[[str], None] = _report_stderr,
+                 report: Callable[[str], None] = _report,
                  poll_interval: float = POLL_INTERVAL_S) -> None:
         self.client_name = client_name
         self.report = report

@@ -97,7 +97,7 @@ class BadStart(Exception):
 
 class Supervisor:
     def __init__(self, child_args: Sequence[str], *, state_dir: Path | None = None,
-                 hang_seconds: float = HANG_S, say: Callable[[str], None] = print,
+                 hang_seconds: float = HANG_S, say: Callable[[str], None] | None = None,
                  program: Sequence[str] | None = None) -> None:
         state_dir = state_dir or default_state_dir()
         self.program = list(program or [
@@ -106,7 +106,7 @@ class Supervisor:
         self.state_dir = state_dir
         self.telemetry = state_dir / LAST_RECORD  # the child keeps its latest record there
         self.hang_seconds = hang_seconds
-        self.say = say
+        self.say = say or logging.getLogger(__name__).info
         self.log = crash_logger(state_dir)
         self.crashes: deque[float] = deque(maxlen=QUICK_CRASHES)
         self.restarts = 0

@@ -15,8 +15,9 @@ reads agent data back.
 
 from __future__ import annotations
 
+import logging
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
 import moderngl
@@ -37,6 +38,7 @@ from visual.lure import Lure
 from visual.renderer import Renderer
 from visual.swarm import MAX_DT, Swarm, spawn_state
 
+log = logging.getLogger(__name__)
 BURST_SECONDS = 0.6
 BURST_BOOST = 3.0  # a full burst adds this much separation_weight, fading over BURST_SECONDS
 
@@ -68,16 +70,15 @@ class Show:
                  audio: AudioFrameSource | None = None, routes: Iterable[Route] = (),
                  midi: MidiIn | None = None, presets: Bank | None = None,
                  preset: Preset | None = None, recovery: Recovery | None = None,
-                 osc: OscIn | None = None, say: Callable[[str], None] = print) -> None:
+                 osc: OscIn | None = None) -> None:
         self.ctx = ctx
         self.params = params
         self.options = options
-        self.say = say
         self.audio = audio if audio is not None else Silence()
         self.midi = midi
         self.osc = osc
         self.looks = Looks(params, routes, bank=presets, preset=preset, recovery=recovery,
-                           pinned=options.pinned, seed=options.seed, say=say,
+                           pinned=options.pinned, seed=options.seed,
                            pick_up=self._pick_up)
         self._recorder: Any = None  # --record-control (control.control_track.ControlRecorder)
         self.selected = 0  # the HUD's chosen parameter: keys change it, L learns it
@@ -95,7 +96,7 @@ class Show:
         self.lure = Lure(params["contain_radius"], flat=params["dimensions"] == 2)
         self._sim_timer = GpuTimer(ctx)
         if not self.renderer.has_fences:
-            say("GL fences unavailable: counts and GPU times are read two frames late, which "
+            log.info("GL fences unavailable: counts and GPU times are read two frames late, which "
                 "waits whenever the GPU is further behind")
         self.clock = FrameClock()  # ticked by the loop, read by the HUD and telemetry
         self.paused = False
@@ -133,7 +134,7 @@ class Show:
         self.poll_shaders(now)
         self.audio.update(now)
         for message in self.audio.take_messages():
-            self.say(f"audio: {message}")
+            log.info(f"audio: {message}")
         if self.midi is not None:
             before = self.params.as_dict()
             actions = self.midi.update(now)  # knobs set their parameters as they turn
@@ -174,7 +175,7 @@ class Show:
     def _say_osc_refusals(self) -> None:
         osc = self.osc
         if osc.rejected > self._osc_said and self._note("osc", 5.0):
-            self.say(f"osc: {osc.rejected - self._osc_said} message(s) refused, latest: "
+            log.info(f"osc: {osc.rejected - self._osc_said} message(s) refused, latest: "
                      f"{osc.last_error}")
             self._osc_said = osc.rejected
 
@@ -194,11 +195,11 @@ class Show:
                                if ":" in line and "error" in line.lower())[:300]
             self.shader_error = error or errors[0][:300]
             self.status["shaders"] = f"ERROR, last good shaders running: {self.shader_error}"
-            self.say(f"shaders: {errors[0]}")
+            log.info(f"shaders: {errors[0]}")
         else:
             self.shader_error = None
             self.status["shaders"] = "reloaded"
-            self.say("shaders: reloaded")
+            log.info("shaders: reloaded")
 
     # ---- actions ----------------------------------------------------------------------------
 
@@ -221,7 +222,7 @@ class Show:
         elif kind == "save_preset":
             self.looks.save(int(action.value))
         elif kind == "learned":
-            self.say(f"midi: learned {action.param}")
+            log.info(f"midi: learned {action.param}")
         elif kind == "select":
             self.selected = (self.selected + int(action.value)) % len(self.learnable())
         elif kind == "nudge":
@@ -260,7 +261,7 @@ class Show:
         """L: learn the selected parameter (the next knob turned binds), or cancel."""
         if self.midi is None:
             self.status["midi"] = "off: no knob to learn (MIDI was not opened)"
-            self.say("midi: MIDI is off (--no-midi, safe mode or no MIDI system); no knob to "
+            log.info("midi: MIDI is off (--no-midi, safe mode or no MIDI system); no knob to "
                      "learn: Left/Right change the chosen parameter")
             return
         if self.midi.state()["learn"]["active"]:
@@ -309,7 +310,7 @@ class Show:
             return
         self.params["count"] = limit
         if self._note("count", 10.0):
-            self.say(f"count {asked:,}: more than this machine holds live; capped at {limit:,}")
+            log.info(f"count {asked:,}: more than this machine holds live; capped at {limit:,}")
         self.status["count"] = f"capped at {limit:,} (asked {asked:,})"
 
     def draw(self, framebuffer: moderngl.Framebuffer, size: tuple[int, int] | None = None

@@ -9,8 +9,8 @@ window's, whose on_draw calls `Loop.frame`. Ctrl+C and SIGTERM end the show afte
 from __future__ import annotations
 
 import argparse
+import logging
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +23,10 @@ from show.loop import Loop, Offscreen, WallClock
 from show.options import HEADLESS_SIZE, ShowOptions, options_from_args
 from show.report import LatestRecord, Telemetry
 
-Say = Callable[[str], None]
+log = logging.getLogger(__name__)
 
 
-def open_inputs(args: argparse.Namespace, params: Params, say: Say) -> dict[str, Any]:
+def open_inputs(args: argparse.Namespace, params: Params) -> dict[str, Any]:
     """The audio source, MIDI and OSC the command line asks for; none fails (each says why
     and the show runs without it). Safe mode opens none."""
     from audio.base import Silence
@@ -34,19 +34,18 @@ def open_inputs(args: argparse.Namespace, params: Params, say: Say) -> dict[str,
     from control.midi import Midi
 
     if args.safe_mode:
-        say("safe mode: no audio, no MIDI, no OSC, the bundled shaders")
+        log.info("safe mode: no audio, no MIDI, no OSC, the bundled shaders")
         return {"audio": Silence("safe mode", "safe mode: audio is off"), "midi": None,
                 "osc": None}
     audio = open_audio(args.audio_device, args.audio_file, args.mute)
     midi = None
     if not args.no_midi:
         midi = Midi.open(params, ports=args.midi_port or None, virtual=args.midi_virtual,
-                         api=args.midi_api, mapping_path=args.midi_map,
-                         report=lambda text: say(f"midi: {text}"))
-    return {"audio": audio, "midi": midi, "osc": open_osc(args.osc, say)}
+                         api=args.midi_api, mapping_path=args.midi_map)
+    return {"audio": audio, "midi": midi, "osc": open_osc(args.osc)}
 
 
-def open_osc(endpoint: tuple[str, int] | None, say: Say):
+def open_osc(endpoint: tuple[str, int] | None):
     """The OSC input --osc asks for, or None; a port that cannot be opened is said and the
     show runs without OSC."""
     from control.osc import OscInput, OscProblem
@@ -57,9 +56,9 @@ def open_osc(endpoint: tuple[str, int] | None, say: Say):
     try:
         osc = OscInput(host, port)
     except OscProblem as exc:
-        say(f"{exc}; the show goes on without OSC")
+        log.info(f"{exc}; the show goes on without OSC")
         return None
-    say(f"osc: listening on {osc.host}:{osc.port} (/swarm/<param> value, /swarm/preset N, ...)")
+    log.info(f"osc: listening on {osc.host}:{osc.port} (/swarm/<param> value, /swarm/preset N, ...)")
     return osc
 
 
@@ -83,13 +82,12 @@ class LiveShow:
     console's status line, the key map, and the ending."""
 
     def __init__(self, args: argparse.Namespace, params: Params, routes: list, preset: Any,
-                 stop: StopSignals, say: Say) -> None:
+                 stop: StopSignals) -> None:
         self.args = args
         self.params = params
         self.routes = routes
         self.preset = preset
         self.stop = stop
-        self.say = say
         self.options: ShowOptions = options_from_args(args, params)
         self.heartbeat = Heartbeat(args.heartbeat_fd)
         self.latest = LatestRecord(args.last_telemetry) if args.last_telemetry else None
@@ -114,9 +112,9 @@ class LiveShow:
         # The recovery file is for open-ended shows: a bounded run (--frames) leaves the last
         # show's alone.
         recovery = RecoveryWriter() if self.args.frames is None else None
-        show = Show(ctx, self.params, self.options, routes=self.routes, say=self.say,
+        show = Show(ctx, self.params, self.options, routes=self.routes,
                     presets=PresetBank(), preset=self.preset, recovery=recovery,
-                    **open_inputs(self.args, self.params, self.say))
+                    **open_inputs(self.args, self.params))
         show.recorder = open_recorder(self.args, self.params, self.routes, show.audio)
         self.show = show
         self.loop = Loop(show, WallClock(self.args.dt), after=self.each_frame)
@@ -140,11 +138,11 @@ class LiveShow:
         if self.telemetry is not None:
             self.telemetry.maybe_write(now, self.show.telemetry)
             if self.telemetry.error:
-                self.say(self.telemetry.error)
+                log.info(self.telemetry.error)
                 self.telemetry = None
         if self.args.frames is None and now - self._last_report >= 5.0:
             self._last_report = now
-            self.say(" | ".join(self.show.hud_lines()[:3]))
+            log.info(" | ".join(self.show.hud_lines()[:3]))
 
     # ---- the window's performer -------------------------------------------------------------
 
@@ -171,31 +169,31 @@ class LiveShow:
 
         from visual.png import write_png
 
-        show, args, say = self.show, self.args, self.say
+        show, args = self.show, self.args
         if self.stopping:
-            say(f"stopped ({self.stop.requested})")
+            log.info(f"stopped ({self.stop.requested})")
         show.ctx.finish()
         elapsed = time.perf_counter() - self.started
-        say(f"{show.frame} frames, {show.sim_time:.2f} s simulated in {elapsed:.2f} s "
+        log.info(f"{show.frame} frames, {show.sim_time:.2f} s simulated in {elapsed:.2f} s "
             f"({elapsed / max(show.frame, 1) * 1000:.1f} ms a frame)")
         guarded = show.swarm.read_guarded()
         if guarded:
-            say(f"the guard put back {guarded} agents whose state became NaN or infinite")
+            log.info(f"the guard put back {guarded} agents whose state became NaN or infinite")
         if args.screenshot and image is not None:
             pixels, (width, height) = image
             array = np.frombuffer(pixels, np.uint8).reshape(height, width, 3)[::-1]
             write_png(args.screenshot, array)
-            say(f"screenshot ({width}x{height}) saved to {Path(args.screenshot).resolve()}")
+            log.info(f"screenshot ({width}x{height}) saved to {Path(args.screenshot).resolve()}")
         if args.state_out:
             position, velocity = show.swarm.read_state()
             save_state(args.state_out, position, velocity)
-            say(f"state of {len(position)} agents written to {args.state_out}")
+            log.info(f"state of {len(position)} agents written to {args.state_out}")
         if self.telemetry is not None:
             self.telemetry.write(show.telemetry())
             self.telemetry.close()
         if show.recorder is not None:
             show.recorder.close()
-            say(show.recorder.error or f"control track written to {args.record_control}")
+            log.info(show.recorder.error or f"control track written to {args.record_control}")
         show.release()
 
 
@@ -208,7 +206,7 @@ def run_headless(live: LiveShow) -> None:
     size = args.size or HEADLESS_SIZE
     show = live.build(ctx, size)
     sink = Offscreen(show, size)
-    live.say(f"headless: {show.swarm.count} agents, {args.neighbors} neighbours, "
+    log.info(f"headless: {show.swarm.count} agents, {args.neighbors} neighbours, "
              f"{size[0]}x{size[1]}, {ctx.info['GL_RENDERER']}")
     live.loop.run(sink, frames=args.frames, stop=lambda: live.stopping)
     live.finish((sink.pixels(), sink.size) if args.screenshot else None)
@@ -225,7 +223,7 @@ def run_window(live: LiveShow) -> None:
     screen = LiveWindow(window, fps=args.fps)
     show = live.build(screen.ctx, tuple(window.get_framebuffer_size()))
     width, height = window.get_framebuffer_size()
-    live.say(f"window: {show.swarm.count} agents on screen {args.screen}, {width}x{height}"
+    log.info(f"window: {show.swarm.count} agents on screen {args.screen}, {width}x{height}"
              f"{' full-screen' if window.fullscreen else ''}, {screen.fps:g} fps cap, "
              f"{screen.ctx.info['GL_RENDERER']}. Keys: F full-screen, H HUD, Space pause, "
              "R respawn, Esc twice to quit")

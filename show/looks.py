@@ -8,6 +8,7 @@ the same way every run. Main thread only.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
@@ -23,6 +24,7 @@ from control.presets import (
     preset_from_show,
 )
 
+log = logging.getLogger(__name__)
 # Parameters that steer the preset machinery itself: recalls and crossfades leave them alone.
 CONTROL_ONLY = frozenset({"crossfade", "crossfade_a", "crossfade_b"})
 SLOTS = range(1, 10)
@@ -47,7 +49,6 @@ class Looks:
     def __init__(self, params: Params, routes: Iterable[Route] = (), *, bank: Bank | None = None,
                  preset: Preset | None = None, recovery: Recovery | None = None,
                  pinned: Iterable[str] = (), seed: int = 0,
-                 say: Callable[[str], None] = print,
                  pick_up: Callable[[], None] = lambda: None) -> None:
         self.params = params
         self.routes: list[Route] = list(routes)  # modulation: source -> parameter, amount
@@ -57,7 +58,6 @@ class Looks:
         self.recorder: Any = None  # --record-control: told of each recall
         self.pinned = set(pinned)  # the command line's, until played live
         self.seed = seed
-        self.say = say
         self.pick_up = pick_up  # knobs pick up the new values instead of jumping
         self.morph: Morph | None = None
         self._morph_started = 0.0
@@ -80,7 +80,7 @@ class Looks:
         if self.bank is None:
             return False
         if slot not in SLOTS:
-            self.say(f"preset: no slot {slot} (slots are 1-9)")
+            log.info(f"preset: no slot {slot} (slots are 1-9)")
             return False
         try:
             preset = self.bank.recall(slot)
@@ -96,7 +96,7 @@ class Looks:
         self.problem = None
         self._step_morph(now)
         self.pick_up()
-        self.say(f"preset: slot {slot}, {preset.name}")
+        log.info(f"preset: slot {slot}, {preset.name}")
         return True
 
     def save(self, slot: int) -> None:
@@ -111,7 +111,7 @@ class Looks:
         except PresetError as exc:
             self._problem(str(exc))
             return
-        self.say(f"preset: saved '{name}' into slot {slot} ({path})")
+        log.info(f"preset: saved '{name}' into slot {slot} ({path})")
 
     def played(self, names: set[str]) -> None:
         """The performer changed `names` live (a knob, a key, OSC): a morph under way lets go
@@ -128,7 +128,7 @@ class Looks:
 
     def _problem(self, message: str) -> None:
         self.problem = message[:200]
-        self.say(f"preset: {message}; the current look stays")
+        log.info(f"preset: {message}; the current look stays")
 
     # ---- each frame --------------------------------------------------------------------------
 
@@ -186,7 +186,7 @@ class Looks:
             "preset": self.preset.name if self.preset else None,
             "modified": self.modified, "seed": self.seed})
         if error:
-            self.say(f"preset: {error}")
+            log.info(f"preset: {error}")
 
     def status_line(self, show_time: float) -> str:
         name = self.preset.name if self.preset is not None else "(none)"

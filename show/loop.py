@@ -12,6 +12,7 @@ The show never reads a clock; the loop does (and times the frames for the HUD). 
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,6 +22,9 @@ import moderngl
 
 from show.frame import Show
 from visual.swarm import MAX_DT
+
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -137,7 +141,7 @@ class Loop:
         wall = self.wall()
         if show.clock.tick(wall) and show.options.live and wall >= self._next_slow_note:
             self._next_slow_note = wall + 10.0  # at most a line every 10 s
-            show.say(f"slow frame: {show.clock.last_slow_ms:.0f} ms at frame {show.frame} "
+            log.info(f"slow frame: {show.clock.last_slow_ms:.0f} ms at frame {show.frame} "
                      f"({show.clock.slow_frames} so far)")
         if self.after is not None:
             self.after()

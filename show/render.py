@@ -20,6 +20,7 @@ only other activity, the encoder on its own thread.
 from __future__ import annotations
 
 import argparse
+import logging
 import math
 import os
 import signal
@@ -37,11 +38,13 @@ from control.actions import Action
 from control.files import FileProblem, save_state
 from control.modulation import routes_from_json
 from control.params import Params
+from show.console import console as show_console
 from show.frame import Show
 from show.loop import Loop, Offscreen, SongClock, Tick
 from show.options import ShowOptions, options_from_args
 from visual.swarm import MAX_DT
 
+log = logging.getLogger(__name__)
 DEFAULT_FPS = 60.0
 DEFAULT_SIZE = (1920, 1080)
 FROM_CONTROL = "@control"  # `--render` without a song: the control track's recorded audio
@@ -137,8 +140,8 @@ class RenderJob:
         return 1.0 / self.fps / self.substeps
 
 
-def plan_render(args: argparse.Namespace, params: Params, routes: list,
-                say: Callable[[str], None]) -> tuple[RenderJob, list]:
+def plan_render(args: argparse.Namespace, params: Params, routes: list
+                ) -> tuple[RenderJob, list]:
     """Check everything a render needs and return the job and the routes to use; raises
     RenderProblem (or VideoProblem) naming the file or option. Applies a control track's
     starting parameters to `params` (then the preset and --count again on top)."""
@@ -185,7 +188,7 @@ def plan_render(args: argparse.Namespace, params: Params, routes: list,
     check_output(out, (song, args.control), overwrite=getattr(args, "overwrite", False))
     codec, message = choose_codec(args.codec or DEFAULT_CODEC)
     if message:
-        say(message)
+        log.info(message)
     check_size(size, codec)
 
     samples, rate = (load_song(song) if song is not None else (None, 0))
@@ -196,12 +199,12 @@ def plan_render(args: argparse.Namespace, params: Params, routes: list,
         if duration <= 0:
             raise RenderProblem(f"{track.path}: lasts 0 s; nothing to render")
         if track.header.get("audio_file"):
-            say(f"rendering {track.path.name}'s recorded audio features, without sound; "
+            log.info(f"rendering {track.path.name}'s recorded audio features, without sound; "
                 f"give the set's sound file to mux it: --render "
                 f"{track.header['audio_file']} --control {track.path}")
 
     if track is not None and not track.from_midi_file:
-        routes = _apply_track_start(track, args, params, routes, say)
+        routes = _apply_track_start(track, args, params, routes)
     frames = frames_for(duration, fps)
     if getattr(args, "frames", None):
         frames = min(frames, int(args.frames))
@@ -211,8 +214,8 @@ def plan_render(args: argparse.Namespace, params: Params, routes: list,
     return job, routes
 
 
-def _apply_track_start(track: Any, args: argparse.Namespace, params: Params, routes: list,
-                       say: Callable[[str], None]) -> list:
+def _apply_track_start(track: Any, args: argparse.Namespace, params: Params, routes: list
+                       ) -> list:
     """A recorded set starts from its own parameters and routes, unless --preset (or
     --resume) chose a start now; --count applies on top either way. The seed is the track's
     unless --seed gives one (--seed 0 included)."""
@@ -225,7 +228,7 @@ def _apply_track_start(track: Any, args: argparse.Namespace, params: Params, rou
     if isinstance(seed, int) and args.seed is None:
         args.seed = seed
         if seed != 0:
-            say(f"seed {seed}, as recorded in {track.path.name}")
+            log.info(f"seed {seed}, as recorded in {track.path.name}")
     return routes
 
 
@@ -277,21 +280,17 @@ class Progress:
         except (OSError, ValueError):
             pass  # a closed terminal must not stop the render
 
-    def speaking(self, say: Callable[[str], None]) -> Callable[[str], None]:
-        """`say` that first clears the progress line and draws it again after the message, so
-        the two never run into each other on a terminal."""
-        def say_between(message: str) -> None:
-            if not (self.tty and self._shown):
-                say(message)
-                return
-            try:
-                self.stream.write("\r\x1b[K")
-                self.stream.flush()
-            except (OSError, ValueError):
-                pass
-            say(message)
-            self._last = -math.inf  # redraw at the next update
-        return say_between
+    def clear(self) -> None:
+        """Before a console line: clear the progress line on a terminal (drawn again at the
+        next update), so the two never run into each other."""
+        if not (self.tty and self._shown):
+            return
+        try:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+        except (OSError, ValueError):
+            pass
+        self._last = -math.inf
 
     def finish(self) -> None:
         if self.tty and self._shown:
@@ -370,8 +369,8 @@ class VideoSink:
         self.progress.update(index + 1)
 
 
-def render(job: RenderJob, params: Params, options: ShowOptions, routes: Sequence[Any],
-           say: Callable[[str], None], *, ctx: Any = None, observe: Observer | None = None,
+def render(job: RenderJob, params: Params, options: ShowOptions, routes: Sequence[Any], *,
+           ctx: Any = None, observe: Observer | None = None,
            progress: Progress | None = None) -> RenderResult:
     """Render `job` to its file: the one loop with the song's clock into a video sink.
     `ctx`: a GL context to use (default: a new headless one, released at the end).
@@ -395,10 +394,12 @@ def render(job: RenderJob, params: Params, options: ShowOptions, routes: Sequenc
         else:
             audio = RecordedAudio(job.track)
         progress = progress or Progress(job.frames)
-        say = progress.speaking(say)  # messages never break into the progress line
-        midi = _midi_file_input(job, params, say)
+        console = show_console()
+        if console is not None:  # messages never break into the progress line
+            console.before.append(progress.clear)
+        midi = _midi_file_input(job, params)
         extra = {"midi": midi, "presets": _preset_bank()} if midi is not None else {}
-        show = Show(ctx, params, options, audio=audio, routes=routes, say=say, **extra)
+        show = Show(ctx, params, options, audio=audio, routes=routes, **extra)
         sink = VideoSink(show, job, encoder, progress, observe)
     except BaseException:
         encoder.abandon()  # nothing rendered: leave no empty file behind
@@ -410,7 +411,7 @@ def render(job: RenderJob, params: Params, options: ShowOptions, routes: Sequenc
 
     width, height = job.size
     source = job.song.name if job.song else f"{job.track.path.name} (recorded audio)"
-    say(f"render: {source}, {job.duration:.2f} s -> {job.out}: {job.frames} frames at "
+    log.info(f"render: {source}, {job.duration:.2f} s -> {job.out}: {job.frames} frames at "
         f"{job.fps:g} fps ({job.substeps} step{'s' if job.substeps > 1 else ''} of "
         f"{job.step * 1000:.2f} ms each), {width}x{height}, {job.codec}, "
         f"{show.swarm.count} agents, {ctx.info['GL_RENDERER']}")
@@ -435,6 +436,8 @@ def render(job: RenderJob, params: Params, options: ShowOptions, routes: Sequenc
         failure = exc
     with _sigint_deferred():
         progress.finish()
+        if console is not None:
+            console.before.remove(progress.clear)
         try:
             stats = encoder.close()
         except Exception as exc:  # noqa: BLE001 - the loop's own failure matters more
@@ -446,14 +449,14 @@ def render(job: RenderJob, params: Params, options: ShowOptions, routes: Sequenc
     try:
         if failure is None:
             if interrupted:
-                say(f"render stopped (Ctrl+C): {result.frames} of {job.frames} frames "
+                log.info(f"render stopped (Ctrl+C): {result.frames} of {job.frames} frames "
                     f"({result.frames / job.fps:.2f} s) written to {job.out}, a playable "
                     "file")
             else:
-                say(f"render: {result.frames} frames ({result.frames / job.fps:.2f} s) "
+                log.info(f"render: {result.frames} frames ({result.frames / job.fps:.2f} s) "
                     f"written to {job.out.resolve()} in {seconds:.1f} s ({result.fps:.2f} "
                     "frames a second)")
-            _finish_extras(show, sink.last_pixels, job, say)
+            _finish_extras(show, sink.last_pixels, job)
     finally:
         show.release()
         if own_ctx:
@@ -483,7 +486,7 @@ def apply_event(show: Show, event: Any) -> None:
             show.act(Action("separation_burst", strength))
 
 
-def _midi_file_input(job: RenderJob, params: Params, say: Callable[[str], None]) -> Any:
+def _midi_file_input(job: RenderJob, params: Params) -> Any:
     """For a .mid control track: the live MIDI path (mapping, knobs, actions) fed from the
     file at song time. Knobs act at once: no pickup, since a file has no physical knob."""
     if job.track is None or not job.track.from_midi_file:
@@ -494,7 +497,7 @@ def _midi_file_input(job: RenderJob, params: Params, say: Callable[[str], None])
 
     mapping = job.midi_mapping or (USER_MAPPING if USER_MAPPING.exists() else None)
     midi = Midi(params, MidiFileSource(job.track.midi_messages(), job.track.path.name),
-                mapping_path=mapping, save_path=None, report=lambda text: say(f"midi: {text}"))
+                mapping_path=mapping, save_path=None)
     midi.controller = MidiController(params, midi.controller.mapping, armed=False)
     return midi
 
@@ -509,8 +512,7 @@ def _preset_bank() -> Any:
     return PresetBank()
 
 
-def _finish_extras(show: Any, pixels: bytes | None, job: RenderJob,
-                   say: Callable[[str], None]) -> None:
+def _finish_extras(show: Any, pixels: bytes | None, job: RenderJob) -> None:
     """--screenshot (the last frame) and --state-out, as a headless run writes them."""
     args = job.args
     if args is None:
@@ -521,27 +523,26 @@ def _finish_extras(show: Any, pixels: bytes | None, job: RenderJob,
         width, height = job.size
         write_png(args.screenshot, np.frombuffer(pixels, np.uint8).reshape(height, width,
                                                                               3)[::-1])
-        say(f"screenshot ({width}x{height}) saved to {Path(args.screenshot).resolve()}")
+        log.info(f"screenshot ({width}x{height}) saved to {Path(args.screenshot).resolve()}")
     if getattr(args, "state_out", None):
         position, velocity = show.swarm.read_state()
         save_state(args.state_out, position, velocity)
-        say(f"state of {len(position)} agents written to {args.state_out}")
+        log.info(f"state of {len(position)} agents written to {args.state_out}")
 
 
-def run_render(args: argparse.Namespace, params: Params, routes: list,
-               say: Callable[[str], None]) -> int:
+def run_render(args: argparse.Namespace, params: Params, routes: list) -> int:
     """`instrument.py --render`: plan (every check), render, report. Bad input raises
     RenderProblem / VideoProblem (FileProblem: the instrument prints one line, exit 2) before
     anything renders; 0 when done, 130 after Ctrl+C (the file holds what was rendered)."""
     from visual.video import VideoProblem
 
     try:
-        job, routes = plan_render(args, params, routes, say)
+        job, routes = plan_render(args, params, routes)
         options = options_from_args(args, params, render=True)
-        result = render(job, params, options, routes, say)
+        result = render(job, params, options, routes)
     except VideoProblem as exc:
         raise RenderProblem(str(exc)) from None
     except KeyboardInterrupt:  # while checking or setting up, before the first frame
-        say("render stopped (Ctrl+C) before the first frame; no video written")
+        log.info("render stopped (Ctrl+C) before the first frame; no video written")
         return EXIT_INTERRUPTED
     return EXIT_INTERRUPTED if result.interrupted else 0

@@ -3,11 +3,13 @@ error behind, and the project root on sys.path so tests import the instrument's 
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -78,3 +80,35 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     bundled file in tests/test_hostile_files.py) instead of a sample."""
     parser.addoption("--slow", action="store_true", default=False,
                      help="run the exhaustive hostile-input families in full (slower)")
+
+
+class _Said(logging.Handler):
+    """Collects what the instrument's modules log, as the console would print it."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+@contextmanager
+def listening():
+    """The lines the instrument's modules say meanwhile (their loggers, INFO and up)."""
+    handler, root = _Said(), logging.getLogger()
+    level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    try:
+        yield handler.lines
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(level)
+
+
+@pytest.fixture
+def said():
+    """The lines the show says during the test, in order."""
+    with listening() as lines:
+        yield lines

@@ -44,20 +44,19 @@ def digest(folder: Path) -> dict[str, str]:
 class Rig:
     """A show with a fake sound card and a fake MIDI port, driven frame by frame."""
 
-    def __init__(self, ctx, tmp_path: Path) -> None:
+    def __init__(self, ctx, tmp_path: Path, said: list[str]) -> None:
         self.sd = FakeSoundDevice([mic()])
         self.audio = AudioInput(sd=self.sd)
         self.midi_source = FakeSource()
         params = Params({"count": 1200, "agent_size": 2.0, "morph_seconds": 0.0})
         self.midi = Midi(params, self.midi_source, mapping_path=DEFAULT_MAPPING,
                          save_path=tmp_path / "user" / "midi.json", report=lambda text: None)
-        self.messages: list[str] = []
+        self.messages = said
         self.osc = OscInput("127.0.0.1", 0)
         self.show = Show(ctx, params, ShowOptions(), audio=self.audio, midi=self.midi,
                          osc=self.osc,
                          presets=PresetBank(tmp_path / "user"),
-                         recovery=RecoveryWriter(tmp_path / "recovery.json", interval=0.5),
-                         say=self.messages.append)
+                         recovery=RecoveryWriter(tmp_path / "recovery.json", interval=0.5))
         self.framebuffer = self.show.renderer.offscreen_framebuffer(SIZE)
         self.now = 100.0
 
@@ -83,11 +82,11 @@ class Rig:
 
 
 @pytest.fixture
-def rig(ctx, tmp_path, monkeypatch):
+def rig(ctx, tmp_path, monkeypatch, said):
     shaders = tmp_path / "shaders"
     shutil.copytree(visual.gl.BUNDLED_SHADERS, shaders)
     monkeypatch.setattr(visual.gl, "SHADER_DIR", shaders)
-    rig = Rig(ctx, tmp_path)
+    rig = Rig(ctx, tmp_path, said)
     rig.shaders = shaders
     yield rig
     rig.show.release()

@@ -103,7 +103,7 @@ def test_learn_from_the_hud_and_the_burst_and_respawn_notes(ctx, tmp_path):
     source = FakeSource()
     midi = Midi(params, source, mapping_path=DEFAULT_MAPPING, save_path=tmp_path / "midi.json",
                 report=lambda text: None)
-    show = Show(ctx, params, ShowOptions(), midi=midi, say=lambda text: None)
+    show = Show(ctx, params, ShowOptions(), midi=midi)
     try:
         while show.selected_param != "cohesion_weight":
             show.act(Action("select", 1))  # Down, as the window hands it on

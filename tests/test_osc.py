@@ -422,11 +422,10 @@ def wait_for(osc, count, timeout=2.0):
     return got + osc.poll()
 
 
-def test_the_show_follows_a_real_sender_and_shrugs_off_garbage(ctx, osc, tmp_path):
+def test_the_show_follows_a_real_sender_and_shrugs_off_garbage(ctx, osc, tmp_path, said):
     bank = PresetBank(tmp_path / "user")
-    said = []
     show = Show(ctx, Params({"count": 500, "morph_seconds": 0.0}), ShowOptions(),
-                presets=bank, osc=osc, say=said.append)
+                presets=bank, osc=osc)
     client = SimpleUDPClient("127.0.0.1", osc.port)
     raw = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     try:
@@ -515,7 +514,7 @@ def test_osc_actions_are_recorded_like_the_pads(ctx, osc, tmp_path):
     from control.control_track import ControlRecorder
 
     params = Params({"count": 300})
-    show = Show(ctx, params, ShowOptions(), osc=osc, say=lambda text: None)
+    show = Show(ctx, params, ShowOptions(), osc=osc)
     path = tmp_path / "set.jsonl"
     show.recorder = ControlRecorder(path, params=params)
     client = SimpleUDPClient("127.0.0.1", osc.port)

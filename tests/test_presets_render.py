@@ -25,8 +25,7 @@ def show(gl_context):
     from show.frame import Show
     from show.options import ShowOptions
 
-    show = Show(gl_context, Params({"count": COUNT}), ShowOptions(fixed_dt=1 / 30),
-                say=lambda message: None)
+    show = Show(gl_context, Params({"count": COUNT}), ShowOptions(fixed_dt=1 / 30))
     yield show
     show.release()
 

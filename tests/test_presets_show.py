@@ -20,12 +20,11 @@ from show.options import ShowOptions
 
 
 @pytest.fixture
-def show(ctx, tmp_path):
-    messages = []
+def show(ctx, tmp_path, said):
+    messages = said
     params = Params({"count": 400, "morph_seconds": 1.0})
     show = Show(ctx, params, ShowOptions(), presets=PresetBank(tmp_path / "user"),
-                recovery=RecoveryWriter(tmp_path / "recovery.json", interval=0.0),
-                say=messages.append)
+                recovery=RecoveryWriter(tmp_path / "recovery.json", interval=0.0))
     show.messages = messages
     yield show
     show.release()
@@ -184,7 +183,7 @@ def test_what_the_performer_plays_during_a_morph_wins_over_it(show):
 def test_a_count_from_the_command_line_stays_through_recalls_until_played(ctx, tmp_path):
     params = Params({"count": 300, "morph_seconds": 0.0})
     show = Show(ctx, params, ShowOptions(pinned=frozenset({"count"})),
-                presets=PresetBank(tmp_path / "user"), say=lambda text: None)
+                presets=PresetBank(tmp_path / "user"))
     try:
         show.act(Action("recall_preset", 1))  # bundled presets hold 16384 agents
         run_frames(show, 0.1)

@@ -17,7 +17,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import ROOT
+from conftest import ROOT, listening
 
 import instrument
 from audio.wavfile import write_wav
@@ -63,14 +63,14 @@ def run_cli(*argv: str) -> tuple[int, str]:
         result = subprocess.run([sys.executable, str(ROOT / "instrument.py"), *argv],
                                 capture_output=True, text=True, timeout=120, cwd=ROOT, check=False)
         return result.returncode, result.stdout + result.stderr
-    lines: list[str] = []
     args = render_parser().parse_args(list(argv))
-    try:
-        params, routes, *_ = instrument.build_params(args)
-        code = run_render(args, params, routes, lines.append)
-    except FileProblem as exc:  # what instrument.main prints as one line, exit 2
-        lines.append(f"error: {exc}")
-        code = 2
+    with listening() as lines:
+        try:
+            params, routes, *_ = instrument.build_params(args)
+            code = run_render(args, params, routes)
+        except FileProblem as exc:  # what instrument.main prints as one line, exit 2
+            lines.append(f"error: {exc}")
+            code = 2
     return code, "\n".join(lines)
 
 
@@ -109,7 +109,7 @@ def observed(song, tmp_path_factory):
     args = render_parser().parse_args(["--render", str(path), "--out", str(out), "--control",
                                        str(track), *SMALL])
     params, routes, *_ = instrument.build_params(args)
-    job, routes = plan_render(args, params, routes, lambda text: None)
+    job, routes = plan_render(args, params, routes)
     seen = []
 
     def observe(show, index, t):
@@ -118,8 +118,7 @@ def observed(song, tmp_path_factory):
                      "level": show.audio.level, "agent_size": show.params["agent_size"]})
 
     result = render(job, params, options_from_args(args, params, render=True), routes,
-                    lambda text: None, observe=observe,
-                    progress=Progress(job.frames, io.StringIO()))
+                    observe=observe, progress=Progress(job.frames, io.StringIO()))
     return out, seen, result
 
 
@@ -176,10 +175,10 @@ def test_ctrl_c_leaves_a_playable_file(song, tmp_path, monkeypatch):
         advance(self, dt)
 
     monkeypatch.setattr(Show, "advance", advance_then_interrupt)
-    lines: list[str] = []
     args = render_parser().parse_args(["--render", str(path), "--out", str(out), *SMALL])
     params, routes, *_ = instrument.build_params(args)
-    assert run_render(args, params, routes, lines.append) == 130
+    with listening() as lines:
+        assert run_render(args, params, routes) == 130
     assert any("stopped (Ctrl+C): 3 of 24 frames" in line for line in lines), lines
     info = video_info(out)
     assert info["video"]["frames"] == 3 and decode_frames(out).shape[0] == 3
@@ -218,9 +217,9 @@ def test_a_midi_file_automates_the_render(song, tmp_path):
     args = render_parser().parse_args(["--render", str(path), "--out", str(tmp_path / "m.mp4"),
                                        "--control", str(midi_path), *SMALL, "--frames", "9"])
     params, routes, *_ = instrument.build_params(args)
-    job, routes = plan_render(args, params, routes, lambda text: None)
+    job, routes = plan_render(args, params, routes)
     speeds = []
-    render(job, params, options_from_args(args, params, render=True), routes, lambda text: None,
+    render(job, params, options_from_args(args, params, render=True), routes,
            observe=lambda show, index, t: speeds.append(show.params["max_speed"]),
            progress=Progress(job.frames, io.StringIO()))
     # CC 76 (max_speed, 1-40 exp in the shipped mapping) at 0.5 s: frame 6 at 12 fps.
@@ -305,7 +304,7 @@ def test_bad_input_stops_before_rendering(song, tmp_path, no_gl, case, expected)
     args = render_parser().parse_args(argv)
     params, routes, *_ = instrument.build_params(args)
     with pytest.raises(FileProblem, match=expected) as caught:
-        run_render(args, params, routes, lambda text: None)
+        run_render(args, params, routes)
     assert "\n" not in str(caught.value)
     if case not in ("is-dir", "same"):
         assert not out.exists()
@@ -348,7 +347,7 @@ def test_an_explicit_seed_overrides_the_tracks_even_zero(tmp_path):
                             routes=[])
     for given, expected in ((None, 3), (0, 0), (5, 5)):
         args = SimpleNamespace(seed=given, preset=None, resume=False, count=None)
-        said = []
-        _apply_track_start(track, args, Params(), [], said.append)
+        with listening() as said:
+            _apply_track_start(track, args, Params(), [])
         assert args.seed == expected
         assert ("seed 3, as recorded in set.jsonl" in said) == (given is None)

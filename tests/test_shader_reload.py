@@ -37,9 +37,10 @@ def touch_later(path, seconds=5):
     os.utime(path, (stat.st_atime + seconds, stat.st_mtime + seconds))
 
 
-def test_a_broken_shader_keeps_the_last_good_one_and_a_fixed_one_reloads(ctx, shader_copy):
-    messages = []
-    show = Show(ctx, Params({"count": 800, "agent_size": 2.0}), ShowOptions(), say=messages.append)
+def test_a_broken_shader_keeps_the_last_good_one_and_a_fixed_one_reloads(ctx, shader_copy,
+                                                                        said):
+    messages = said
+    show = Show(ctx, Params({"count": 800, "agent_size": 2.0}), ShowOptions())
     framebuffer = show.renderer.offscreen_framebuffer(SIZE)
     try:
         assert (frame(show, framebuffer).max(axis=2) > 40).mean() > 0.01
