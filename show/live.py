@@ -58,7 +58,8 @@ def open_osc(endpoint: tuple[str, int] | None):
     except OscProblem as exc:
         log.info(f"{exc}; the show goes on without OSC")
         return None
-    log.info(f"osc: listening on {osc.host}:{osc.port} (/swarm/<param> value, /swarm/preset N, ...)")
+    log.info(f"osc: listening on {osc.host}:{osc.port} (/swarm/<param> value, /swarm/preset N, "
+             "...)")
     return osc
 
 
