@@ -17,8 +17,8 @@ from typing import Any, NoReturn
 from control.files import FileProblem, load_state
 from control.params import MAX_COUNT, ParamError, Params
 from control.supervisor import StopSignals
-from show.options import HEADLESS_SIZE
 from control.text import printable
+from show.options import HEADLESS_SIZE
 from visual.swarm import MAX_DT, NEIGHBOR_MODES
 
 NO_DISPLAY_SECONDS = 10.0
@@ -212,8 +212,8 @@ def build_parser() -> argparse.ArgumentParser:
 def build_params(args: argparse.Namespace) -> tuple[Params, list, Any]:
     """The parameters (defaults, then --resume's recovery file or --preset, then --count), the
     audio modulation routes and the preset started from."""
-    from control.presets import PresetBank, PresetError, apply_preset, load_preset, \
-        load_recovery
+    from control.presets import PresetBank, PresetError, apply_preset, load_preset
+    from control.recovery import load_recovery
 
     params, routes, preset = Params(), [], None
     keep = ("count",) if args.count is not None else ()
@@ -291,8 +291,8 @@ def check_args(args: argparse.Namespace) -> None:
 
         load_mapping(args.midi_map)  # MappingError names the file and the line or key
     if args.audio_file and not args.safe_mode:
-        from audio.wavfile import AudioFileError
         from audio.decode import check_audio_file
+        from audio.wavfile import AudioFileError
 
         try:
             check_audio_file(args.audio_file)

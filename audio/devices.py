@@ -8,9 +8,8 @@ indices shift when devices come and go.
 
 from __future__ import annotations
 
-import os
-
 import atexit
+import os
 import re
 import threading
 from collections.abc import Mapping, Sequence

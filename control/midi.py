@@ -20,9 +20,16 @@ from control.presets import user_presets_dir
 
 PRESETS = Path(__file__).resolve().parent.parent / "presets"
 DEFAULT_MAPPING = PRESETS / "midi-default.json"  # shipped: an 8-knob controller
-# Written by learn, read at start when present: beside the user's saved presets (never in the
-# installed folder; SWARM_PRESETS_DIR moves both).
-USER_MAPPING = user_presets_dir() / "midi.json"
+
+
+def user_mapping() -> Path:
+    """Where learn writes the mapping, read at start when present: beside the user's saved
+    presets (never in the installed folder; SWARM_PRESETS_DIR moves both). Looked up when
+    needed, not at import, so the environment of the moment counts."""
+    return user_presets_dir() / "midi.json"
+
+
+LEARNED: Any = object()  # save_path's default: user_mapping() when the Midi is made
 
 
 class MessageSource(Protocol):
@@ -48,12 +55,14 @@ class Midi:
 
     def __init__(self, params: Params, source: MessageSource | None,
                  mapping_path: str | PathLike | None = None,
-                 save_path: str | PathLike | None = USER_MAPPING,
+                 save_path: str | PathLike | None = LEARNED,
                  report: Callable[[str], None] = _report) -> None:
         """`mapping_path` None: the learned mapping at `save_path` if there is one, else the
         shipped default. A file that fails to load is reported and the default used instead."""
         self.source = source
         self.report = report
+        if save_path is LEARNED:
+            save_path = user_mapping()
         self.save_path = Path(save_path) if save_path is not None else None
         self.save_error: str | None = None
         self.mapping_path, mapping = self._first_mapping(mapping_path)
@@ -77,7 +86,7 @@ class Midi:
     def open(cls, params: Params, ports: Sequence[str | int] | None = None,
              virtual: str | None = None, api: str | None = None,
              mapping_path: str | PathLike | None = None,
-             save_path: str | PathLike | None = USER_MAPPING,
+             save_path: str | PathLike | None = LEARNED,
              client_name: str = "swarm-instrument",
              report: Callable[[str], None] = _report) -> Midi:
         """Open the ports (--midi-port selectors, None for every input; --midi-virtual NAME;

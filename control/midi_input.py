@@ -22,9 +22,9 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import errno
+import logging
 import os
 import re
-import logging
 import sys
 import tempfile
 import time

@@ -8,8 +8,8 @@ Names and defaults come from seed 000 (`ComputeSwarm`) and seed 002 (switches, w
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 MAX_COUNT = 1 << 24  # agent ids are stored as float32 on the GPU: exact below 2^24

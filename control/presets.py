@@ -1,28 +1,17 @@
-"""Presets: save, recall and morph whole looks (every parameter plus the audio routes).
+"""Presets: whole looks (every parameter plus the modulation routes) as files, and the slots.
 
-Main thread only. The frame's update step recalls (`PresetBank.recall`), morphs
-(`Morph.values_at`) and crossfades (`crossfade`); the recovery file is written from the frame
-loop every few seconds (`RecoveryWriter.maybe_save`). Nothing here touches the GPU.
-
-A preset file is readable JSON:
+Main thread only. A preset file is readable JSON:
 
     {"format": "swarm-preset", "version": 1, "name": "calm-school", "about": "...",
      "params": {every registry parameter: value}, "routes": [{"source", "param", "amount"}]}
 
 A parameter missing from "params" takes the registry default, so presets written before a
 parameter existed keep working (a file with neither "format" nor "version", the README's older
-form, reads as version 1). Colours are [r, g, b] lists. Recovery files add "state" (the preset
-name, the seed, ...). Every problem is a `PresetError` naming the file and the key, and a file
-is checked whole before anything is applied: a bad file changes nothing.
-
-Morph rule: continuous values (floats, each colour channel) glide along a smoothstep curve;
-discrete values (switches, choices such as `boundary` and `dimensions`, and whole numbers: the
-agent `count`, slot numbers, caps) switch at the START of a morph. The performer sees the cue
-answered at once (a new count, a flat swarm for dimensions 2) and the rest of the look then
-settles around it; a jump at the end of a smooth glide would read as a glitch. The fader's
-crossfade switches them at x = 0.5.
+form, reads as version 1). Colours are [r, g, b] lists. Recovery files (control/recovery.py)
+add "state" (the preset name, the seed, ...). Every problem is a `PresetError` naming the file
+and the key, and a file is checked whole before anything is applied: a bad file changes
+nothing. Blending one look into another is control/morph.py.
 """
-
 from __future__ import annotations
 
 import difflib
@@ -30,17 +19,15 @@ import json
 import math
 import os
 import re
-import threading
-import time
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from control.modulation import Route, RouteError, routes_from_json, routes_to_json
 from control.atomic import atomic_write_text, remove_stale_temporaries
 from control.files import FileProblem, read_json
+from control.modulation import Route, RouteError, routes_from_json, routes_to_json
 from control.params import BY_NAME, REGISTRY, Param, ParamError, Params
 
 FORMAT = "swarm-preset"
@@ -49,24 +36,12 @@ TOP_KEYS = ("format", "version", "name", "about", "params", "routes", "state")
 SLOTS = range(1, 10)  # number keys 1-9; MIDI program change p recalls slot p + 1
 BUNDLED_DIR = Path(__file__).resolve().parent.parent / "presets"
 USER_DIR_ENV = "SWARM_PRESETS_DIR"
-RECOVERY_ENV = "SWARM_RECOVERY_FILE"
-STATE_DIR_ENV = "SWARM_STATE_DIR"  # also the supervisor's crash.log folder
 _MAPPING_FILE = re.compile(r"^midi(-.+)?\.json$")  # presets/midi.json, midi-default.json
 _SLOT_FILE = re.compile(r"^([1-9])-(.+)\.json$")  # bundled: "1-calm-school.json" fills slot 1
 
 
 class PresetError(FileProblem):
     """A preset that cannot be used: the message names the file and the key, and what to do."""
-
-
-class RecoveryDamaged(PresetError):
-    """The recovery file exists but cannot be used; `load_recovery` has set it aside (renamed it
-    beside itself, `set_aside`; None when that failed) so the next start does not trip on it
-    again. The message is one line: the problem, then where the file went."""
-
-    def __init__(self, message: str, set_aside: Path | None) -> None:
-        super().__init__(message)
-        self.set_aside = set_aside
 
 
 @dataclass
@@ -228,128 +203,6 @@ def differs(preset: Preset, params: Params, routes: Iterable[Route],
     return bool(differences(preset, params, routes, keep))
 
 
-# ---- morph and crossfade -----------------------------------------------------------------------
-
-def is_stepped(p: Param) -> bool:
-    """Values that are never half-way: switches, choices and whole numbers (the registry's are
-    a count, slot numbers and a cap: a count between two would respawn the swarm twice)."""
-    return p.kind in ("bool", "choice", "int")
-
-
-def blend_value(p: Param, a: Any, b: Any, weight: float) -> Any:
-    """`a` towards `b` by `weight` (0..1); exact at 0 and 1. Floats and colours (per channel)
-    blend; an int blends rounded, for a caller that wants it (morph and crossfade step them)."""
-    if weight <= 0.0 or a == b:
-        return a
-    if weight >= 1.0:
-        return b
-    if p.kind == "color":
-        return tuple(min(max(x * (1.0 - weight) + y * weight, 0.0), 1.0) for x, y in zip(a, b))
-    return p.clamp(a * (1.0 - weight) + b * weight)
-
-
-def blend_routes(a: Iterable[Route], b: Iterable[Route], weight: float) -> list[Route]:
-    """Routes that fade from `a` to `b`: a's amounts times (1 - weight) plus b's times weight.
-
-    Routes add up in `modulate`, so this is exactly the blend of the two modulations; routes
-    on the same source and parameter are merged into one. Exactly `a` at 0 and `b` at 1.
-    """
-    if weight <= 0.0:
-        return list(a)
-    if weight >= 1.0:
-        return list(b)
-    amounts: dict[tuple[str, str], float] = {}
-    for routes, scale in ((a, 1.0 - weight), (b, weight)):
-        for route in routes:
-            key = (route.source, route.param)
-            amounts[key] = amounts.get(key, 0.0) + route.amount * scale
-    return [Route(source, name, amount) for (source, name), amount in amounts.items()]
-
-
-def crossfade(a: Preset, b: Preset, x: float, keep: Collection[str] = ()) -> dict[str, Any]:
-    """The MIDI fader between two presets: every parameter (less `keep`) at x in 0..1.
-
-    Continuous values are linear in x (the hand is the curve); switches, choices and whole
-    numbers (count) are a's below 0.5 and b's from 0.5. Their routes fade with
-    `blend_routes(a.routes, b.routes, x)`.
-    """
-    x = min(max(float(x), 0.0), 1.0) if math.isfinite(x) else 0.0
-    values = {}
-    for p in REGISTRY:
-        if p.name in keep:
-            continue
-        va, vb = a.values.get(p.name, p.default), b.values.get(p.name, p.default)
-        values[p.name] = (vb if x >= 0.5 else va) if is_stepped(p) else blend_value(p, va, vb, x)
-    return values
-
-
-def smoothstep(x: float) -> float:
-    """0 -> 1 with zero speed at both ends, so a morph eases in and out (0.5 at 0.5)."""
-    x = min(max(x, 0.0), 1.0)
-    return x * x * (3.0 - 2.0 * x)
-
-
-class Morph:
-    """A recall over `seconds` instead of a jump (seconds <= 0: a jump).
-
-    `start` is the live state (`params.as_dict()`), `target` a Preset (or a mapping of the
-    parameters to change). `values_at(t)` gives every parameter (less `keep`) t seconds in;
-    stepped values (switches, choices, whole numbers such as count) are the target's from
-    t = 0 (the module's rule).
-    Apply them with `params.update(...)` each frame and `routes_at(t)` to `show.routes`.
-    """
-
-    def __init__(self, start: Mapping[str, Any], target: Preset | Mapping[str, Any],
-                 seconds: float, *, start_routes: Iterable[Route] = (),
-                 target_routes: Iterable[Route] | None = None,
-                 keep: Collection[str] = ()) -> None:
-        if isinstance(target, Preset):
-            self.name = target.name
-            goal = target.values
-            target_routes = target.routes if target_routes is None else target_routes
-        else:
-            self.name = None
-            goal = target
-        self.keep = frozenset(keep)
-        self.start = {p.name: p.validate(start.get(p.name, p.default)) for p in REGISTRY
-                      if p.name not in self.keep}
-        self.target = {}
-        for name, value in self.start.items():
-            self.target[name] = BY_NAME[name].validate(goal[name]) if name in goal else value
-        self.start_routes = list(start_routes)
-        self.target_routes = list(self.start_routes if target_routes is None else target_routes)
-        self.seconds = max(float(seconds), 0.0) if math.isfinite(seconds) else 0.0
-        self.changing = frozenset(n for n in self.start if self.start[n] != self.target[n])
-
-    def progress_at(self, t: float) -> float:
-        """0..1, linear in time (telemetry's morph progress)."""
-        if self.seconds <= 0.0:
-            return 1.0
-        return min(max(t / self.seconds, 0.0), 1.0)
-
-    def values_at(self, t: float) -> dict[str, Any]:
-        """Every parameter (less `keep`) `t` seconds into the morph; exactly the target's at
-        the end. Pure: the same t always gives the same values."""
-        weight = smoothstep(self.progress_at(t))
-        values = dict(self.start)
-        for name in self.changing:
-            p = BY_NAME[name]
-            start, target = self.start[name], self.target[name]
-            values[name] = target if is_stepped(p) else blend_value(p, start, target, weight)
-        return values
-
-    def let_go(self, names: Collection[str]) -> None:
-        """Stop driving `names`: a performer's knob, key or OSC message moved them during the
-        morph, and what the performer plays wins over the preset being blended in."""
-        for name in names:
-            self.start.pop(name, None)
-            self.target.pop(name, None)
-        self.changing = self.changing - frozenset(names)
-
-    def routes_at(self, t: float) -> list[Route]:
-        return blend_routes(self.start_routes, self.target_routes,
-                            smoothstep(self.progress_at(t)))
-
 # ---- slots and names ---------------------------------------------------------------------------
 
 def user_presets_dir() -> Path:
@@ -462,187 +315,6 @@ class PresetBank:
 
     def _slot_list(self) -> str:
         return ", ".join(f"{slot} {name}" for slot, name in self.names().items()) or "none"
-
-
-# ---- the recovery file -------------------------------------------------------------------------
-
-def recovery_path() -> Path:
-    """Where the live state is saved every few seconds: $SWARM_RECOVERY_FILE, else
-    recovery.json in $SWARM_STATE_DIR (beside the supervisor's crash.log), else in
-    $XDG_STATE_HOME/swarm-instrument, else in ~/.local/state/swarm-instrument."""
-    if os.environ.get(RECOVERY_ENV):
-        return Path(os.environ[RECOVERY_ENV]).expanduser()
-    if os.environ.get(STATE_DIR_ENV):
-        return Path(os.environ[STATE_DIR_ENV]).expanduser() / "recovery.json"
-    state = os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state"
-    return Path(state) / "swarm-instrument" / "recovery.json"
-
-
-class RecoveryWriter:
-    """Saves the live state every `interval` seconds, for `--resume` after a crash.
-
-    The file is written on a thread of its own (an atomic write ends with fsync, which took up
-    to 44 ms here: a dropped frame or two if the frame loop did it); the frame only formats the
-    text and hands it over, the latest replacing one not yet written. Never raises: a failed
-    write is returned by the next `maybe_save` (once, until a write succeeds again) and kept in
-    `error` for the HUD; the show goes on. The first write of a session keeps the previous
-    session's file as recovery.json.bak, so starting without --resume by mistake does not lose
-    it at once; later writes skip the backup. Nothing is written while nothing has changed.
-    """
-
-    def __init__(self, path: str | os.PathLike | None = None, interval: float = 3.0) -> None:
-        self.path = Path(path) if path is not None else recovery_path()
-        remove_stale_temporaries(self.path.parent, names=(self.path.name,))
-        self.interval = interval
-        self.error: str | None = None
-        self.writes = 0
-        self._said: str | None = None  # the error last returned, so each is said once
-        self._last_time = -math.inf
-        self._last_text: str | None = None  # the text last written or handed over
-        self._pending: str | None = None
-        self._busy = False
-        self._closed = False
-        self._lock = threading.Condition()
-        self._thread: threading.Thread | None = None
-
-    def maybe_save(self, now: float, params: Params, routes: Iterable[Route],
-                   extra: Mapping[str, Any] | None = None) -> str | None:
-        """Hand the state to the writer if `interval` seconds have passed since the last try
-        (`now` from any monotonic clock). `extra` goes into "state"; its "preset" entry names
-        the file. Returns a write's error message the first time it is known."""
-        if now - self._last_time >= self.interval:
-            self._last_time = now
-            try:
-                text = self._format(params, routes, extra)
-            except Exception as exc:  # noqa: BLE001 - the show must go on; the HUD says why
-                self._fail(f"{self.path}: cannot save the recovery file ({exc})")
-            else:
-                with self._lock:
-                    if text != self._last_text or self.error is not None:
-                        self._last_text = self._pending = text
-                        self._start()
-                        self._lock.notify_all()
-        return self._news()
-
-    def save(self, params: Params, routes: Iterable[Route],
-             extra: Mapping[str, Any] | None = None) -> str | None:
-        """Save now, on this thread (at exit, in tests). Returns an error message the first
-        time a write fails."""
-        self.flush()
-        try:
-            text = self._format(params, routes, extra)
-        except Exception as exc:  # noqa: BLE001
-            self._fail(f"{self.path}: cannot save the recovery file ({exc})")
-            return self._news()
-        if text != self._last_text or self.error is not None:
-            self._last_text = text
-            self._write(text)
-        return self._news()
-
-    def flush(self, timeout: float = 10.0) -> bool:
-        """Wait until the state handed over is written (or failed); False on timeout."""
-        with self._lock:
-            return self._lock.wait_for(lambda: self._pending is None and not self._busy,
-                                       timeout)
-
-    def close(self) -> None:
-        """Write what is pending, then stop the writer thread."""
-        self.flush()
-        with self._lock:
-            self._closed = True
-            self._lock.notify_all()
-        if self._thread is not None:
-            self._thread.join(timeout=10.0)
-
-    def _format(self, params: Params, routes: Iterable[Route],
-                extra: Mapping[str, Any] | None) -> str:
-        extra = dict(extra or {})
-        name = str(extra.get("preset") or "recovery")
-        preset = Preset(name, params.as_dict(), list(routes),
-                        "the live state, saved while playing; --resume starts from it", extra)
-        return format_preset(preset)
-
-    def _write(self, text: str) -> None:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(self.path, text, backup=self.writes == 0)
-        except Exception as exc:  # noqa: BLE001 - the show must go on; the HUD says why
-            self._fail(str(exc) if isinstance(exc, FileProblem) else
-                       f"{self.path}: cannot save the recovery file ({exc})")
-            return
-        self.writes += 1
-        self.error = None
-        self._said = None
-
-    def _fail(self, message: str) -> None:
-        self.error = message
-
-    def _news(self) -> str | None:
-        error = self.error
-        if error is None or error == self._said:
-            return None
-        self._said = error
-        return error
-
-    def _start(self) -> None:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="recovery-writer",
-                                            daemon=True)
-            self._thread.start()
-
-    def _run(self) -> None:
-        while True:
-            with self._lock:
-                self._lock.wait_for(lambda: self._pending is not None or self._closed)
-                if self._pending is None:
-                    return
-                text, self._pending, self._busy = self._pending, None, True
-            try:
-                self._write(text)
-            finally:
-                with self._lock:
-                    self._busy = False
-                    self._lock.notify_all()
-
-
-def load_recovery(path: str | os.PathLike | None = None) -> Preset:
-    """The state `--resume` starts from.
-
-    Raises PresetError when there is no recovery file. A file that is there but cannot be used
-    (damaged, truncated, a FIFO, too deep, from a newer instrument...) raises RecoveryDamaged,
-    a PresetError, after renaming it to PATH.damaged-YYYYmmdd-HHMMSS beside itself: a show
-    restarted with --resume would otherwise trip on it again at every start. The caller prints
-    the message (one line: the problem and where the file went) and starts without it.
-    """
-    path = Path(path) if path is not None else recovery_path()
-    if not os.path.lexists(path):
-        raise PresetError(f"{path}: no recovery file, so nothing to resume (the instrument "
-                          "saves one every few seconds while it plays)")
-    try:
-        return load_preset(path)
-    except PresetError as exc:
-        aside, why = _set_aside(path)
-        if aside is None:
-            raise RecoveryDamaged(f"{exc}; could not set it aside ({why}): remove it", None) \
-                from None
-        raise RecoveryDamaged(f"{exc}; set aside as {aside}", aside) from None
-
-
-def _set_aside(path: Path) -> tuple[Path | None, str]:
-    """Rename `path` to PATH.damaged-<local time>[-N], never over an existing name; the link
-    itself when it is a symbolic link. (new path, "") or (None, why not)."""
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    for number in range(1, 100):
-        suffix = f".damaged-{stamp}" + (f"-{number}" if number > 1 else "")
-        aside = path.with_name(path.name + suffix)
-        if os.path.lexists(aside):
-            continue
-        try:
-            os.rename(path, aside)
-        except OSError as exc:
-            return None, exc.strerror or str(exc)
-        return aside, ""
-    return None, "too many set-aside copies already"
 
 
 # ---- helpers -----------------------------------------------------------------------------------

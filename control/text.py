@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import unicodedata
 
+
 def printable(text: object, limit: int | None = None, one_line: bool = False) -> str:
     """`text` with every control, format or unpaired-surrogate character shown as an escape
     (`\\x1b`, `\\u202e`, `\\ud800`) instead of sent; newlines and tabs kept unless

@@ -107,7 +107,8 @@ class LiveShow:
         """The show on `ctx` once the machine can hold it, its inputs open, --record-control's
         recorder on it, and the loop that plays it."""
         from control.control_track import open_recorder
-        from control.presets import PresetBank, RecoveryWriter
+        from control.presets import PresetBank
+        from control.recovery import RecoveryWriter
 
         self.options.count_limit = check_machine(ctx, self.args, self.params, size)
         # The recovery file is for open-ended shows: a bounded run (--frames) leaves the last

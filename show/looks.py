@@ -13,16 +13,9 @@ from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from control.modulation import Route
+from control.morph import Morph, blend_routes, crossfade
 from control.params import Params
-from control.presets import (
-    Morph,
-    Preset,
-    PresetError,
-    blend_routes,
-    crossfade,
-    differs,
-    preset_from_show,
-)
+from control.presets import Preset, PresetError, differs, preset_from_show
 
 log = logging.getLogger(__name__)
 # Parameters that steer the preset machinery itself: recalls and crossfades leave them alone.
@@ -38,7 +31,7 @@ class Bank(Protocol):
 
 
 class Recovery(Protocol):
-    """The recovery file's writer (control.presets.RecoveryWriter)."""
+    """The recovery file's writer (control.recovery.RecoveryWriter)."""
 
     def maybe_save(self, now: float, params: Params, routes: Iterable[Route],
                    extra: dict[str, Any] | None = None) -> str | None: ...

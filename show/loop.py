@@ -23,7 +23,6 @@ import moderngl
 from show.frame import Show
 from visual.swarm import MAX_DT
 
-
 log = logging.getLogger(__name__)
 
 

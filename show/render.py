@@ -492,10 +492,11 @@ def _midi_file_input(job: RenderJob, params: Params) -> Any:
     if job.track is None or not job.track.from_midi_file:
         return None
     from control.control_track import MidiFileSource
-    from control.midi import USER_MAPPING, Midi
+    from control.midi import Midi, user_mapping
     from control.midi_controller import MidiController
 
-    mapping = job.midi_mapping or (USER_MAPPING if USER_MAPPING.exists() else None)
+    learned = user_mapping()
+    mapping = job.midi_mapping or (learned if learned.exists() else None)
     midi = Midi(params, MidiFileSource(job.track.midi_messages(), job.track.path.name),
                 mapping_path=mapping, save_path=None)
     midi.controller = MidiController(params, midi.controller.mapping, armed=False)

@@ -22,8 +22,8 @@ from audio.analysis import (
     speed_scale,
 )
 from audio.base import OfflineAudio
-from control.modulation import Route, RouteError, modulate, routes_from_json, routes_to_json
 from audio.ring import Ring
+from control.modulation import Route, RouteError, modulate, routes_from_json, routes_to_json
 from control.params import Params
 
 RATE = 48000

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from audio.analysis import AudioFeatures, Bands
-from control.modulation import Route
+from audio.recorded import RecordedAudio
 from control import control_track
 from control.control_track import (
     ControlRecorder,
@@ -19,9 +19,9 @@ from control.control_track import (
     ControlTrackError,
     MidiFileSource,
 )
-from audio.recorded import RecordedAudio
 from control.midi import DEFAULT_MAPPING, Midi
 from control.midi_controller import MidiController
+from control.modulation import Route
 from control.params import Params
 
 
@@ -197,7 +197,6 @@ def test_missing_and_binary_tracks(tmp_path):
 
 
 def test_a_broken_midi_file_is_named(tmp_path):
-    pytest.importorskip("mido")
     broken = tmp_path / "broken.mid"
     broken.write_bytes(b"MThd\x00\x00")
     with pytest.raises(ControlTrackError, match=r"broken\.mid: not a readable Standard MIDI"):
@@ -207,7 +206,8 @@ def test_a_broken_midi_file_is_named(tmp_path):
 def write_midi_file(path) -> None:
     """120 bpm, then 60 bpm from beat 2: CC 76 (max_speed) at 0.5 s, note 36 (respawn) at
     1.0 s, CC 76 again at 2.0 s (one beat at 60 bpm after the tempo change)."""
-    mido = pytest.importorskip("mido")
+    import mido  # a declared dependency: missing, the test fails
+
     midi = mido.MidiFile(type=1, ticks_per_beat=480)
     track = mido.MidiTrack()
     midi.tracks.append(track)

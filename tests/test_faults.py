@@ -18,17 +18,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import ROOT
+from test_audio_faults import FakeSoundDevice, mic, sine_block
+from test_midi_show import FakeSource
 
 import visual.gl
 from audio.live import AudioInput
-from conftest import ROOT
 from control.actions import Action
 from control.midi import DEFAULT_MAPPING, Midi
 from control.osc import OscInput
 from control.params import Params
-from control.presets import PresetBank, RecoveryWriter, load_preset
-from test_audio_faults import FakeSoundDevice, mic, sine_block
-from test_midi_show import FakeSource
+from control.presets import PresetBank, load_preset
+from control.recovery import RecoveryWriter
 from show.frame import Show
 from show.options import ShowOptions
 

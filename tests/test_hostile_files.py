@@ -39,14 +39,11 @@ from control.presets import (
     BUNDLED_DIR,
     PresetBank,
     PresetError,
-    RecoveryDamaged,
-    RecoveryWriter,
     load_preset,
-    load_recovery,
     preset_from_show,
-    recovery_path,
     save_preset,
 )
+from control.recovery import RecoveryDamaged, RecoveryWriter, load_recovery, recovery_path
 
 BUNDLED_PRESETS = sorted(BUNDLED_DIR.glob("[1-9]-*.json"))
 BUNDLED_MAPPING = BUNDLED_DIR / "midi-default.json"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from control.midi import DEFAULT_MAPPING, Midi
 from control.actions import Action
+from control.midi import DEFAULT_MAPPING, Midi
 from control.midi_controller import LEARN_FINE_WINDOW_S, MidiController
 from control.midi_map import ActionRule, Binding, MidiMapping, load_mapping
 from control.params import ParamError, Params

@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterator
 import pytest
 from midi_jack import WAIT_S, Sender, jack_midi_server
 
-from control.midi import DEFAULT_MAPPING, Midi
 from control.actions import Action
+from control.midi import DEFAULT_MAPPING, Midi
 from control.midi_input import MidiInput, list_midi_ports
 from control.midi_map import Binding, load_mapping
 from control.params import Params

@@ -12,7 +12,6 @@ import time
 import uuid
 
 import pytest
-
 from conftest import ROOT
 from midi_jack import WAIT_S, Sender, jack_midi_server
 

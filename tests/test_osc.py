@@ -16,16 +16,28 @@ from pythonosc.osc_bundle_builder import IMMEDIATELY, OscBundleBuilder
 from pythonosc.osc_message_builder import OscMessageBuilder
 from pythonosc.udp_client import SimpleUDPClient
 
-from control.midi_map import Binding
 from control.actions import Action
-from control.osc import (MAX_ARGUMENTS, MAX_DATAGRAMS_PER_FRAME, MAX_MESSAGES_PER_FRAME,
-                         Budget, OscError, OscInput, OscProblem, TimeTag, interpret,
-                         parse_endpoint, parse_message, parse_packet, printable)
+from control.midi_map import Binding
+from control.osc import (
+    MAX_ARGUMENTS,
+    MAX_DATAGRAMS_PER_FRAME,
+    MAX_MESSAGES_PER_FRAME,
+    Budget,
+    OscError,
+    OscInput,
+    OscProblem,
+    TimeTag,
+    interpret,
+    parse_endpoint,
+    parse_message,
+    parse_packet,
+    printable,
+)
 from control.params import Params, param
 from control.presets import PresetBank
 from show.frame import Show
-from show.report import osc_line
 from show.options import ShowOptions
+from show.report import osc_line
 
 # The two examples of the OSC 1.0 specification, byte for byte.
 SPEC_FREQUENCY = bytes.fromhex("2f6f7363696c6c61746f722f342f6672657175656e6379002c66000043dc0000")

@@ -15,31 +15,27 @@ from pathlib import Path
 
 import pytest
 
-from control.modulation import Route
 from control.atomic import STEPS, atomic_write_text, backup_path
 from control.files import FileProblem
+from control.modulation import Route
+from control.morph import Morph, blend_routes, blend_value, crossfade
 from control.params import REGISTRY, Param, Params
 from control.presets import (
     BUNDLED_DIR,
     FORMAT,
     VERSION,
-    Morph,
     Preset,
     PresetBank,
     PresetError,
-    RecoveryWriter,
     apply_preset,
-    blend_routes,
-    blend_value,
-    crossfade,
     differences,
     differs,
     load_preset,
-    load_recovery,
     preset_from_show,
     preset_to_json,
     save_preset,
 )
+from control.recovery import RecoveryWriter, load_recovery
 
 ROOT = Path(__file__).resolve().parent.parent
 BUNDLED = sorted(BUNDLED_DIR.glob("[1-9]-*.json"))
@@ -517,7 +513,7 @@ def test_recovery_is_written_off_the_frame(tmp_path, monkeypatch):
     """The frame hands the text over and goes on while the write (fsync and all) runs."""
     import threading
 
-    import control.presets as presets
+    import control.recovery as presets
 
     release, writing = threading.Event(), threading.Event()
     real_write = presets.atomic_write_text

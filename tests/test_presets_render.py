@@ -9,8 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from control.morph import Morph
 from control.params import Params
-from control.presets import BUNDLED_DIR, Morph, apply_preset, load_preset
+from control.presets import BUNDLED_DIR, apply_preset, load_preset
 from visual.renderer import BACKGROUND
 
 BUNDLED = sorted(BUNDLED_DIR.glob("[1-9]-*.json"))

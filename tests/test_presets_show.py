@@ -10,11 +10,12 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import ROOT
+
 from control.actions import Action
 from control.params import Params
-from control.presets import PresetBank, RecoveryWriter, load_preset
+from control.presets import PresetBank, load_preset
+from control.recovery import RecoveryWriter
 from show.frame import Show
 from show.options import ShowOptions
 

@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT
+
 from control.supervisor import Supervisor, crash_logger
 
 WAIT_S = 60.0

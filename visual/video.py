@@ -28,7 +28,6 @@ from typing import Any
 
 import numpy as np
 
-
 DEFAULT_CODEC = "libx264"
 # Tried in order when the default is missing from an FFmpeg build: any H.264 encoder FFmpeg
 # knows by the generic name, then MPEG-4 part 2, which every build has.
