@@ -198,7 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     # the resumed state died again, so safe mode starts from the default look, not from it
     safety.add_argument("--heartbeat-fd", type=int, help=argparse.SUPPRESS)
     safety.add_argument("--last-telemetry", help=argparse.SUPPRESS)
-    from show.render import add_render_arguments
+    from show.render_job import add_render_arguments
 
     add_render_arguments(parser)
     state = parser.add_argument_group("state")
@@ -346,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
         print(printable(list_input_devices()))
         return 0
     if args.list_midi:
-        from control.midi_input import list_midi_ports
+        from control.midi_system import list_midi_ports
 
         print(printable(list_midi_ports(args.midi_api)))
         return 0

@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from control.actions import MAPPABLE
-from control.files import FileProblem
+from control.files import FileProblem, read_bytes
 from control.modulation import SOURCES, routes_from_json
 from control.params import BY_NAME, ParamError, Params
 
@@ -59,7 +59,7 @@ VERSION = 1
 KINDS = ("audio", "param", "preset", "midi", "action", "end")
 AUDIO_KEYS = SOURCES  # what an audio event records: the modulation sources
 ACTION_KINDS = MAPPABLE
-MIDI_SUFFIXES = (".mid", ".midi", ".smf")
+TRACK_LIMIT = 1 << 30  # an hour's set at 60 fps is ~50 MB: a gigabyte is not a control track
 FLUSH_SECONDS = 0.5  # the writer flushes at least this often, so a crash loses at most this
 
 
@@ -258,14 +258,14 @@ class ControlTrack:
         """Read a control track (.jsonl) or a Standard MIDI File (.mid); every problem is a
         ControlTrackError naming the file, the line and the key."""
         path = Path(path)
+        from control.midi_file import MIDI_SUFFIXES, load_midi_file  # it builds our Events
+
         if path.suffix.lower() in MIDI_SUFFIXES:
             return cls(path, load_midi_file(path), {}, from_midi_file=True)
-        try:
-            raw = path.read_bytes()
-        except FileNotFoundError:
-            raise ControlTrackError(f"{path}: no such file") from None
-        except OSError as exc:
-            raise ControlTrackError(f"{path}: cannot read it ({exc.strerror})") from None
+        try:  # a regular file under a size cap: a FIFO or /dev/zero is refused, not waited on
+            raw = read_bytes(path, TRACK_LIMIT, "control track")
+        except FileProblem as exc:
+            raise ControlTrackError(str(exc)) from None
         if raw[:4] == b"MThd":
             return cls(path, load_midi_file(path), {}, from_midi_file=True)
         try:
@@ -423,63 +423,6 @@ def _check_event(item: Any, where: str) -> Event:
 
 
 # ----- MIDI files -----------------------------------------------------------------------------
-
-def load_midi_file(path: str | os.PathLike) -> list[Event]:
-    """The channel messages of a Standard MIDI File as midi events, at their times in seconds
-    (mido follows the file's tempo changes). Needs mido."""
-    path = Path(path)
-    try:
-        import mido
-    except ImportError:
-        raise ControlTrackError(f"{path}: reading MIDI files needs the mido package "
-                                "(pip install mido)") from None
-    if not path.exists():
-        raise ControlTrackError(f"{path}: no such file")
-    try:
-        midi_file = mido.MidiFile(path)
-    except (OSError, EOFError, ValueError, KeyError, IndexError) as exc:
-        raise ControlTrackError(f"{path}: not a readable Standard MIDI File ({exc}); export "
-                                "it again from the DAW as a type 0 or 1 .mid") from None
-    if midi_file.type == 2:
-        raise ControlTrackError(f"{path}: a type 2 MIDI file (independent patterns) has no "
-                                "single timeline; export it as type 0 or 1")
-    events = []
-    t = 0.0
-    for message in midi_file:  # merged tracks, `time` in seconds since the previous message
-        t += message.time
-        if message.is_meta or message.type == "sysex":
-            continue
-        events.append(Event(t, "midi", {"data": list(message.bytes())}))
-    return events
-
-
-class MidiFileSource:
-    """Plays timed MIDI messages to `control.midi.Midi` as if they arrived live: `poll(now)`
-    releases the messages up to `now` (song seconds) and `drain()` hands them over. Main
-    thread only, like the show that polls it."""
-
-    def __init__(self, messages: Sequence[tuple[float, bytes]], name: str = "MIDI file") -> None:
-        self._messages = sorted(messages, key=lambda m: m[0])
-        self._next = 0
-        self._ready: list[tuple[bytes, float]] = []
-        self.name = name
-
-    def poll(self, now: float) -> None:
-        while self._next < len(self._messages) and self._messages[self._next][0] <= now:
-            t, data = self._messages[self._next]
-            self._ready.append((data, t))
-            self._next += 1
-
-    def drain(self) -> list[tuple[bytes, float]]:
-        ready, self._ready = self._ready, []
-        return ready
-
-    def status(self) -> dict[str, Any]:
-        return {"api": "file", "ports_open": [self.name],
-                "state": f"{self.name}: {self._next}/{len(self._messages)} messages"}
-
-    def close(self) -> None:
-        self._ready = []
 
 
 def open_recorder(args: Any, params: Params, routes: Sequence[Any], audio: Any = None

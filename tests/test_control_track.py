@@ -13,14 +13,10 @@ import pytest
 from audio.analysis import AudioFeatures, Bands
 from audio.recorded import RecordedAudio
 from control import control_track
-from control.control_track import (
-    ControlRecorder,
-    ControlTrack,
-    ControlTrackError,
-    MidiFileSource,
-)
+from control.control_track import ControlRecorder, ControlTrack, ControlTrackError
 from control.midi import DEFAULT_MAPPING, Midi
 from control.midi_controller import MidiController
+from control.midi_file import MidiFileSource
 from control.modulation import Route
 from control.params import Params
 

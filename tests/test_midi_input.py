@@ -11,8 +11,9 @@ from collections import deque
 
 import pytest
 
-from control import midi_input
-from control.midi_input import MidiInput, port_key
+from control import midi_input, midi_system
+from control.midi_input import MidiInput
+from control.midi_system import port_key
 
 
 class FakeSystemError(OSError):
@@ -172,7 +173,7 @@ def test_no_alsa_sequencer_is_reported_with_what_to_do(alsa, monkeypatch):
     source = MidiInput(api="alsa", report=reports.append)
     assert source.api is None and source.drain() == []
     assert len(reports) == 1 and "snd-seq" in reports[0] and "--midi-api jack" in reports[0]
-    assert midi_input.list_midi_ports("alsa").startswith(
+    assert midi_system.list_midi_ports("alsa").startswith(
         "MIDI unavailable: no ALSA sequencer")
 
 

@@ -19,16 +19,18 @@ from pythonosc.udp_client import SimpleUDPClient
 from control.actions import Action
 from control.midi_map import Binding
 from control.osc import (
-    MAX_ARGUMENTS,
     MAX_DATAGRAMS_PER_FRAME,
     MAX_MESSAGES_PER_FRAME,
-    Budget,
-    OscError,
     OscInput,
     OscProblem,
-    TimeTag,
     interpret,
     parse_endpoint,
+)
+from control.osc_wire import (
+    MAX_ARGUMENTS,
+    Budget,
+    OscError,
+    TimeTag,
     parse_message,
     parse_packet,
     printable,

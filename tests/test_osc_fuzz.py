@@ -26,16 +26,8 @@ from pythonosc.osc_message_builder import OscMessageBuilder
 from pythonosc.osc_packet import OscPacket
 
 from control.actions import Action
-from control.osc import (
-    MAX_ARGUMENTS,
-    MAX_DATAGRAMS_PER_FRAME,
-    MAX_MESSAGES_PER_FRAME,
-    OscError,
-    OscInput,
-    TimeTag,
-    interpret,
-    parse_packet,
-)
+from control.osc import MAX_DATAGRAMS_PER_FRAME, MAX_MESSAGES_PER_FRAME, OscInput, interpret
+from control.osc_wire import MAX_ARGUMENTS, OscError, TimeTag, parse_packet
 from control.params import BY_NAME
 
 FUZZ_CASES, SLOW_FUZZ_CASES = 5000, 200_000

@@ -23,14 +23,9 @@ import instrument
 from audio.wavfile import write_wav
 from control.files import FileProblem
 from show.options import options_from_args
-from show.render import (
-    Progress,
-    add_render_arguments,
-    load_song,
-    plan_render,
-    render,
-    run_render,
-)
+from show.progress import Progress
+from show.render import render, run_render
+from show.render_job import add_render_arguments, load_song, plan_render
 from visual.video import VideoEncoder, decode_frames, video_info
 
 RATE = 48000
@@ -342,7 +337,7 @@ def test_an_explicit_seed_overrides_the_tracks_even_zero(tmp_path):
     from types import SimpleNamespace
 
     from control.params import Params
-    from show.render import _apply_track_start
+    from show.render_job import _apply_track_start
 
     track = SimpleNamespace(header={"seed": 3}, path=tmp_path / "set.jsonl", start_params={},
                             routes=[])
