@@ -20,6 +20,7 @@ from control.supervisor import StopSignals
 from control.text import printable
 from show.options import HEADLESS_SIZE
 from visual.swarm import MAX_DT, NEIGHBOR_MODES
+from visual.uniforms import MAX_OBSTACLES
 
 NO_DISPLAY_SECONDS = 10.0
 START_LOOK = "drift-trails"  # the most striking bundled look: a plain start opens on it
@@ -49,7 +50,6 @@ def _time_step(text: str) -> float:
 
 
 MAX_SEED = 2**32 - 1
-MAX_OBSTACLES = 8
 OBSTACLE_REACH = 1e6  # farther than any containment radius a knob reaches
 
 
@@ -350,10 +350,6 @@ def main(argv: list[str] | None = None) -> int:
 
         print(printable(list_midi_ports(args.midi_api)))
         return 0
-    if args.safe_mode:
-        import visual.gl
-
-        visual.gl.SHADER_DIR = visual.gl.BUNDLED_SHADERS
     try:
         check_args(args)
     except (FileProblem, ParamError) as exc:

@@ -187,11 +187,13 @@ class ControlRecorder:
             return
         self._put(t, "action", {"action": str(action), "value": value})
 
-    def close(self) -> None:
-        """Write the end event, let the writer finish and close the file."""
+    def close(self, end: float | None = None) -> None:
+        """Write the end event (at `end`, the show's time after its last frame, so the track
+        lasts as long as the set played; default: the last event's time), let the writer
+        finish and close the file."""
         if self._closed:
             return
-        self._put(self._last_t, "end", {})
+        self._put(max(self._last_t, end) if end is not None else self._last_t, "end", {})
         self._closed = True
         self._queue.put(None)
         self._thread.join(timeout=10.0)

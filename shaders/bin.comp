@@ -9,10 +9,8 @@ layout(std430, binding = 1) readonly buffer Agents { Agent agents[]; };
 layout(std430, binding = 3) buffer CellCount { uint cell_count[]; };
 layout(std430, binding = 4) writeonly buffer AgentRank { uint agent_rank[]; };
 
-uniform uint u_count;
-
 void main() {
     uint i = global_index();
-    if (i >= u_count) return;
+    if (i >= swarm.agent_count) return;
     agent_rank[i] = atomicAdd(cell_count[grid_index(grid_cell(agents[i].position.xyz))], 1u);
 }

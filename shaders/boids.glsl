@@ -2,34 +2,11 @@
 // Neighbour gathering differs between them; everything else (the 1/d^2 separation, Limit, the
 // 1e-5 nudges, the containment push, the integration) is here, once.
 #include "common.glsl"
+#include "swarm_params.glsl"
 
-uniform uint u_count;
-uniform float u_dt;                 // already clamped to 1/30 by the caller, as the seed does
-uniform float u_neighbor_radius;
-uniform float u_separation_radius;
-uniform float u_separation_weight;
-uniform float u_alignment_weight;
-uniform float u_cohesion_weight;
-uniform float u_seek_weight;
-uniform float u_max_speed;          // after the audio boost
-uniform float u_max_force;
-uniform vec3 u_target;              // the lure
-uniform vec3 u_center;
-uniform float u_contain_radius;
-uniform float u_spawn_radius;
-uniform uint u_rules;               // RULE_* bits
-uniform bool u_wrap;                // seed 002's box: leave one side, come back on the other
-uniform bool u_flat;                // seed 002's 2D swarm: z fixed at 0
-uniform int u_obstacle_count;
-uniform vec4 u_obstacles[8];        // xyz centre, w radius (seed exercise 2)
-uniform float u_obstacle_weight;
-uniform uint u_step;                // step number, seeds the guard's respawn
-
-#define RULE_SEPARATION 1u
-#define RULE_ALIGNMENT 2u
-#define RULE_COHESION 4u
-#define RULE_SEEK 8u
-#define RULE_CONTAINMENT 16u
+// Everything it reads comes from the SwarmParams block (swarm.*), generated with the RULE_* bits
+// and MAX_OBSTACLES from visual/uniforms.py. swarm.speed_limit is max_speed after the audio
+// boost; dt is already clamped to 1/30 by the caller, as the seed does.
 
 layout(std430, binding = 5) buffer SwarmStats {
     uint guarded;  // agents put back by the non-finite guard, since the counter was cleared
@@ -72,23 +49,28 @@ vec3 limit_length(vec3 v, float max_length) {
     return l > max_length ? v * (max_length / l) : v;
 }
 
+bool flat_swarm() {
+    return swarm.dimensions == 2;
+}
+
 bool rule(uint bit) {
-    return (u_rules & bit) != 0u;
+    return (swarm.rules & bit) != 0u;
 }
 
 // Spawn position and velocity for agent `id`, used by the guard to put an agent back.
 Agent respawn(uint id) {
-    uint h = hash_u32(id * 0x9e3779b9u ^ hash_u32(u_step));
+    uint h = hash_u32(id * 0x9e3779b9u ^ hash_u32(swarm.step_index));
     float u = hash_unit(h);
     float cos_theta = 2.0 * hash_unit(h + 1u) - 1.0;
     float phi = 6.2831853 * hash_unit(h + 2u);
     float sin_theta = sqrt(max(0.0, 1.0 - cos_theta * cos_theta));
     vec3 dir = vec3(sin_theta * cos(phi), sin_theta * sin(phi), cos_theta);
-    if (u_flat) dir = vec3(cos(phi), sin(phi), 0.0);
+    if (flat_swarm()) dir = vec3(cos(phi), sin(phi), 0.0);
     Agent a;
-    a.position = vec4(u_center + dir * u_spawn_radius * pow(u, u_flat ? 0.5 : 1.0 / 3.0), float(id));
-    a.velocity = vec4(dir.yzx * u_max_speed * 0.5, 0.0);
-    if (u_flat) a.velocity.xyz = vec3(-dir.y, dir.x, 0.0) * u_max_speed * 0.5;
+    vec3 offset = dir * swarm.spawn_radius * pow(u, flat_swarm() ? 0.5 : 1.0 / 3.0);
+    a.position = vec4(swarm.center + offset, float(id));
+    a.velocity = vec4(dir.yzx * swarm.speed_limit * 0.5, 0.0);
+    if (flat_swarm()) a.velocity.xyz = vec3(-dir.y, dir.x, 0.0) * swarm.speed_limit * 0.5;
     return a;
 }
 
@@ -97,52 +79,54 @@ Agent steer_and_integrate(Agent self, Gather g) {
     vec3 position = self.position.xyz;
     vec3 velocity = self.velocity.xyz;
     vec3 steer = vec3(0.0);
+    float max_speed = swarm.speed_limit;  // after the audio boost
+    float max_force = swarm.max_force;
     if (g.neighbors > 0u) {
         float inv = 1.0 / float(g.neighbors);
-        vec3 desired_ali = normalize(g.ali * inv + 1e-5) * u_max_speed;
-        vec3 desired_coh = normalize(g.coh * inv - position + 1e-5) * u_max_speed;
+        vec3 desired_ali = normalize(g.ali * inv + 1e-5) * max_speed;
+        vec3 desired_coh = normalize(g.coh * inv - position + 1e-5) * max_speed;
         if (rule(RULE_ALIGNMENT))
-            steer += limit_length(desired_ali - velocity, u_max_force) * u_alignment_weight;
+            steer += limit_length(desired_ali - velocity, max_force) * swarm.alignment_weight;
         if (rule(RULE_COHESION))
-            steer += limit_length(desired_coh - velocity, u_max_force) * u_cohesion_weight;
+            steer += limit_length(desired_coh - velocity, max_force) * swarm.cohesion_weight;
         if (rule(RULE_SEPARATION))
-            steer += limit_length(g.sep * u_max_speed, u_max_force * 2.0) * u_separation_weight;
+            steer += limit_length(g.sep * max_speed, max_force * 2.0) * swarm.separation_weight;
     }
     if (rule(RULE_SEEK)) {
-        vec3 to_target = u_target - position;
-        steer += limit_length(normalize(to_target + 1e-5) * u_max_speed - velocity, u_max_force)
-                 * u_seek_weight;
+        vec3 to_target = swarm.target - position;
+        steer += limit_length(normalize(to_target + 1e-5) * max_speed - velocity, max_force)
+                 * swarm.seek_weight;
     }
-    if (rule(RULE_CONTAINMENT) && !u_wrap) {
-        vec3 from_center = position - u_center;
-        float over = length(from_center) - u_contain_radius;
-        if (over > 0.0) steer -= normalize(from_center) * over * u_max_force;
+    if (rule(RULE_CONTAINMENT) && !swarm.wrap) {
+        vec3 from_center = position - swarm.center;
+        float over = length(from_center) - swarm.contain_radius;
+        if (over > 0.0) steer -= normalize(from_center) * over * max_force;
     }
     // Obstacles: inside reach (radius + neighbor_radius), steer away from the centre, harder
     // the deeper in, up to full strength at the surface.
-    for (int k = 0; k < u_obstacle_count; k++) {
-        vec3 away = position - u_obstacles[k].xyz;
-        float reach = u_obstacles[k].w + u_neighbor_radius;
+    for (int k = 0; k < min(swarm.obstacle_count, MAX_OBSTACLES); k++) {
+        vec3 away = position - swarm.obstacles[k].xyz;
+        float reach = swarm.obstacles[k].w + swarm.neighbor_radius;
         float dist = length(away);
         if (dist < reach) {
-            float strength = min((reach - dist) / u_neighbor_radius, 1.0);
-            steer += limit_length(normalize(away + 1e-5) * u_max_speed - velocity,
-                                  u_max_force * 2.0) * u_obstacle_weight * strength;
+            float strength = min((reach - dist) / swarm.neighbor_radius, 1.0);
+            steer += limit_length(normalize(away + 1e-5) * max_speed - velocity,
+                                  max_force * 2.0) * swarm.obstacle_weight * strength;
         }
     }
 
-    vec3 v = limit_length(velocity + steer * u_dt, u_max_speed);
-    vec3 p = position + v * u_dt;
-    if (u_flat) {
+    vec3 v = limit_length(velocity + steer * swarm.dt, max_speed);
+    vec3 p = position + v * swarm.dt;
+    if (flat_swarm()) {
         v.z = 0.0;
         p.z = 0.0;
     }
-    if (u_wrap) {
-        vec3 side = vec3(2.0 * u_contain_radius);
-        vec3 wrapped = p - u_center + u_contain_radius;
+    if (swarm.wrap) {
+        vec3 side = vec3(2.0 * swarm.contain_radius);
+        vec3 wrapped = p - swarm.center + swarm.contain_radius;
         wrapped -= side * floor(wrapped / side);
-        p = u_center + wrapped - u_contain_radius;
-        if (u_flat) p.z = 0.0;
+        p = swarm.center + wrapped - swarm.contain_radius;
+        if (flat_swarm()) p.z = 0.0;
     }
 
     uint id = uint(self.position.w);

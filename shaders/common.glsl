@@ -1,11 +1,5 @@
-// common.glsl: the agent record and helpers every swarm kernel shares.
-
-// One agent is two vec4 (32 bytes). position.w holds the agent's id as a float (exact below
-// 2^24) so that agents can be told apart after the grid reorders them; velocity.w is unused.
-struct Agent {
-    vec4 position;
-    vec4 velocity;
-};
+// common.glsl: the agent record and helpers every swarm kernel (compute only) shares.
+#include "agent.glsl"
 
 // The 1D index of this invocation when a large dispatch is folded into y (see dispatch_1d).
 // Every kernel defines LOCAL_SIZE (from Python) as its local_size_x.

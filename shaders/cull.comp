@@ -1,14 +1,16 @@
 // cull.comp: seed 000's CSCull (part 6) for the indirect draw, plus the near-lure count.
-// Each agent is tested against the six frustum planes (a sphere of u_cull_radius). Visible
-// agents are appended to one of two lists by distance from the camera (the level of detail):
-// near ones to visible[0 ..), drawn as cones, far ones to visible[u_far_base ..), drawn as one
-// triangle. Appending uses ONE global atomic per list per workgroup: invocations take a slot
-// with an atomic on shared memory, one invocation adds the workgroup's total to the global
-// count, and everyone writes at that base + their slot. The near-lure count (the seed's damage
-// hook) is aggregated the same way, and so are the sums (in fixed point, relative to u_center)
-// of the agents' offsets and squared distances, from which the renderer gets the swarm's centre
-// and RMS radius for the camera to frame it.
+// Each agent is tested against the six frustum planes (a sphere of agent_size: the meshes lie
+// within 1 of the agent). Visible agents are appended to one of two lists by distance from the
+// camera (the level of detail): near ones to visible[0 ..), drawn as cones, far ones to
+// visible[far_base ..), drawn as one triangle. Appending uses ONE global atomic per list per
+// workgroup: invocations take a slot with an atomic on shared memory, one invocation adds the
+// workgroup's total to the global count, and everyone writes at that base + their slot. The
+// near-lure count (the seed's damage hook) is aggregated the same way, and so are the sums (in
+// fixed point, relative to center) of the agents' offsets and squared distances, from which the
+// renderer gets the swarm's centre and RMS radius for the camera to frame it. What it reads is in
+// the FrameParams block (frame.*).
 #include "common.glsl"
+#include "frame_params.glsl"
 
 layout(local_size_x = LOCAL_SIZE) in;
 
@@ -29,25 +31,11 @@ layout(std430, binding = 1) writeonly buffer Visible { uint visible[]; };
 layout(std430, binding = 2) buffer DrawState {
     uint draw[10];
     uint near_lure;
-    uint spread;    // sum of round(min(|p - u_center|^2, u_spread_max) * u_spread_scale)
-    uint offset[3]; // sums of round((clamp(p - u_center, -u_reach, u_reach) + u_reach)
-                    //               * u_offset_scale), per axis
+    uint spread;    // sum of round(min(|p - center|^2, spread_max) * spread_scale)
+    uint offset[3]; // sums of round((clamp(p - center, -reach, reach) + reach)
+                    //               * offset_scale), per axis
     uint pad;
 };
-
-uniform uint u_count;
-uniform vec4 u_planes[6];      // xyz inward unit normal, w distance (see visual/camera.py)
-uniform float u_cull_radius;   // bounding radius of an agent's mesh
-uniform vec3 u_camera;         // eye position, for the level of detail
-uniform float u_lod_distance;  // farther than this: the far list
-uniform uint u_far_base;       // where the far list starts in visible[]
-uniform vec3 u_lure;
-uniform float u_lure_radius;
-uniform vec3 u_center;         // the camera's orbit centre
-uniform float u_spread_max;    // squared distances are clamped to this...
-uniform float u_spread_scale;  // ...and scaled so that count of them fit in a uint
-uniform float u_reach;         // offsets from u_center are clamped to +-this...
-uniform float u_offset_scale;  // ...and scaled likewise
 
 shared uint s_near;
 shared uint s_far;
@@ -72,28 +60,30 @@ void main() {
     barrier();
 
     // No early return: every invocation must reach every barrier.
-    bool in_range = i < u_count;
+    bool in_range = i < frame.agent_count;
     bool inside = in_range;
     bool is_far = false;
     uint slot = 0u;
     if (in_range) {
         vec3 p = agents[i].position.xyz;
+        float radius = frame.agent_size;  // the meshes lie within 1 of the agent
         for (int k = 0; k < 6; k++)
-            inside = inside && dot(u_planes[k].xyz, p) + u_planes[k].w >= -u_cull_radius;
-        vec3 to_lure = p - u_lure;
-        if (dot(to_lure, to_lure) <= u_lure_radius * u_lure_radius) atomicAdd(s_lure, 1u);
-        vec3 from_center = p - u_center;
+            inside = inside && dot(frame.planes[k].xyz, p) + frame.planes[k].w >= -radius;
+        vec3 to_lure = p - frame.lure;
+        if (dot(to_lure, to_lure) <= frame.lure_radius * frame.lure_radius) atomicAdd(s_lure, 1u);
+        vec3 from_center = p - frame.center;
         float d2 = dot(from_center, from_center);
-        d2 = d2 < u_spread_max ? d2 : u_spread_max;  // also turns NaN into the clamp
-        atomicAdd(s_spread, uint(d2 * u_spread_scale + 0.5));
-        vec3 offset = (clamp(from_center, -u_reach, u_reach) + u_reach) * u_offset_scale + 0.5;
-        if (!all_finite(offset)) offset = vec3(u_reach * u_offset_scale);
+        d2 = d2 < frame.spread_max ? d2 : frame.spread_max;  // also turns NaN into the clamp
+        atomicAdd(s_spread, uint(d2 * frame.spread_scale + 0.5));
+        float reach = frame.reach;
+        vec3 offset = (clamp(from_center, -reach, reach) + reach) * frame.offset_scale + 0.5;
+        if (!all_finite(offset)) offset = vec3(reach * frame.offset_scale);
         atomicAdd(s_offset[0], uint(offset.x));
         atomicAdd(s_offset[1], uint(offset.y));
         atomicAdd(s_offset[2], uint(offset.z));
         if (inside) {
-            vec3 to_camera = p - u_camera;
-            is_far = dot(to_camera, to_camera) > u_lod_distance * u_lod_distance;
+            vec3 to_camera = p - frame.eye;
+            is_far = dot(to_camera, to_camera) > frame.lod_distance * frame.lod_distance;
             slot = is_far ? atomicAdd(s_far, 1u) : atomicAdd(s_near, 1u);
         }
     }
@@ -110,7 +100,7 @@ void main() {
     barrier();
 
     if (inside) {
-        if (is_far) visible[u_far_base + s_far_base + slot] = i;
+        if (is_far) visible[frame.far_base + s_far_base + slot] = i;
         else visible[s_near_base + slot] = i;
     }
 }

@@ -1,5 +1,5 @@
 // lure.frag: a soft ring, so the performer sees where the swarm is being pulled.
-uniform vec3 u_color;
+// LURE_COLOR: a #define from visual/renderer.py.
 
 out vec4 f_color;
 
@@ -9,5 +9,5 @@ void main() {
     float core = 1.0 - smoothstep(0.2, 0.35, r);
     float alpha = max(ring, core * 0.9);
     if (alpha <= 0.01) discard;
-    f_color = vec4(u_color, alpha);
+    f_color = vec4(LURE_COLOR, alpha);
 }

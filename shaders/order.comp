@@ -13,11 +13,9 @@ layout(std430, binding = 0) writeonly buffer Ordered { Agent ordered[]; };
 layout(std430, binding = 1) readonly buffer Sorted { Agent sorted[]; };
 layout(std430, binding = 2) readonly buffer CellStart { uint cell_start[]; };
 
-uniform uint u_count;
-
 void main() {
     uint i = global_index();
-    if (i >= u_count) return;
+    if (i >= swarm.agent_count) return;
     Agent a = sorted[i];
     uint cell = grid_index(grid_cell(a.position.xyz));
     uint first = cell_start[cell];

@@ -1,6 +1,6 @@
 // present.frag: copy the renderer's image onto the target (a window's default framebuffer
 // too, which a blit cannot reach when its depth format differs), pixel for pixel.
-uniform sampler2D u_image;
+layout(binding = 0) uniform sampler2D u_image;  // texture unit 0: no uniform to set
 
 out vec4 f_color;
 

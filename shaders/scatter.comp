@@ -10,11 +10,9 @@ layout(std430, binding = 1) readonly buffer Unsorted { Agent unsorted[]; };
 layout(std430, binding = 2) readonly buffer CellStart { uint cell_start[]; };
 layout(std430, binding = 4) readonly buffer AgentRank { uint agent_rank[]; };
 
-uniform uint u_count;
-
 void main() {
     uint i = global_index();
-    if (i >= u_count) return;
+    if (i >= swarm.agent_count) return;
     Agent a = unsorted[i];
     sorted[cell_start[grid_index(grid_cell(a.position.xyz))] + agent_rank[i]] = a;
 }

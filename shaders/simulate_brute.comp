@@ -12,25 +12,25 @@ shared Agent tile[LOCAL_SIZE];
 void main() {
     uint i = global_index();
     uint gi = gl_LocalInvocationIndex;
-    bool in_range = i < u_count;
+    bool in_range = i < swarm.agent_count;
     Agent self;
     self.position = vec4(0.0);
     self.velocity = vec4(0.0);
     if (in_range) self = agents_in[i];
-    float r2 = u_neighbor_radius * u_neighbor_radius;
-    float s2 = u_separation_radius * u_separation_radius;
+    float r2 = swarm.neighbor_radius * swarm.neighbor_radius;
+    float s2 = swarm.separation_radius * swarm.separation_radius;
     Gather g = gather_begin();
     // Every invocation must reach every barrier: no early return before this loop.
-    for (uint tile_start = 0u; tile_start < u_count; tile_start += uint(LOCAL_SIZE)) {
+    for (uint tile_start = 0u; tile_start < swarm.agent_count; tile_start += uint(LOCAL_SIZE)) {
         uint j = tile_start + gi;
         Agent loaded;
         loaded.position = vec4(0.0);
         loaded.velocity = vec4(0.0);
-        if (j < u_count) loaded = agents_in[j];
+        if (j < swarm.agent_count) loaded = agents_in[j];
         tile[gi] = loaded;
         barrier();
         if (in_range) {
-            uint tile_count = min(uint(LOCAL_SIZE), u_count - tile_start);
+            uint tile_count = min(uint(LOCAL_SIZE), swarm.agent_count - tile_start);
             for (uint k = 0u; k < tile_count; k++) {
                 if (tile_start + k == i) continue;
                 if (gather_position(g, self.position.xyz, tile[k].position.xyz, r2, s2))

@@ -14,26 +14,25 @@ layout(std430, binding = 2) readonly buffer CellStart { uint cell_start[]; };
 layout(std430, binding = 3) buffer CellCount { uint cell_count[]; };
 layout(std430, binding = 4) writeonly buffer AgentRank { uint agent_rank[]; };
 
-uniform uint u_neighbor_cap;
-
 const ivec2 ROWS[9] = ivec2[9](ivec2(0, 0), ivec2(-1, 0), ivec2(1, 0), ivec2(0, -1),
                                ivec2(0, 1), ivec2(-1, -1), ivec2(1, -1), ivec2(-1, 1),
                                ivec2(1, 1));
 
 void main() {
     uint i = global_index();
-    if (i >= u_count) return;
+    if (i >= swarm.agent_count) return;
     Agent self = agents_in[i];
-    float r2 = u_neighbor_radius * u_neighbor_radius;
-    float s2 = u_separation_radius * u_separation_radius;
+    float r2 = swarm.neighbor_radius * swarm.neighbor_radius;
+    float s2 = swarm.separation_radius * swarm.separation_radius;
     Gather g = gather_begin();
 
     ivec3 c = grid_cell(self.position.xyz);
     ivec3 lo = max(c - 1, ivec3(0));
-    ivec3 hi = min(c + 1, u_grid_dims - 1);
+    ivec3 hi = min(c + 1, swarm.grid_dims - 1);
     // The agent's own row first, then the others: under a neighbour cap the nearest rows are
     // the ones examined, evenly on every side.
-    uint budget = u_neighbor_cap;  // candidates left to examine (0xffffffff: no cap)
+    // Candidates left to examine: neighbor_cap, or all of them (0, the seed).
+    uint budget = swarm.neighbor_cap == 0u ? 0xffffffffu : swarm.neighbor_cap;
     for (int row = 0; row < 9 && budget > 0u; row++) {
         ivec2 yz = c.yz + ROWS[row];
         if (any(lessThan(yz, lo.yz)) || any(greaterThan(yz, hi.yz))) continue;

@@ -33,7 +33,7 @@ from show.looks import Bank, Looks, Recovery
 from show.options import ShowOptions
 from show.report import FrameClock, hud_lines, telemetry
 from visual.camera import OrbitCamera
-from visual.gl import GpuTimer, ShaderError, ShaderWatch
+from visual.gl import GpuTimer, ShaderError, ShaderWatch, resolve_shader_dir
 from visual.lure import Lure
 from visual.renderer import Renderer
 from visual.swarm import MAX_DT, Swarm, spawn_state
@@ -65,6 +65,15 @@ class OscIn(Protocol):
     def close(self) -> None: ...
 
 
+class Recorder(Protocol):
+    """--record-control's recorder (control.control_track.ControlRecorder)."""
+
+    def capture(self, show: Any, t: float) -> None: ...
+    def record_action(self, t: float, action: str, value: float | None = None) -> None: ...
+    def record_preset(self, t: float, name: str, values: Any, routes: Any = ()) -> None: ...
+    def close(self) -> None: ...
+
+
 class Show:
     def __init__(self, ctx: moderngl.Context, params: Params, options: ShowOptions, *,
                  audio: AudioFrameSource | None = None, routes: Iterable[Route] = (),
@@ -80,17 +89,19 @@ class Show:
         self.looks = Looks(params, routes, bank=presets, preset=preset, recovery=recovery,
                            pinned=options.pinned, seed=options.seed,
                            pick_up=self._pick_up)
-        self._recorder: Any = None  # --record-control (control.control_track.ControlRecorder)
+        self._recorder: Recorder | None = None  # --record-control
         self.selected = 0  # the HUD's chosen parameter: keys change it, L learns it
-        self._shader_watch = ShaderWatch()
+        shaders = resolve_shader_dir(options.shader_dir)  # fixed for the show, reloads too
+        self._shader_watch = ShaderWatch(shader_dir=shaders)
         self.shader_error: str | None = None
         self._burst = (0.0, -math.inf)  # separation burst: strength 0..1, start (show time)
         values = params.as_dict()
         self.swarm = Swarm(ctx, values, neighbors=options.neighbors, seed=options.seed,
+                           shader_dir=shaders,
                            position=options.position, velocity=options.velocity)
         if options.obstacles:
             self.swarm.set_obstacles(options.obstacles)
-        self.renderer = Renderer(ctx)
+        self.renderer = Renderer(ctx, shader_dir=shaders)
         self.renderer.fixed_lag = options.reproducible
         self.camera = OrbitCamera()
         self.lure = Lure(params["contain_radius"], flat=params["dimensions"] == 2)
@@ -117,12 +128,12 @@ class Show:
         return self.looks.routes
 
     @property
-    def recorder(self) -> Any:
+    def recorder(self) -> Recorder | None:
         """--record-control's recorder: every frame's values, every action and recall."""
         return self._recorder
 
     @recorder.setter
-    def recorder(self, recorder: Any) -> None:
+    def recorder(self, recorder: Recorder | None) -> None:
         self._recorder = self.looks.recorder = recorder
 
     # ---- update -----------------------------------------------------------------------------

@@ -194,7 +194,7 @@ class LiveShow:
             self.telemetry.write(show.telemetry())
             self.telemetry.close()
         if show.recorder is not None:
-            show.recorder.close()
+            show.recorder.close(end=show.show_time)
             log.info(show.recorder.error or f"control track written to {args.record_control}")
         show.release()
 

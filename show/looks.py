@@ -48,7 +48,7 @@ class Looks:
         self.bank = bank  # slots 1-9, or None (benchmarks, a render without MIDI)
         self.preset = preset  # the preset last recalled (or started from), for "modified"
         self.recovery = recovery
-        self.recorder: Any = None  # --record-control: told of each recall
+        self.recorder: Any = None  # --record-control (show.frame.Recorder): told of each recall
         self.pinned = set(pinned)  # the command line's, until played live
         self.seed = seed
         self.pick_up = pick_up  # knobs pick up the new values instead of jumping

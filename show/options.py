@@ -6,11 +6,13 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from control.files import FileProblem, load_state
 from control.params import Params
+from visual.gl import BUNDLED_SHADERS
 
 HEADLESS_SIZE = (1280, 720)  # a headless run's frame unless --size
 
@@ -35,6 +37,9 @@ class ShowOptions:
     count_limit: int | None = None
     # A live show says its slow frames; an offline render (no audience, no clock) does not.
     live: bool = True
+    # Where the shaders come from: None, $SWARM_SHADERS or the bundled ones; safe mode: the
+    # bundled ones whatever the environment says.
+    shader_dir: Path | None = None
 
 
 def options_from_args(args: argparse.Namespace, params: Params, *, render: bool = False
@@ -54,5 +59,6 @@ def options_from_args(args: argparse.Namespace, params: Params, *, render: bool 
         neighbors=getattr(args, "neighbors", "grid"), seed=args.seed or 0, fixed_dt=fixed_dt,
         obstacles=getattr(args, "obstacle", None) or (), position=position, velocity=velocity,
         reproducible=render or fixed_dt is not None, live=not render,
+        shader_dir=BUNDLED_SHADERS if getattr(args, "safe_mode", False) else None,
         pinned=frozenset({"count"}) if args.count is not None or position is not None
         else frozenset())

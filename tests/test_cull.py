@@ -8,13 +8,20 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from drawing import Drawn
 
+import visual.gl
 from control.params import Params
 from visual.camera import OrbitCamera, frustum_planes, look_at, perspective, sphere_visible
-from drawing import Drawn
 from visual.swarm import Swarm, pack_agents
 
 SIZE = (64, 48)  # the cull tests only need a draw to happen, not to look at it
+
+
+@pytest.fixture(autouse=True)
+def strict_uniforms(monkeypatch):
+    """A uniform name a program does not have, or a program without its block, is an error."""
+    monkeypatch.setattr(visual.gl, "STRICT", True)
 
 
 class AgentBuffer:
@@ -276,7 +283,7 @@ def test_counts_arrive_once_the_gpu_has_finished_their_frame(ctx):
     framebuffer = renderer.offscreen_framebuffer(SIZE)
     hidden = np.tile(np.asarray(camera.eye) * 1.5, (1000, 1))
     velocity = np.ones((1000, 3), np.float32)
-    assert renderer._counter_ring.fences is not None  # EGL on llvmpipe has GL fences
+    assert renderer._readback.ring.fences is not None  # EGL on llvmpipe has GL fences
     # Frame k shows 1000 - 100 k agents: the rest are hidden behind the camera.
     seen = []
     try:
@@ -343,13 +350,13 @@ def test_counts_are_never_read_before_the_gpu_is_done(ctx):
     agents = AgentBuffer(ctx, np.zeros((500, 3), np.float32))
     renderer = Drawn(ctx, Params())
     stuck = _StuckFences()
-    renderer._counter_ring.fences = stuck
+    renderer._readback.ring.fences = stuck
     framebuffer = renderer.offscreen_framebuffer(SIZE)
     try:
         for _ in range(5):
             renderer.render(agents, OrbitCamera(), framebuffer)
             assert renderer.counts is None
-        assert renderer._counter_ring.overwritten == 2 and len(stuck.live) == 3
+        assert renderer._readback.ring.overwritten == 2 and len(stuck.live) == 3
         stuck.done = True
         renderer.render(agents, OrbitCamera(), framebuffer)
         assert renderer.counts_frame == 5 and renderer.visible == 500

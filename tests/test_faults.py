@@ -1,5 +1,5 @@
-"""Fault injection on one running show: after each fault the show still runs, the screen is not
-black, and no file on disk is damaged.
+"""Fault injection on a running show, one test a fault (the first failure hides no other):
+after each fault the show still runs, the screen is not black, and no file on disk is damaged.
 
 The faults: an audio callback fed blocks that break it, an audio stream that stalls, an audio
 device that vanishes, a MIDI port that vanishes mid-message (and malformed MIDI bytes), a
@@ -31,6 +31,7 @@ from control.params import Params
 from control.presets import PresetBank, load_preset
 from control.recovery import RecoveryWriter
 from show.frame import Show
+from show.loop import FixedStep, Loop, Offscreen
 from show.options import ShowOptions
 
 SIZE = (160, 90)
@@ -58,21 +59,23 @@ class Rig:
                          osc=self.osc,
                          presets=PresetBank(tmp_path / "user"),
                          recovery=RecoveryWriter(tmp_path / "recovery.json", interval=0.5))
-        self.framebuffer = self.show.renderer.offscreen_framebuffer(SIZE)
+        self.sink = Offscreen(self.show, SIZE)
         self.now = 100.0
 
     def frames(self, count: int, feed_audio: bool = True) -> np.ndarray:
-        for _ in range(count):
-            self.now += 1 / FPS
+        """`count` frames of the show's one loop, a fixed step, the fake card fed before each
+        (as its callback thread would) unless `feed_audio` is off."""
+        def feed(tick) -> None:
+            self.now = tick.now
             stream = self.sd.streams[-1] if self.sd.streams else None
             if feed_audio and stream and not (stream.closed or stream.dead):
                 for _ in range(3):
                     stream.feed(sine_block())
-            self.show.update(self.now)
-            assert self.audio.wait_for_reopening()
-            self.show.advance(1 / FPS)
-            self.show.draw(self.framebuffer)
-        pixels = self.framebuffer.read(components=3)
+
+        loop = Loop(self.show, FixedStep(1 / FPS, start=self.now + 1 / FPS), before=feed,
+                    after=lambda: self.audio.wait_for_reopening())
+        loop.run(self.sink, frames=count)
+        pixels = self.sink.pixels()
         return np.frombuffer(pixels, np.uint8).reshape(SIZE[1], SIZE[0], 3)
 
     def assert_healthy(self, what: str) -> None:
@@ -84,21 +87,25 @@ class Rig:
 
 @pytest.fixture
 def rig(ctx, tmp_path, monkeypatch, said):
+    """A healthy show to break; afterwards, nothing on disk was damaged: the bundled presets
+    are unchanged and the recovery file, if written, reads whole."""
     shaders = tmp_path / "shaders"
     shutil.copytree(visual.gl.BUNDLED_SHADERS, shaders)
-    monkeypatch.setattr(visual.gl, "SHADER_DIR", shaders)
+    monkeypatch.setenv("SWARM_SHADERS", str(shaders))
+    bundled = digest(ROOT / "presets")
     rig = Rig(ctx, tmp_path, said)
     rig.shaders = shaders
-    yield rig
-    rig.show.release()
-
-
-def test_the_show_survives_every_fault(rig, tmp_path):
-    bundled = digest(ROOT / "presets")
     rig.assert_healthy("start")
     assert rig.audio.state == "ok" and rig.show.audio.level > 0.5
+    yield rig
+    assert rig.show.looks.recovery.flush()
+    if (tmp_path / "recovery.json").exists():
+        load_preset(tmp_path / "recovery.json")  # whole: raises on a damaged file
+    rig.show.release()
+    assert digest(ROOT / "presets") == bundled
 
-    # 1. The audio callback gets blocks that would break a careless callback.
+
+def test_malformed_audio_blocks(rig):
     class Exploding:
         def __len__(self):
             raise RuntimeError("driver bug")
@@ -110,12 +117,14 @@ def test_the_show_survives_every_fault(rig, tmp_path):
     rig.assert_healthy("malformed audio blocks")
     assert np.isfinite(rig.show.audio.level)
 
-    # 2. The stream stalls: audio lost, the level falls to zero, the show goes on.
+
+def test_an_audio_stream_that_stalls(rig):
     rig.frames(round(1.2 * FPS), feed_audio=False)
     assert rig.audio.state in ("audio lost", "ok")  # lost, or already reopened by name
     rig.assert_healthy("an audio stall")
 
-    # 3. The device vanishes, then comes back.
+
+def test_an_audio_device_that_vanishes_and_comes_back(rig):
     rig.sd.plugged = []
     rig.sd.stream.dead = True
     rig.frames(round(1.0 * FPS))
@@ -125,7 +134,8 @@ def test_the_show_survives_every_fault(rig, tmp_path):
     rig.frames(round(6 * FPS))
     assert rig.audio.state == "ok"
 
-    # 4. The MIDI port vanishes mid-message; then junk bytes; knobs work afterwards.
+
+def test_a_midi_port_vanishing_mid_message_and_junk_bytes(rig):
     rig.midi_source.queue += [(bytes([0xB0, 70]), 1.0)]  # the port went away here
     rig.midi_source.status = lambda: {"api": "fake", "ports_open": [], "state": "MIDI: lost"}
     rig.assert_healthy("a MIDI port vanishing mid-message")
@@ -134,9 +144,10 @@ def test_the_show_survives_every_fault(rig, tmp_path):
     rig.assert_healthy("malformed MIDI")
     rig.midi_source.queue += [(bytes([0xB0, 70, 0]), 1.5), (bytes([0xB0, 70, 127]), 1.6)]
     rig.frames(1)
-    assert rig.show.params["separation_weight"] == pytest.approx(5.0)
+    assert rig.show.params["separation_weight"] == pytest.approx(5.0)  # knobs still work
 
-    # 5. A truncated preset recalled live: the look stays, the file is left as it was.
+
+def test_a_truncated_preset_recalled_live(rig, tmp_path):
     user = tmp_path / "user"
     user.mkdir(exist_ok=True)
     truncated = '{"format": "swarm-preset", "version": 1, "params": {"max_speed": 1'
@@ -144,26 +155,29 @@ def test_the_show_survives_every_fault(rig, tmp_path):
     before = rig.show.params.as_dict()
     rig.show.act(Action("recall_preset", 4))
     rig.assert_healthy("a truncated preset")
-    assert rig.show.params.as_dict() == before
-    assert (user / "slot-4.json").read_text() == truncated
+    assert rig.show.params.as_dict() == before  # the look stays
+    assert (user / "slot-4.json").read_text() == truncated  # the file is left as it was
     assert "slot-4.json" in rig.show.looks.problem
 
-    # 6. A shader with a syntax error saved while running: the last good one keeps drawing.
+
+def test_a_shader_with_a_syntax_error_saved_while_running(rig):
     vertex = rig.shaders / "agent.vert"
     vertex.write_text(vertex.read_text() + "\nvoid broken( {\n")
     rig.show._shader_watch._next = 0.0
     rig.show.poll_shaders(rig.now + 10)
     assert "agent.vert" in rig.show.status["shaders"]
-    rig.assert_healthy("a broken shader")
+    rig.assert_healthy("a broken shader")  # the last good one keeps drawing
 
-    # 7. NaN in the agent buffer (a driver fault, a bad write): the guard puts agents back.
+
+def test_nan_in_the_agent_buffer(rig):
     agents = np.frombuffer(rig.show.swarm.current.read(), np.float32).reshape(-1, 8).copy()
-    agents[::50, 0:3] = np.nan
+    agents[::50, 0:3] = np.nan  # a driver fault, a bad write
     rig.show.swarm.current.write(agents.tobytes())
     rig.assert_healthy("NaN in the agent buffer")
-    assert rig.show.swarm.read_guarded() >= len(agents[::50])
+    assert rig.show.swarm.read_guarded() >= len(agents[::50])  # the guard put them back
 
-    # 8. Hostile OSC: junk, a bundle bomb, NaN, out of range, a flood; then a good message.
+
+def test_hostile_osc(rig):
     sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     target = ("127.0.0.1", rig.osc.port)
     bomb = b"/swarm/respawn\0\0"
@@ -179,8 +193,3 @@ def test_the_show_survives_every_fault(rig, tmp_path):
     rig.assert_healthy("hostile OSC")
     assert rig.show.params["max_speed"] == 6.5 and rig.osc.rejected >= 600
     assert sum(line.startswith("osc:") for line in rig.messages) <= 2  # not one line each
-
-    # Nothing on disk was damaged: the recovery file reads whole, bundled presets unchanged.
-    assert rig.show.looks.recovery.flush()
-    assert load_preset(tmp_path / "recovery.json").values["separation_weight"] == 5.0
-    assert digest(ROOT / "presets") == bundled

@@ -11,17 +11,24 @@ from time import sleep
 
 import numpy as np
 import pytest
-
-from control.params import ParamError, Params
+from drawing import Drawn, render_offscreen
 from test_cull import AgentBuffer
+
+import visual.gl
+from control.params import ParamError, Params
 from visual.camera import OrbitCamera
 from visual.png import SIGNATURE, _chunk, decode_png, encode_png, read_png, write_png
-from drawing import Drawn, render_offscreen
 from visual.renderer import BACKGROUND, lod_distance
 from visual.swarm import Swarm, spawn_state
 
 SIZE = (320, 240)
 BLUE, RED, GREEN = (0.0, 0.0, 1.0), (1.0, 0.0, 0.0), (0.0, 1.0, 0.0)
+
+
+@pytest.fixture(autouse=True)
+def strict_uniforms(monkeypatch):
+    """A uniform name a program does not have, or a program without its block, is an error."""
+    monkeypatch.setattr(visual.gl, "STRICT", True)
 
 
 def colour_params(**values) -> Params:

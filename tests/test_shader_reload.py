@@ -1,5 +1,6 @@
 """Shader hot reload: an edited shader is recompiled while the show runs; a broken one shows
-its file and line and the last good programs keep drawing."""
+its file and line and the last good programs keep drawing. Which folder: $SWARM_SHADERS, read
+when an owner is made, unless it is given one (safe mode gives the bundled folder)."""
 
 from __future__ import annotations
 
@@ -13,16 +14,24 @@ import visual.gl
 from control.params import Params
 from show.frame import Show
 from show.options import ShowOptions
-from visual.gl import BUNDLED_SHADERS
+from visual.gl import BUNDLED_SHADERS, ShaderError
+from visual.renderer import Renderer
+from visual.swarm import Swarm
 
 SIZE = (160, 90)
+
+
+@pytest.fixture(autouse=True)
+def strict_uniforms(monkeypatch):
+    """A uniform name a program does not have, or a program without its block, is an error."""
+    monkeypatch.setattr(visual.gl, "STRICT", True)
 
 
 @pytest.fixture
 def shader_copy(tmp_path, monkeypatch):
     folder = tmp_path / "shaders"
     shutil.copytree(BUNDLED_SHADERS, folder)
-    monkeypatch.setattr(visual.gl, "SHADER_DIR", folder)
+    monkeypatch.setenv("SWARM_SHADERS", str(folder))
     return folder
 
 
@@ -83,3 +92,31 @@ def test_the_watch_looks_at_most_once_a_second(shader_copy):
     assert not watch.changed(10.5)  # too soon: not even looked at
     assert watch.changed(11.0)
     assert not watch.changed(12.5)  # nothing new
+
+
+def test_the_folder_is_read_when_asked_not_at_import(tmp_path, monkeypatch):
+    monkeypatch.delenv("SWARM_SHADERS", raising=False)
+    assert visual.gl.shader_dir() == BUNDLED_SHADERS
+    monkeypatch.setenv("SWARM_SHADERS", str(tmp_path))
+    assert visual.gl.shader_dir() == tmp_path
+    assert visual.gl.ShaderWatch().shader_dir == tmp_path
+    assert visual.gl.ShaderWatch(shader_dir=BUNDLED_SHADERS).shader_dir == BUNDLED_SHADERS
+
+
+def test_an_owner_given_a_folder_ignores_swarm_shaders(ctx, shader_copy):
+    """Safe mode: the bundled shaders, whatever $SWARM_SHADERS holds (here a broken copy)."""
+    boids = shader_copy / "boids.glsl"
+    boids.write_text(boids.read_text() + "\nthis is not GLSL\n")
+    params = Params({"count": 300})
+    with pytest.raises(ShaderError, match="boids.glsl"):
+        Swarm(ctx, params)
+    swarm = Swarm(ctx, params, shader_dir=BUNDLED_SHADERS)
+    renderer = Renderer(ctx, shader_dir=BUNDLED_SHADERS)
+    try:
+        swarm.step(1 / 60)
+        swarm.reload_shaders()  # from the folder it was given, still
+        renderer.reload_shaders()
+        assert swarm.shader_dir == renderer.shader_dir == BUNDLED_SHADERS
+    finally:
+        renderer.release()
+        swarm.release()

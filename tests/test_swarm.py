@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 import reference
+
+import visual.gl
 from control.params import Params
 from visual.swarm import MAX_CELLS, Swarm, cell_budget, grid_shape, pack_agents, spawn_state
 
@@ -43,6 +44,12 @@ def assert_matches(gpu, ref, margin, what: str, min_margin: float = 1e-4):
         assert np.all(error <= TOL * scale), (
             f"{what}: {name} differs by up to {error.max():.3g} "
             f"(agent {np.argmax(error.max(axis=1))})")
+
+
+@pytest.fixture(autouse=True)
+def strict_uniforms(monkeypatch):
+    """A uniform name a kernel does not have, or a kernel without its block, is an error."""
+    monkeypatch.setattr(visual.gl, "STRICT", True)
 
 
 @pytest.fixture(params=PATHS)
@@ -403,20 +410,20 @@ def test_a_neighbor_radius_sweep_reuses_the_grid_buffers(ctx):
     swarm.max_cells = MAX_CELLS  # 800 agents' own budget would cap the 1.0 radius's grid
     try:
         swarm.step(1 / 60)
-        buffers = list(swarm._grid_buffers)
+        buffers = list(swarm._cells.buffers)
         for radius in (3.05, 3.1, 3.2, 3.35, 3.5, 3.4, 3.0, 2.9):  # 2.9: more cells, within room
             params["neighbor_radius"] = radius
             before = swarm.read_state()
             swarm.step(1 / 60)
             rx, rv, margin = reference.step(*before, params, 1 / 60)
             assert_matches(swarm.read_state(), (rx, rv), margin, f"radius {radius}")
-        assert swarm._grid_buffers == buffers
+        assert swarm._cells.buffers == buffers
         params["neighbor_radius"] = 1.0  # 27x the cells: now it must grow
         swarm.step(1 / 60)
-        assert swarm._grid_buffers[0] is not buffers[0]
-        grown = swarm._grid_capacity
+        assert swarm._cells.buffers[0] is not buffers[0]
+        grown = swarm.grid_capacity
         params["neighbor_radius"] = 3.0  # far smaller again: the memory is given back
         swarm.step(1 / 60)
-        assert swarm._grid_capacity < grown / 4
+        assert swarm.grid_capacity < grown / 4
     finally:
         swarm.release()

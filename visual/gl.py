@@ -1,7 +1,9 @@
 """GL plumbing shared by the swarm and the renderer: contexts, shader sources, dispatch, timers.
 
 Shader files live in the project's `shaders/` folder, found from this file, never from the working
-directory. `#include "name"` pulls a file in once and marks where it starts with `#line`, so that a
+directory (`$SWARM_SHADERS`, read when `shader_dir()` is called, points at another copy; an owner
+given `shader_dir=` uses that folder instead). `#include "name"` pulls a file in once, a generated
+one (visual/uniforms.py) or one of the folder's, and marks where it starts with `#line`, so that a
 compiler error can be mapped back to the right file and line. Main thread only.
 """
 
@@ -11,17 +13,19 @@ import os
 import re
 import time
 from collections import deque
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import moderngl
 
 from visual.fence import fences_for
+from visual.uniforms import GENERATED_INCLUDES, Block
 
 BUNDLED_SHADERS = Path(__file__).resolve().parent.parent / "shaders"
-# SWARM_SHADERS points the instrument at another copy of the folder (to live-code your own);
-# tests point it at a temporary copy.
-SHADER_DIR = Path(os.environ.get("SWARM_SHADERS") or BUNDLED_SHADERS)
+# Tests turn this on (an autouse fixture in each GPU test module): a uniform name a program does
+# not have, or a program without the block it should read, raises instead of being skipped.
+STRICT = False
 GLSL_VERSION = "#version 430 core"
 MAX_GROUPS_X = 65535  # the minimum GL guarantees for GL_MAX_COMPUTE_WORK_GROUP_COUNT
 
@@ -30,6 +34,16 @@ _INCLUDE = re.compile(r'^\s*#include\s+"([^"]+)"\s*$')
 
 class ShaderError(RuntimeError):
     """A shader that failed to load, compile or link; the message names the file and line."""
+
+
+def shader_dir() -> Path:
+    """The shader folder now: $SWARM_SHADERS (a copy to live-code) or the bundled one."""
+    return Path(os.environ.get("SWARM_SHADERS") or BUNDLED_SHADERS)
+
+
+def resolve_shader_dir(given: Path | str | None) -> Path:
+    """An owner's folder: the one it was given, else `shader_dir()` as it is now."""
+    return Path(given) if given is not None else shader_dir()
 
 
 def create_headless_context() -> moderngl.Context:
@@ -48,7 +62,7 @@ class ShaderSource:
 
     def __init__(self, name: str, defines: Mapping[str, Any] | None = None,
                  shader_dir: Path | None = None) -> None:
-        self.shader_dir = shader_dir or SHADER_DIR
+        self.shader_dir = resolve_shader_dir(shader_dir)
         self.files: list[str] = []
         body: list[str] = []
         self._expand(name, body, set())
@@ -61,13 +75,17 @@ class ShaderSource:
         if name in seen:
             return
         seen.add(name)
-        path = self.shader_dir / name
-        try:
-            lines = path.read_text().splitlines()
-        except OSError as exc:
-            raise ShaderError(f"{path}: cannot read shader file ({exc.strerror})") from exc
         index = len(self.files)
-        self.files.append(name)
+        if name in GENERATED_INCLUDES:
+            lines = GENERATED_INCLUDES[name].splitlines()
+            self.files.append(f"{name} (generated)")
+        else:
+            path = self.shader_dir / name
+            try:
+                lines = path.read_text().splitlines()
+            except OSError as exc:
+                raise ShaderError(f"{path}: cannot read shader file ({exc.strerror})") from exc
+            self.files.append(name)
         out.append(f"#line 1 {index}")
         for number, line in enumerate(lines, start=1):
             match = _INCLUDE.match(line)
@@ -91,15 +109,15 @@ class ShaderSource:
 class ShaderWatch:
     """Notices edits under the shader folder: `changed()` looks at most once a second."""
 
-    def __init__(self, interval: float = 1.0) -> None:
+    def __init__(self, interval: float = 1.0, shader_dir: Path | None = None) -> None:
         self.interval = interval
+        self.shader_dir = resolve_shader_dir(shader_dir)
         self._next = 0.0
         self._seen = self._snapshot()
 
-    @staticmethod
-    def _snapshot() -> dict[str, float]:
+    def _snapshot(self) -> dict[str, float]:
         try:
-            return {p.name: p.stat().st_mtime for p in SHADER_DIR.iterdir() if p.is_file()}
+            return {p.name: p.stat().st_mtime for p in self.shader_dir.iterdir() if p.is_file()}
         except OSError:
             return {}
 
@@ -115,21 +133,53 @@ class ShaderWatch:
         return True
 
 
-def compute_program(ctx: moderngl.Context, name: str,
-                    defines: Mapping[str, Any] | None = None) -> moderngl.ComputeShader:
-    source = ShaderSource(name, defines)
+def compute_program(ctx: moderngl.Context, name: str, defines: Mapping[str, Any] | None = None,
+                    shader_dir: Path | None = None, block: Block | None = None
+                    ) -> moderngl.ComputeShader:
+    """Compile shaders/`name`; `block`: the uniform block it reads (checked, see check_block)."""
+    source = ShaderSource(name, defines, shader_dir)
     try:
-        return ctx.compute_shader(source.text)
+        program = ctx.compute_shader(source.text)
     except Exception as exc:
         raise ShaderError(f"{name}: {source.explain(str(exc))}") from exc
+    if block is not None:
+        try:
+            check_block(program, block, name)
+        except ShaderError:
+            program.release()
+            raise
+    return program
 
 
-def set_uniforms(program: Any, values: Mapping[str, Any]) -> None:
-    """Set the uniforms a program uses; ones the compiler removed are skipped."""
+def check_block(program: Any, block: Block, what: str, strict: bool | None = None) -> None:
+    """A program that declares `block` must lay it out as visual/uniforms.py packs it (always
+    checked); one that does not declare it at all is an error when strict (tests), and fine
+    live (a shader being live-coded may not read it)."""
+    strict = STRICT if strict is None else strict
+    try:
+        member = program[block.name]
+    except KeyError:
+        if strict:
+            raise ShaderError(f"{what}: does not read the uniform block {block.name}") from None
+        return
+    if not isinstance(member, moderngl.UniformBlock) or member.size != block.size:
+        size = getattr(member, "size", "?")
+        raise ShaderError(f"{what}: {block.name} is {size} bytes on the GPU, but "
+                          f"visual/uniforms.py packs {block.size}")
+
+
+def set_uniforms(program: Any, values: Mapping[str, Any], strict: bool | None = None) -> None:
+    """Set plain uniforms by name. A name the program does not have (misspelled, or removed by
+    the compiler as unused) raises KeyError when `strict` (default: STRICT, on in tests) and is
+    skipped otherwise, so that a live-coded shader that stops using one keeps running."""
+    strict = STRICT if strict is None else strict
     for key, value in values.items():
         try:
             member = program[key]
         except KeyError:
+            if strict:
+                raise KeyError(f"no uniform {key!r} in this program (it has: "
+                               f"{', '.join(sorted(program))})") from None
             continue
         member.value = value
 
@@ -143,6 +193,12 @@ def dispatch_1d(program: moderngl.ComputeShader, items: int, local_size: int) ->
     x = min(groups, MAX_GROUPS_X)
     y = -(-groups // x)
     program.run(x, y, 1)
+
+
+def storage_barrier(ctx: moderngl.Context) -> None:
+    """Between compute passes: shader storage writes become visible to the next pass (and to the
+    renderer's cull and vertex shaders). Narrower than all bits: cheaper on NVIDIA."""
+    ctx.memory_barrier(moderngl.SHADER_STORAGE_BARRIER_BIT)
 
 
 def is_software(ctx: moderngl.Context) -> bool:
