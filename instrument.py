@@ -212,7 +212,8 @@ def build_parser() -> argparse.ArgumentParser:
 def build_params(args: argparse.Namespace) -> tuple[Params, list, Any]:
     """The parameters (defaults, then --resume's recovery file or --preset, then --count), the
     audio modulation routes and the preset started from."""
-    from control.presets import PresetBank, PresetError, apply_preset, load_preset
+    from control.preset_bank import PresetBank
+    from control.presets import PresetError, apply_preset, load_preset
     from control.recovery import load_recovery
 
     params, routes, preset = Params(), [], None
@@ -287,7 +288,7 @@ def check_args(args: argparse.Namespace) -> None:
     if args.state_in:
         load_state(args.state_in)  # a bad state file ends the start here, named
     if args.midi_map and not args.no_midi and not args.safe_mode:
-        from control.midi_map import load_mapping
+        from control.midi_map_file import load_mapping
 
         load_mapping(args.midi_map)  # MappingError names the file and the line or key
     if args.audio_file and not args.safe_mode:

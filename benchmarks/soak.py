@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     from audio.wavfile import read_wav
     from control.midi import DEFAULT_MAPPING, Midi
     from control.params import Params
-    from control.presets import PresetBank
+    from control.preset_bank import PresetBank
     from show.frame import Show
     from show.loop import Loop, Offscreen
     from show.options import ShowOptions

@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from control.midi_controller import Action, MidiController
-from control.midi_map import MappingError, MidiMapping, load_mapping, save_mapping
+from control.midi_map import MappingError, MidiMapping
+from control.midi_map_file import load_mapping, save_mapping
 from control.params import Params
-from control.presets import user_presets_dir
+from control.preset_bank import user_presets_dir
 
 PRESETS = Path(__file__).resolve().parent.parent / "presets"
 DEFAULT_MAPPING = PRESETS / "midi-default.json"  # shipped: an 8-knob controller

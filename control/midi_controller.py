@@ -13,14 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from control.actions import Action
-from control.midi_map import (
-    KNOB_KINDS,
-    Binding,
-    MidiMapping,
-    Pickup,
-    position_7bit,
-    position_14bit,
-)
+from control.midi_map import KNOB_KINDS, Binding, MidiMapping, Pickup, position_7bit, position_14bit
 from control.params import ParamError, Params, param
 
 # After learn binds controller n (0-31), its LSB n + 32 arriving this soon after on the same

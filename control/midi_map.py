@@ -20,15 +20,12 @@ one per choice, in the registry's order.
 
 from __future__ import annotations
 
-import json
 import math
-import os
-from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from control.actions import MAPPABLE
-from control.files import FileProblem, read_json
+from control.files import FileProblem
 from control.params import CURVES, Param, ParamError, curve_position, curve_value, param
 
 KNOB_KINDS = ("float", "int", "bool", "choice")  # a colour is three numbers: not one knob
@@ -41,7 +38,7 @@ class MappingError(FileProblem):
     """A mapping (file or entry) that cannot be used; the message names the file and key."""
 
 
-class _EntryError(ValueError):
+class EntryError(ValueError):
     """A bad field of one entry; `key` is the field, so a file loader can name its path."""
 
     def __init__(self, key: str, message: str) -> None:
@@ -51,7 +48,7 @@ class _EntryError(ValueError):
 
 def _check_int(key: str, value: Any, lo: int, hi: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-        raise _EntryError(key, f"must be a whole number from {lo} to {hi}, got {value!r}")
+        raise EntryError(key, f"must be a whole number from {lo} to {hi}, got {value!r}")
     return value
 
 
@@ -80,25 +77,25 @@ class Binding:
         if self.fine_controller is not None:
             _check_int("fine_controller", self.fine_controller, 0, 127)
             if self.fine_controller == self.controller:
-                raise _EntryError("fine_controller", "must differ from 'controller' (it is the "
+                raise EntryError("fine_controller", "must differ from 'controller' (it is the "
                                   "LSB of a 14-bit pair, usually controller + 32)")
         if not isinstance(self.param, str):
-            raise _EntryError("param", f"must be a parameter name, got {self.param!r}")
+            raise EntryError("param", f"must be a parameter name, got {self.param!r}")
         try:
             spec = param(self.param)
         except ParamError as exc:
-            raise _EntryError("param", str(exc)) from None
+            raise EntryError("param", str(exc)) from None
         if spec.kind not in KNOB_KINDS:
-            raise _EntryError("param", f"'{spec.name}' is a {spec.kind} parameter; a knob can "
+            raise EntryError("param", f"'{spec.name}' is a {spec.kind} parameter; a knob can "
                               f"drive {', '.join(KNOB_KINDS)} parameters")
         if self.curve is not None and self.curve not in CURVES:
-            raise _EntryError("curve", f"must be one of {', '.join(CURVES)}, got {self.curve!r}")
+            raise EntryError("curve", f"must be one of {', '.join(CURVES)}, got {self.curve!r}")
         if not isinstance(self.invert, bool):
-            raise _EntryError("invert", f"must be true or false, got {self.invert!r}")
+            raise EntryError("invert", f"must be true or false, got {self.invert!r}")
         if spec.kind in ("bool", "choice"):
             for key in ("lo", "hi"):
                 if getattr(self, key) is not None:
-                    raise _EntryError(key, f"'{spec.name}' is a {spec.kind} parameter: it has "
+                    raise EntryError(key, f"'{spec.name}' is a {spec.kind} parameter: it has "
                                       "no range to narrow")
             return
         for key in ("lo", "hi"):
@@ -107,10 +104,10 @@ class Binding:
                 continue
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
                     math.isfinite(value) and spec.lo <= value <= spec.hi):
-                raise _EntryError(key, f"must be a number within '{spec.name}''s range "
+                raise EntryError(key, f"must be a number within '{spec.name}''s range "
                                   f"[{spec.lo:g}, {spec.hi:g}], got {value!r}")
         if not self.range[0] < self.range[1]:
-            raise _EntryError("hi", f"must be above lo (got lo {self.range[0]:g}, hi "
+            raise EntryError("hi", f"must be above lo (got lo {self.range[0]:g}, hi "
                               f"{self.range[1]:g}); use \"invert\": true to turn the knob round")
 
     @property
@@ -203,17 +200,17 @@ class ActionRule:
 
     def __post_init__(self) -> None:
         if self.trigger not in ("note", "program"):
-            raise _EntryError("trigger", "an action needs a \"note\" or a \"program\" key")
+            raise EntryError("trigger", "an action needs a \"note\" or a \"program\" key")
         if self.number is not None:
             _check_int(self.trigger, self.number, 0, 127)
         if self.action not in ACTIONS:
-            raise _EntryError("action", f"must be one of {', '.join(ACTIONS)}, "
+            raise EntryError("action", f"must be one of {', '.join(ACTIONS)}, "
                               f"got {self.action!r}")
         if self.channel is not None:
             _check_int("channel", self.channel, 1, 16)
         if self.preset is not None:
             if self.action != "recall_preset":
-                raise _EntryError("preset", "only a recall_preset action takes a preset")
+                raise EntryError("preset", "only a recall_preset action takes a preset")
             _check_int("preset", self.preset, 0, 127)
 
     def matches(self, trigger: str, channel: int, number: int) -> bool:
@@ -241,7 +238,7 @@ class MidiMapping:
             for key, fine in keys:
                 if key in index:
                     other = index[key][0]
-                    raise _EntryError(
+                    raise EntryError(
                         f"[{number}]", f"ch{key[0]} CC{key[1]} is already bound to "
                         f"'{other.param}' ({other.label()}); a controller drives one parameter")
                 index[key] = (binding, fine)
@@ -275,142 +272,6 @@ class MidiMapping:
 
 
 # ----- files -----
-
-_BINDING_KEYS = ("channel", "controller", "fine_controller", "param", "curve", "invert",
-                 "lo", "hi")
-_ACTION_KEYS = ("note", "program", "channel", "action", "preset")
-_TOP_KEYS = ("about", "bindings", "actions")
-
-
-def _unknown_keys(entry: dict, known: Iterable[str], where: str) -> None:
-    for key in entry:
-        if key not in known:
-            raise MappingError(f"{where}: unknown key '{key}' (known: {', '.join(known)})")
-
-
-def _entries(data: dict, name: str, keys: tuple[str, ...], source: str, example: str):
-    """(where, entry) for each object of the list `data[name]`, checked to be an object with
-    only `keys`; `where` names it in messages."""
-    entries = data.get(name, [])
-    if not isinstance(entries, list):
-        raise MappingError(f"{source}: {name}: must be a list of objects")
-    for number, entry in enumerate(entries):
-        where = f"{source}: {name}[{number}]"
-        if not isinstance(entry, dict):
-            raise MappingError(f"{where}: must be an object like {example}")
-        _unknown_keys(entry, keys, where)
-        yield where, entry
-
-
-def mapping_from_json(data: Any, source: str) -> MidiMapping:
-    """Build a mapping from parsed JSON; errors name `source` and the key path."""
-    if not isinstance(data, dict):
-        raise MappingError(f"{source}: a MIDI mapping is a JSON object with \"bindings\" and "
-                           "\"actions\" lists")
-    _unknown_keys(data, _TOP_KEYS, source)
-    about = data.get("about", "")
-    if not isinstance(about, str):
-        raise MappingError(f"{source}: about: must be text")
-    bindings = []
-    for where, entry in _entries(data, "bindings", _BINDING_KEYS, source,
-                                 '{"channel": 1, "controller": 70, "param": "max_speed"}'):
-        for key in ("channel", "controller", "param"):
-            if key not in entry:
-                raise MappingError(f"{where}: missing '{key}'")
-        try:
-            bindings.append(Binding(**entry))
-        except _EntryError as exc:
-            raise MappingError(f"{where}.{exc.key}: {exc}") from None
-    actions = []
-    for where, entry in _entries(data, "actions", _ACTION_KEYS, source,
-                                 '{"note": 36, "action": "respawn"}'):
-        if ("note" in entry) == ("program" in entry):
-            raise MappingError(f"{where}: needs exactly one of \"note\" or \"program\"")
-        if "action" not in entry:
-            raise MappingError(f"{where}: missing 'action' ({', '.join(ACTIONS)})")
-        trigger = "note" if "note" in entry else "program"
-        number_value = entry[trigger]
-        try:
-            actions.append(ActionRule(
-                trigger, None if number_value == "any" else number_value, entry["action"],
-                entry.get("channel"), entry.get("preset")))
-        except _EntryError as exc:
-            raise MappingError(f"{where}.{exc.key}: {exc}"
-                               + (" (or \"any\")" if exc.key == trigger else "")) from None
-    try:
-        return MidiMapping(tuple(bindings), tuple(actions), about)
-    except _EntryError as exc:
-        raise MappingError(f"{source}: bindings{exc.key}: {exc}") from None
-
-
-def mapping_to_json(mapping: MidiMapping) -> dict[str, Any]:
-    """The file form of a mapping; defaults are left out so files stay short."""
-    bindings = []
-    for b in mapping.bindings:
-        entry: dict[str, Any] = {"channel": b.channel, "controller": b.controller}
-        if b.fine_controller is not None:
-            entry["fine_controller"] = b.fine_controller
-        entry["param"] = b.param
-        if b.curve is not None:
-            entry["curve"] = b.curve
-        if b.invert:
-            entry["invert"] = True
-        for key in ("lo", "hi"):
-            if getattr(b, key) is not None:
-                entry[key] = getattr(b, key)
-        bindings.append(entry)
-    actions = []
-    for rule in mapping.actions:
-        entry = {rule.trigger: "any" if rule.number is None else rule.number}
-        if rule.channel is not None:
-            entry["channel"] = rule.channel
-        entry["action"] = rule.action
-        if rule.preset is not None:
-            entry["preset"] = rule.preset
-        actions.append(entry)
-    data: dict[str, Any] = {}
-    if mapping.about:
-        data["about"] = mapping.about
-    data["bindings"] = bindings
-    data["actions"] = actions
-    return data
-
-
-def _format(data: dict[str, Any]) -> str:
-    """JSON with one binding or action a line: easy to read and to diff."""
-    lines = ["{"]
-    items = list(data.items())
-    for number, (key, value) in enumerate(items):
-        comma = "," if number < len(items) - 1 else ""
-        if isinstance(value, list):
-            lines.append(f"  {json.dumps(key)}: [")
-            lines += [f"    {json.dumps(entry)}" + ("," if i < len(value) - 1 else "")
-                      for i, entry in enumerate(value)]
-            lines.append(f"  ]{comma}")
-        else:
-            lines.append(f"  {json.dumps(key)}: {json.dumps(value)}{comma}")
-    return "\n".join(lines + ["}", ""])
-
-
-def load_mapping(path: str | os.PathLike) -> MidiMapping:
-    """Read a mapping file; a MappingError names the file and the line (bad JSON) or the key."""
-    try:
-        data = read_json(path)
-    except FileProblem as exc:
-        raise MappingError(str(exc)) from None
-    return mapping_from_json(data, str(path))
-
-
-def save_mapping(path: str | os.PathLike, mapping: MidiMapping) -> None:
-    """Write atomically (control/atomic.py: a temporary file in the same folder, fsync, one
-    rename), keeping the file it replaces as PATH.bak: a crash or a full disk never leaves a
-    half-written mapping."""
-    from control.atomic import atomic_write_text
-
-    try:
-        atomic_write_text(path, _format(mapping_to_json(mapping)), backup=True)
-    except FileProblem as exc:
-        raise MappingError(str(exc)) from None
 
 
 @dataclass

@@ -106,9 +106,9 @@ class LiveShow:
     def build(self, ctx, size: tuple[int, int]) -> Show:
         """The show on `ctx` once the machine can hold it, its inputs open, --record-control's
         recorder on it, and the loop that plays it."""
-        from control.control_track import open_recorder
-        from control.presets import PresetBank
+        from control.preset_bank import PresetBank
         from control.recovery import RecoveryWriter
+        from control.track_recorder import open_recorder
 
         self.options.count_limit = check_machine(ctx, self.args, self.params, size)
         # The recovery file is for open-ended shows: a bounded run (--frames) leaves the last

@@ -255,7 +255,7 @@ def _preset_bank() -> Any:
     """The preset slots, so a MIDI file's program changes and crossfades recall presets as
     live. Not for recorded tracks: their param events already hold what the presets did."""
     try:
-        from control.presets import PresetBank
+        from control.preset_bank import PresetBank
     except ImportError:
         return None
     return PresetBank()

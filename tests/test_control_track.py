@@ -13,12 +13,13 @@ import pytest
 from audio.analysis import AudioFeatures, Bands
 from audio.recorded import RecordedAudio
 from control import control_track
-from control.control_track import ControlRecorder, ControlTrack, ControlTrackError
+from control.control_track import ControlTrack, ControlTrackError
 from control.midi import DEFAULT_MAPPING, Midi
 from control.midi_controller import MidiController
 from control.midi_file import MidiFileSource
 from control.modulation import Route
 from control.params import Params
+from control.track_recorder import ControlRecorder
 
 
 def features(level: float, onset: bool = False) -> AudioFeatures:

@@ -28,7 +28,8 @@ from control.actions import Action
 from control.midi import DEFAULT_MAPPING, Midi
 from control.osc import OscInput
 from control.params import Params
-from control.presets import PresetBank, load_preset
+from control.preset_bank import PresetBank
+from control.presets import load_preset
 from control.recovery import RecoveryWriter
 from show.frame import Show
 from show.loop import FixedStep, Loop, Offscreen

@@ -33,16 +33,11 @@ from conftest import run_instrument
 import control.atomic as atomic
 from control.atomic import atomic_write_text, remove_stale_temporaries
 from control.files import MAX_DEPTH, FileProblem, load_state, read_json, save_state
-from control.midi_map import MidiMapping, load_mapping, save_mapping
+from control.midi_map import MidiMapping
+from control.midi_map_file import load_mapping, save_mapping
 from control.params import Params
-from control.presets import (
-    BUNDLED_DIR,
-    PresetBank,
-    PresetError,
-    load_preset,
-    preset_from_show,
-    save_preset,
-)
+from control.preset_bank import BUNDLED_DIR, PresetBank
+from control.presets import PresetError, load_preset, preset_from_show, save_preset
 from control.recovery import RecoveryDamaged, RecoveryWriter, load_recovery, recovery_path
 
 BUNDLED_PRESETS = sorted(BUNDLED_DIR.glob("[1-9]-*.json"))

@@ -11,7 +11,8 @@ import pytest
 from control.actions import Action
 from control.midi import DEFAULT_MAPPING, Midi
 from control.midi_controller import LEARN_FINE_WINDOW_S, MidiController
-from control.midi_map import ActionRule, Binding, MidiMapping, load_mapping
+from control.midi_map import ActionRule, Binding, MidiMapping
+from control.midi_map_file import load_mapping
 from control.params import ParamError, Params
 
 

@@ -19,7 +19,8 @@ from midi_jack import WAIT_S, Sender, jack_midi_server
 from control.actions import Action
 from control.midi import DEFAULT_MAPPING, Midi
 from control.midi_input import MidiInput
-from control.midi_map import Binding, load_mapping
+from control.midi_map import Binding
+from control.midi_map_file import load_mapping
 from control.midi_system import list_midi_ports
 from control.params import Params
 

@@ -14,11 +14,10 @@ from control.midi_map import (
     MappingError,
     MidiMapping,
     Pickup,
-    load_mapping,
     position_7bit,
     position_14bit,
-    save_mapping,
 )
+from control.midi_map_file import load_mapping, save_mapping
 from control.params import param
 
 DEFAULT = Path(__file__).resolve().parent.parent / "presets" / "midi-default.json"

@@ -36,7 +36,7 @@ from control.osc_wire import (
     printable,
 )
 from control.params import Params, param
-from control.presets import PresetBank
+from control.preset_bank import PresetBank
 from show.frame import Show
 from show.options import ShowOptions
 from show.report import osc_line
@@ -525,7 +525,7 @@ def test_command_line_osc(tmp_path):
 
 def test_osc_actions_are_recorded_like_the_pads(ctx, osc, tmp_path):
     """--record-control keeps what OSC did, so the set renders again with it."""
-    from control.control_track import ControlRecorder
+    from control.track_recorder import ControlRecorder
 
     params = Params({"count": 300})
     show = Show(ctx, params, ShowOptions(), osc=osc)

@@ -20,12 +20,11 @@ from control.files import FileProblem
 from control.modulation import Route
 from control.morph import Morph, blend_routes, blend_value, crossfade
 from control.params import REGISTRY, Param, Params
+from control.preset_bank import BUNDLED_DIR, PresetBank
 from control.presets import (
-    BUNDLED_DIR,
     FORMAT,
     VERSION,
     Preset,
-    PresetBank,
     PresetError,
     apply_preset,
     differences,
@@ -591,6 +590,6 @@ def test_bundled_presets_are_distinct_looks():
 
 @pytest.mark.parametrize("path", MAPPINGS, ids=lambda p: p.name)
 def test_bundled_midi_mappings_load(path):
-    from control.midi_map import load_mapping
+    from control.midi_map_file import load_mapping
 
     assert load_mapping(path) is not None

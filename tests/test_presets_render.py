@@ -11,7 +11,8 @@ import pytest
 
 from control.morph import Morph
 from control.params import Params
-from control.presets import BUNDLED_DIR, apply_preset, load_preset
+from control.preset_bank import BUNDLED_DIR
+from control.presets import apply_preset, load_preset
 from visual.renderer import BACKGROUND
 
 BUNDLED = sorted(BUNDLED_DIR.glob("[1-9]-*.json"))

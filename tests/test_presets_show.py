@@ -14,7 +14,8 @@ from conftest import ROOT
 
 from control.actions import Action
 from control.params import Params
-from control.presets import PresetBank, load_preset
+from control.preset_bank import PresetBank
+from control.presets import load_preset
 from control.recovery import RecoveryWriter
 from show.frame import Show
 from show.options import ShowOptions
