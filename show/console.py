@@ -74,3 +74,8 @@ def install() -> Console:
 def console() -> Console | None:
     """The installed console, if any (a render registers its progress line with it)."""
     return next((h for h in logging.getLogger().handlers if isinstance(h, Console)), None)
+
+
+def error(message: object) -> None:
+    """The one line a refused start ends with (exit 2 follows), on stderr, made printable."""
+    print(f"instrument: error: {printable(message)}", file=sys.stderr, flush=True)
