@@ -1,5 +1,5 @@
 """The preset slots 1-9 for the number keys and MIDI program changes, and preset names: bundled
-presets fill slots by their file name, the user's saves fill them instead, 
+presets fill slots by their file name, the user's saves fill them instead, and `--preset NAME`
 finds a preset by name or slot. A file in the folder that cannot be read spoils only itself.
 Main thread only."""
 
