@@ -72,7 +72,6 @@ def telemetry(show: Show) -> dict[str, Any]:
     params = {k: (list(v) if isinstance(v, tuple) else v)
               for k, v in show.params.as_dict().items()}
     return {
-        "time": time.time(),
         "pid": os.getpid(),
         "frame": show.frame,
         "fps": _round(show.clock.fps),
@@ -199,7 +198,7 @@ class LatestRecord:
         temporary = f"{self.path}.tmp"
         try:
             with open(temporary, "w", encoding="utf-8") as stream:
-                stream.write(json.dumps(record_of()))
+                stream.write(json.dumps({"time": time.time(), **record_of()}))
             os.replace(temporary, self.path)
         except (OSError, ValueError):
             pass
@@ -229,10 +228,11 @@ class Telemetry:
         return self.write(record_of())
 
     def write(self, record: dict) -> bool:
+        """One record, stamped with the wall clock's time (the show itself reads no clock)."""
         if self._stream is None:
             return False
         try:
-            self._stream.write(json.dumps(record) + "\n")
+            self._stream.write(json.dumps({"time": time.time(), **record}) + "\n")
             return True
         except (OSError, ValueError) as exc:
             self.error = f"telemetry stopped: {self.path}: {exc}"
