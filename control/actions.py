@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # Actions a MIDI mapping may bind to a note or a program change, and a control track records.
-MAPPABLE = ("respawn", "separation_burst", "recall_preset")
+MAPPABLE = ("respawn", "separation_burst", "recall_preset", "tap", "downbeat")
 KINDS = MAPPABLE + (
     "set",          # values: parameters to set at once (a knob already set its own)
     "learned",      # param: MIDI learn just bound a knob to it
@@ -20,13 +20,16 @@ KINDS = MAPPABLE + (
     "save_preset",  # value: slot 1-9
     "lure",         # values: {"point": (x, y, z)}
 )
+# What quantize (a parameter: off, beat, bar) holds back until the next beat or bar.
+QUANTIZABLE = ("respawn", "separation_burst", "recall_preset")
 
 
 @dataclass(frozen=True)
 class Action:
     """kind: one of KINDS. value: "separation_burst" a strength in 0..1, "recall_preset" and
-    "save_preset" a slot 1-9, "select" a step, "nudge" a fraction of the range. param: for
-    "learned". values: for "set" (parameter -> value) and "lure"."""
+    "save_preset" a slot 1-9, "select" a step, "nudge" a fraction of the range, "tap" when it
+    was tapped (seconds, the loop's clock; None: this frame); "downbeat" marks this beat as a
+    bar's first. param: for "learned". values: for "set" (parameter -> value) and "lure"."""
 
     kind: str
     value: float | int | None = None

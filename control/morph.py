@@ -42,18 +42,20 @@ def blend_routes(a: Iterable[Route], b: Iterable[Route], weight: float) -> list[
     """Routes that fade from `a` to `b`: a's amounts times (1 - weight) plus b's times weight.
 
     Routes add up in `modulate`, so this is exactly the blend of the two modulations; routes
-    on the same source and parameter are merged into one. Exactly `a` at 0 and `b` at 1.
+    on the same source, parameter and period are merged into one. Exactly `a` at 0 and `b` at
+    1.
     """
     if weight <= 0.0:
         return list(a)
     if weight >= 1.0:
         return list(b)
-    amounts: dict[tuple[str, str], float] = {}
+    amounts: dict[tuple[str, str, float], float] = {}
     for routes, scale in ((a, 1.0 - weight), (b, weight)):
         for route in routes:
-            key = (route.source, route.param)
+            key = (route.source, route.param, route.beats)
             amounts[key] = amounts.get(key, 0.0) + route.amount * scale
-    return [Route(source, name, amount) for (source, name), amount in amounts.items()]
+    return [Route(source, name, amount, beats)
+            for (source, name, beats), amount in amounts.items()]
 
 
 def crossfade(a: Preset, b: Preset, x: float, keep: Collection[str] = ()) -> dict[str, Any]:

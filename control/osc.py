@@ -7,6 +7,8 @@ sets parameters and triggers what the MIDI pads trigger.
     /swarm/preset n             recall slot n (1-9) with the morph
     /swarm/respawn              respawn the swarm
     /swarm/burst [x]            a separation burst, x in 0..1 (default 1)
+    /swarm/tap                  tap tempo (four taps set the tempo and the phase)
+    /swarm/downbeat             this beat is the first of the bar
 
 Every datagram is hostile until parsed, and the parser is strict OSC 1.0: every size a multiple
 of four inside the datagram; padding after the address, the type tags, strings and blobs all
@@ -147,8 +149,11 @@ def interpret(address: str, args: list[Any]) -> Action:
         raise _unknown(address, f"ours start with {PREFIX}")
     _check_values(address, args)
     path = address[len(PREFIX):]
-    if path == "respawn":
-        return Action("respawn")
+    if path in ("respawn", "tap", "downbeat"):
+        if args:
+            raise OscError(f"{printable(address)}: takes no arguments, got "
+                           f"{', '.join(_show(a) for a in args)}")
+        return Action(path)
     if path == "burst":
         strength = _number(address, args[0]) if args else 1.0
         if len(args) > 1 or not 0.0 <= strength <= 1.0:
@@ -164,7 +169,7 @@ def interpret(address: str, args: list[Any]) -> Action:
     spec = BY_NAME.get(name)
     if spec is None or suffix not in ("", "norm"):
         raise _unknown(address, f"parameters: {PREFIX}<name>, {PREFIX}<name>/norm; "
-                                "also preset, respawn, burst")
+                                "also preset, respawn, burst, tap, downbeat")
     if suffix == "norm":  # a fader over the performance range, on the parameter's curve
         if spec.kind == "color":
             raise OscError(f"{printable(address)}: /norm takes one number; '{name}' is a colour")

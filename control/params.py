@@ -226,6 +226,14 @@ REGISTRY: tuple[Param, ...] = (
     _switch("cohesion", "cohesion rule on"),
     _switch("seek", "seek rule on (steer towards the lure)"),
     _switch("containment", "containment force on (sphere boundary)"),
+    Param("quantize", "off", "choice",
+          "preset recalls, respawns and bursts wait for the next beat or bar (off: at once)",
+          choices=("off", "beat", "bar")),
+    Param("tempo_source", "auto", "choice",
+          "which clock leads musical time: auto (Link, then MIDI clock, then tap, then the "
+          "audio's beats) or one of them", choices=("auto", "link", "midi clock", "tap", "audio")),
+    _f("bpm", 120, 20, 400, "a tempo to propose (a knob): tap tempo takes it, and a Link "
+       "session is asked for it; the tempo in use is the leading clock's", (60, 200)),
     Param("boundary", "sphere", "choice",
           "sphere: pushed back inside contain_radius; wrap: a box that wraps around",
           choices=("sphere", "wrap")),

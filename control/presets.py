@@ -223,7 +223,7 @@ def _same(p: Param, a: Any, b: Any) -> bool:
 
 
 def _route_counts(routes: Iterable[Route]) -> Counter:
-    return Counter((r.source, r.param, round(r.amount, 9)) for r in routes)
+    return Counter((r.source, r.param, round(r.amount, 9), r.beats) for r in routes)
 
 
 def _to_json_value(value: Any) -> Any:

@@ -170,6 +170,10 @@ def build_parser() -> argparse.ArgumentParser:
     midi.add_argument("--midi-map", metavar="PATH",
                       help="MIDI mapping file (default: the learned one, else the shipped one)")
     midi.add_argument("--no-midi", action="store_true", help="do not open MIDI at all")
+    timing = parser.add_argument_group("musical time")
+    timing.add_argument("--link", action="store_true",
+                        help="join the Ableton Link session on the local network: its tempo "
+                             "and beat grid lead (T taps a tempo, D marks the bar's first beat)")
     network = parser.add_argument_group("OSC")
     network.add_argument("--osc", metavar="[HOST:]PORT", type=osc_endpoint,
                          help="listen for OSC on this UDP port (all interfaces, or HOST only, "

@@ -25,13 +25,15 @@ import numpy as np
 
 from audio.analysis import speed_scale
 from audio.base import AudioFrameSource, Silence
-from control.actions import Action
-from control.modulation import Route, modulate
+from control.actions import QUANTIZABLE, Action
+from control.modulation import Route, modulate, tempo_sources
 from control.params import REGISTRY, Params, param
 from control.presets import Preset
+from control.tempo import TapTempo, Tempo
 from show.looks import Bank, Looks, Recovery
 from show.options import ShowOptions
 from show.report import FrameClock, hud_lines, telemetry
+from show.tempo import AudioTempo
 from visual.camera import OrbitCamera
 from visual.gl import GpuTimer, ShaderError, ShaderWatch, resolve_shader_dir
 from visual.lure import Lure
@@ -120,6 +122,11 @@ class Show:
         self.modulated: dict[str, Any] = {}  # those modulation and bursts moved this frame
         self.speed_scale = 1.0  # the audio boost: 1 + level * audio_speed_boost
         self.status: dict[str, str] = {}  # extra HUD lines: shaders, a capped count, ...
+        # Musical time: tap tempo and the audio's beats here; the live run adds MIDI clock
+        # and Link (show/live.py). Quantised actions wait in `_waiting` for a beat or a bar.
+        self.tap = TapTempo()
+        self.tempo = Tempo([self.tap, AudioTempo(self.audio)])
+        self._waiting: list[Action] = []  # the HUD reads it too
         self._osc_said = 0  # refusals already said on the console
         self._notes: dict[str, float] = {}  # when each rate-limited note may be said again
 
@@ -149,22 +156,48 @@ class Show:
         if self.midi is not None:
             before = self.params.as_dict()
             actions = self.midi.update(now)  # knobs set their parameters as they turn
-            self.looks.played({name for name, value in self.params.as_dict().items()
-                               if before[name] != value})
+            self.played({name for name, value in self.params.as_dict().items()
+                         if before[name] != value})
             for action in actions:
                 self.act(action)
         if self.osc is not None:
             for action in self.osc.poll():
                 self.act(action)
             self._say_osc_refusals()
+        self._update_tempo(now)
         self.looks.update(self.show_time, now)
         if self.recorder is not None:  # on the show's clock, as an offline render replays it
             self.recorder.capture(self, self.show_time)
         self.speed_scale = speed_scale(self.audio.level, self.params["audio_speed_boost"])
         base = self.params.as_dict()
-        self.modulated = modulate(self.looks.routes, self.audio.sources(), base)
+        sources = {**self.audio.sources(),
+                   **tempo_sources(self.tempo.beat, self.tempo.bar_phase)}
+        self.modulated = modulate(self.looks.routes, sources, base, self.tempo.beat)
         self._apply_burst(self.modulated, base)
         self.values = {**base, **self.modulated}
+
+    def _update_tempo(self, now: float) -> None:
+        """Musical time moves on; on a beat (or a bar) the actions waiting for it go."""
+        choice = self.params["tempo_source"]
+        self.tempo.chosen = None if choice == "auto" else choice
+        self.tempo.update(now)
+        quantize = self.params["quantize"]
+        due = (quantize == "off" or (quantize == "beat" and self.tempo.crossed_beat)
+               or (quantize == "bar" and self.tempo.crossed_bar))
+        if self._waiting and due:
+            waiting, self._waiting = self._waiting, []
+            for action in waiting:
+                self._carry_out(action)
+
+    def played(self, names: set[str]) -> None:
+        """The performer changed `names` live: the look lets go of them; a played `bpm` is a
+        tempo to propose (tap tempo takes it; a Link session is asked for it)."""
+        self.looks.played(names)
+        if "bpm" in names:
+            self.tap.set_tempo(self.params["bpm"], self.now)
+            propose = getattr(self.tempo.sources.get("link"), "propose", None)
+            if propose is not None:
+                propose(self.params["bpm"])
 
     def _apply_burst(self, modulated: dict[str, Any], base: dict[str, Any]) -> None:
         """A separation burst: separation_weight up by BURST_BOOST x strength, fading."""
@@ -215,14 +248,30 @@ class Show:
     # ---- actions ----------------------------------------------------------------------------
 
     def act(self, action: Action) -> None:
-        """Carry out one action, whatever asked for it (a key, MIDI, OSC, a recorded track)."""
+        """Carry out one action, whatever asked for it (a key, MIDI, OSC, a recorded track);
+        with `quantize` on, a recall, respawn or burst waits for the next beat or bar."""
+        if action.kind in QUANTIZABLE and self.params["quantize"] != "off":
+            self._waiting.append(action)
+            return
+        self._carry_out(action)
+
+    def _carry_out(self, action: Action) -> None:
         kind = action.kind
         if self.recorder is not None:
             self.recorder.record_action(self.show_time, kind, action.value)
         if kind == "set":
             self.params.update(action.values)
-            self.looks.played(set(action.values))
+            self.played(set(action.values))
             self._pick_up()
+        elif kind == "tap":
+            self.tap.tap(self.now if action.value is None else float(action.value))
+            if self.tap.taps == 4:
+                propose = getattr(self.tempo.sources.get("link"), "propose", None)
+                reading = self.tap.reading(self.now)
+                if propose is not None and reading is not None:
+                    propose(reading.bpm)
+        elif kind == "downbeat":
+            self.tempo.downbeat()
         elif kind == "respawn":
             self.respawn()
         elif kind == "separation_burst":
@@ -352,6 +401,10 @@ class Show:
         if self.osc is not None:
             self.osc.close()
         self.looks.close()
+        for source in self.tempo.sources.values():  # a Link session left, ...
+            close = getattr(source, "close", None)
+            if close is not None:
+                close()
         self._sim_timer.release()
         self.renderer.release()
         self.swarm.release()

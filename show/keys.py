@@ -12,16 +12,21 @@ KEYS = {
     "UP": Action("select", -1),
     "DOWN": Action("select", 1),
     "L": Action("learn"),
+    "D": Action("downbeat"),
 }
 
 
-def key_action(name: str, ctrl: bool = False, shift: bool = False) -> Action | None:
+def key_action(name: str, ctrl: bool = False, shift: bool = False,
+               now: float | None = None) -> Action | None:
     """1-9 recall a preset slot (Ctrl: save into it); Space pause, R respawn, Up/Down choose a
     parameter, Left/Right change it by NUDGE_FINE of its performance range (Shift:
-    NUDGE_COARSE), L MIDI-learn it. Other keys do nothing (None)."""
+    NUDGE_COARSE), L MIDI-learn it, T tap the tempo (at `now`, when the key went down), D
+    this beat is the bar's first. Other keys do nothing (None)."""
     if len(name) == 1 and name in "123456789":
         return Action("save_preset" if ctrl else "recall_preset", int(name))
     if name in ("LEFT", "RIGHT"):
         step = NUDGE_COARSE if shift else NUDGE_FINE
         return Action("nudge", step if name == "RIGHT" else -step)
+    if name == "T":
+        return Action("tap", now)
     return KEYS.get(name)

@@ -63,6 +63,20 @@ def open_osc(endpoint: tuple[str, int] | None):
     return osc
 
 
+def open_link(show: Show, bpm: float) -> None:
+    """--link: join the Ableton Link session on the local network (its tempo and grid lead
+    musical time); a Link that cannot start is said and the show goes on without it."""
+    from control.link import LinkClock, LinkUnavailable
+
+    try:
+        link = LinkClock.open(bpm=bpm)
+    except LinkUnavailable as exc:
+        log.info(f"link: {exc}; the show goes on without Link")
+        return
+    show.tempo.add(link)
+    log.info(f"link: joined the session at {bpm:g} BPM (quantum 4)")
+
+
 def check_machine(ctx, args: argparse.Namespace, params: Params, size: tuple[int, int]) -> int:
     """The frame size and the count against what this GL holds (visual/limits.py), before the
     first frame: a refusal names the figure (exit 2). Returns the count a live change (a knob,
@@ -118,6 +132,11 @@ class LiveShow:
                     presets=PresetBank(), preset=self.preset, recovery=recovery,
                     **open_inputs(self.args, self.params))
         show.recorder = open_recorder(self.args, self.params, self.routes, show.audio)
+        clock = getattr(show.midi, "clock", None)
+        if clock is not None:  # MIDI clock from any input: a DAW, a drum machine
+            show.tempo.add(clock)
+        if getattr(self.args, "link", False) and not self.args.safe_mode:
+            open_link(show, self.params["bpm"])
         self.show = show
         self.loop = Loop(show, WallClock(self.args.dt), after=self.each_frame)
         return show
@@ -153,7 +172,7 @@ class LiveShow:
         return self.show.hud_lines()
 
     def key(self, name: str, ctrl: bool, shift: bool) -> None:
-        action = key_action(name, ctrl, shift)
+        action = key_action(name, ctrl, shift, time.perf_counter())  # the loop's clock
         if action is not None:
             self.show.act(action)
 

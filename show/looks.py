@@ -19,7 +19,9 @@ from control.presets import Preset, PresetError, differs, preset_from_show
 
 log = logging.getLogger(__name__)
 # Parameters that steer the preset machinery itself: recalls and crossfades leave them alone.
-CONTROL_ONLY = frozenset({"crossfade", "crossfade_a", "crossfade_b"})
+# So do the parameters of musical time: a look does not change the tempo or its clock.
+CONTROL_ONLY = frozenset({"crossfade", "crossfade_a", "crossfade_b", "bpm", "tempo_source",
+                          "quantize"})
 SLOTS = range(1, 10)
 
 

@@ -228,6 +228,10 @@ def apply_event(show: Show, event: Any) -> None:
     elif event.kind == "action":
         if event.get("action") == "respawn":
             show.act(Action("respawn"))
+        elif event.get("action") == "tap":  # at its time on the song's clock
+            show.act(Action("tap", event.t))
+        elif event.get("action") == "downbeat":
+            show.act(Action("downbeat"))
         elif event.get("action") == "separation_burst":
             value = event.get("value")
             strength = 1.0 if value is None else value / 127.0 if value > 1 else float(value)

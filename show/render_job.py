@@ -134,6 +134,9 @@ def plan_render(args: argparse.Namespace, params: Params, routes: list
     if getattr(args, "audio_file", None) or getattr(args, "audio_device", None) is not None:
         raise RenderProblem("--render takes its sound from SONG; drop --audio-file / "
                             "--audio-device")
+    if getattr(args, "link", False):
+        raise RenderProblem("--link follows a live session; a render tracks its song's own "
+                            "beats")
     if getattr(args, "osc", None):
         raise RenderProblem("--osc plays a live show; a render is driven by SONG and --control "
                             "(record a live set with --record-control, OSC included)")

@@ -90,6 +90,7 @@ def telemetry(show: Show) -> dict[str, Any]:
         "midi": show.midi.state() if show.midi is not None else None,
         "osc": show.osc.state() if show.osc is not None else None,
         "preset": show.looks.telemetry(show.show_time),
+        "tempo": show.tempo.state(),
         "modulated": {k: _round(v) for k, v in show.modulated.items()},
         "speed_scale": _round(show.speed_scale),
         "frame_size": list(renderer.last_size) if renderer.last_size else None,
@@ -118,6 +119,7 @@ def hud_lines(show: Show) -> list[str]:
         f"  near lure {'-' if renderer.near_lure is None else renderer.near_lure}",
         f"{show.swarm.neighbors} neighbours  {'PAUSED' if show.paused else ''}".rstrip(),
         f"audio: {audio_line(show.audio)}",
+        f"tempo: {tempo_line(show)}",
     ]
     if show.midi is not None:
         lines.append(f"midi: {midi_line(show.midi.state())}")
@@ -144,6 +146,17 @@ def chosen_line(show: Show) -> str:
             shown += f"  knob at {knob['knob']:.4g}: turn it past the value to pick up"
     learn = "L: MIDI learn" if show.midi is not None else "MIDI off"
     return f"param [Up/Down, Left/Right]: {name} = {shown}   {learn}"
+
+
+def tempo_line(show: Show) -> str:
+    """BPM, where it comes from (held: no clock speaks), and the beat in the bar: [#...]."""
+    tempo = show.tempo
+    step = int(tempo.bar_phase * 4) % 4
+    meter = "".join("#" if k == step else "." for k in range(4))
+    source = f"{tempo.source}, held" if tempo.held else tempo.source
+    waiting = f"  {len(show._waiting)} waiting for the {show.params['quantize']}" \
+        if show._waiting else ""
+    return f"{tempo.bpm:6.1f} BPM ({source})  [{meter}]  beat {tempo.beats}{waiting}"
 
 
 def audio_line(audio: Any) -> str:
