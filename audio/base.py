@@ -1,8 +1,9 @@
 """The interface every audio source shares, plus the two that need no device: silence and an
 array analysed offline.
 
-Main thread only: `update(now)` once a frame runs the analysis over the newest samples and
-everything else reads what it found. Sources with a device (live.py, playback.py) add a
+Main thread only: `update(now)` once a frame runs the analysis over the newest samples, feeds
+the beat tracker every sample that arrived since the last frame (audio/beats.py) and
+everything else reads what they found. Sources with a device (live.py, playback.py) add a
 callback thread that only writes their ring buffer.
 """
 
@@ -13,6 +14,9 @@ from typing import Any
 import numpy as np
 
 from audio.analysis import DB_FLOOR, Analyzer, AudioFeatures, Bands
+from audio.beat_feed import MAX_S, RingBeatFeed
+from audio.beats import BeatInfo, BeatTracker
+from audio.ring import Ring
 
 DEFAULT_RATE = 48000
 MAX_DT = 0.25  # a longer gap (a hitch, a breakpoint) must not swing the smoothing wildly
@@ -23,13 +27,22 @@ class AudioFrameSource:
     it so (`has_data`, `rms`), with the level, bands and onsets this instrument adds. The base
     is silence that analyses like a stream; subclasses fill `_window` in `_fill`.
 
+    `beat_info` is the beat tracker's view this frame (bpm, beat count, its time, confidence)
+    for sources with real samples (`tracks_beats`); None when it has no tempo to tell (no
+    beat yet, silence for 2 s, no samples flowing) and always for those without samples.
+
     `state` is one short word or phrase for the HUD ("ok", "file", "audio lost", ...);
     `message` is the last thing worth telling the performer, and `take_messages` hands each
     new one out once so the instrument prints it once.
     """
 
+    tracks_beats = False  # a source with real samples sets it: update() feeds a BeatTracker
+
     def __init__(self, rate: float = DEFAULT_RATE, device: str = "", state: str = "silence",
                  message: str = "") -> None:
+        self.beat_info: BeatInfo | None = None
+        self._beats: BeatTracker | None = None
+        self._ring_feed: RingBeatFeed | None = None
         self.device = device
         self.state = state
         self.message = ""
@@ -54,6 +67,30 @@ class AudioFrameSource:
             self._analyzer = Analyzer(rate, old.fft_size, old.level_window,
                                       old.level_settings, old.onset_settings)
         self._window = np.zeros(self._analyzer.window_size, np.float32)
+        if self.tracks_beats:
+            self._beats = self._new_tracker()
+
+    def _new_tracker(self) -> BeatTracker | None:
+        """A beat tracker at this rate; None (said once) where aubio cannot make one."""
+        try:
+            return BeatTracker(self.rate)
+        except Exception as exc:  # noqa: BLE001 - no aubio wheel, a rate it refuses
+            self._pending.append(f"no beat tracking from the audio ({type(exc).__name__}: "
+                                 f"{exc}; pip install aubio-ledfx); tap the tempo instead")
+            return None
+
+    def _track_beats(self, now: float) -> BeatInfo | None:
+        """Feed the tracker the samples that arrived since the last update, in order, and give
+        this frame's view. The base has no samples."""
+        return None
+
+    def _track_ring(self, ring: Ring, now: float) -> BeatInfo | None:
+        """`_track_beats` for a source whose samples arrive in a ring."""
+        feed = self._ring_feed
+        if feed is None or feed.tracker is not self._beats:
+            assert self._beats is not None
+            feed = self._ring_feed = RingBeatFeed(self._beats)
+        return feed.update(ring, now)
 
     def _fill(self, now: float) -> bool:
         """Put the newest samples into `_window`; False means 'use silence this frame'."""
@@ -84,6 +121,13 @@ class AudioFrameSource:
             self._has_data = False
             self._window[:] = 0.0  # levels fall to zero through the release smoothing
         self.features = self.analyzer.process(self._window, dt)
+        self.beat_info = None
+        if self._beats is not None:
+            try:
+                self.beat_info = self._track_beats(now)
+            except Exception as exc:  # noqa: BLE001 - a bug here must not stop the frame
+                self._beats = None
+                self._pending.append(f"beat tracking stopped ({type(exc).__name__}: {exc})")
         return self.features
 
     @property
@@ -170,12 +214,20 @@ class OfflineAudio(AudioFrameSource):
     `update(t)` analyses the samples just before time t, so calling it at each frame's time
     in order gives the features a live run would have had at that moment. Going backwards
     starts the analysis over.
+
+    The beat tracker is fed exactly the samples between the previous t and this one (the
+    first call: from the start, or the `MAX_S` before t), so a render tracks the song's beats
+    and gives the same `beat_info` every run; time past the song's end counts as silence.
     """
+
+    tracks_beats = True
 
     def __init__(self, samples: np.ndarray, rate: float, name: str = "offline") -> None:
         super().__init__(rate, name, "offline")
         samples = np.asarray(samples, np.float32)
-        self._samples = samples.mean(axis=1, dtype=np.float32) if samples.ndim == 2 else samples
+        self._samples = np.ascontiguousarray(
+            samples.mean(axis=1, dtype=np.float32) if samples.ndim == 2 else samples)
+        self._beat_end: int | None = None  # the next sample for the tracker
 
     @property
     def duration(self) -> float:
@@ -199,4 +251,27 @@ class OfflineAudio(AudioFrameSource):
         if previous is not None and now < previous - 1e-9:
             self.analyzer.reset()  # a seek backwards: start the analysis over
             self._last_now = None
+            self._beats = self._new_tracker()
+            self._beat_end = None
         return super().update(now)
+
+    def _track_beats(self, now: float) -> BeatInfo | None:
+        tracker = self._beats
+        assert tracker is not None
+        end = int(round(now * self.rate))
+        if end <= 0:
+            return None
+        start = self._beat_end
+        if start is None:  # the first frame: the position counts from the song's start
+            start = max(0, end - int(MAX_S * self.rate))
+            tracker.skip(start)
+        elif end - start > MAX_S * self.rate:  # a jump forwards
+            tracker.skip(end - int(MAX_S * self.rate) - start)
+            start = end - int(MAX_S * self.rate)
+        if end > start:
+            stop = min(end, len(self._samples))
+            if stop > start:
+                tracker.feed(self._samples[start:stop])
+            tracker.skip(end - max(stop, start))  # past the end: silence
+            self._beat_end = end
+        return tracker.info(end / self.rate)

@@ -26,6 +26,7 @@ from collections import deque
 from typing import Any
 
 from audio.base import DEFAULT_RATE, AudioFrameSource
+from audio.beats import BeatInfo
 from audio.devices import AudioProblem, skip_portaudio_exit
 from audio.process import SharedRing, WorkerProcess, summarize_library_lines
 from audio.ring import Ring
@@ -143,7 +144,12 @@ class AudioInput(AudioFrameSource):
 
     `device` is an index, a name substring or None (the default input). It is reopened by
     name after a loss, since indices shift when devices come and go.
+
+    Its beats (`beat_info`) come from every sample the worker wrote into the ring since the
+    last frame, read here on the main thread; None while no stream delivers.
     """
+
+    tracks_beats = True
 
     def __init__(self, device: int | str | None = None, *, sd: Any = None,
                  lost_after_s: float = LOST_AFTER_S, retry_first_s: float = RETRY_FIRST_S,
@@ -385,6 +391,11 @@ class AudioInput(AudioFrameSource):
         if not self._delivering:
             return False  # opened again, but nothing new yet: the ring holds silence
         return self._read()
+
+    def _track_beats(self, now: float) -> BeatInfo | None:
+        if self.closed or self._attempt is None or not self._delivering:
+            return None
+        return self._track_ring(self._ring, now)
 
     def _read(self) -> bool:
         self._has_data = self._ring.blocks > 0

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from audio.base import AudioFrameSource
+from audio.beats import BeatInfo
 from audio.decode import read_audio
 from audio.devices import AudioProblem, close_in_background, load_sounddevice, skip_portaudio_exit
 from audio.ring import Ring
@@ -27,8 +28,11 @@ class AudioFile(AudioFrameSource):
     """Plays a sound file (looping by default) and analyses it as it plays.
 
     Raises AudioFileError if the file cannot be read; a missing or failing output device only
-    makes it silent, with a message.
+    makes it silent, with a message. Its beats come from every sample that passed through the
+    ring since the last frame (what was played, or what the clock advanced over).
     """
+
+    tracks_beats = True
 
     def __init__(self, path: str | Path, *, mute: bool = False, loop: bool = True,
                  sd: Any = None) -> None:
@@ -136,6 +140,11 @@ class AudioFile(AudioFrameSource):
         self._ring.read_newest(self._window)
         self._has_data = True
         return True
+
+    def _track_beats(self, now: float) -> BeatInfo | None:
+        if self.state == "closed" or self._ended:
+            return None
+        return self._track_ring(self._ring, now)
 
     def _watch_output(self, now: float) -> bool:
         """False when the output stream stopped asking for blocks (device gone)."""

@@ -2,17 +2,20 @@
 
 Written by one audio callback thread (`write`, `note_status`): it only copies, allocates no
 arrays, takes no lock and never raises, because an exception or a stall there loses audio.
-Read by the main thread (`read_newest`) once a frame. There is no lock: the writer stores a
-block before it advances `written`, and the reader copies only samples older than the
-`written` it saw, which the writer cannot reach again while a read is shorter than
-`capacity - max_block`.
+Read by the main thread once a frame: `read_newest` for the analysis window and `read_from`
+for every sample since the last frame, in order (the beat tracker's feed). There is no lock:
+the writer stores a block before it advances `written`, and the reader copies only samples
+older than the `written` it saw, which the writer cannot reach again while a read is shorter
+than `capacity - max_block`. `read_from` may reach further back: before storing a block the
+writer publishes `reserved` (where the block will end), and a copy that such a block could
+have overwritten is reported as torn rather than trusted.
 
 The ring can live in memory of its own or in a buffer shared with another process
 (`create_in` / `attach`, over `multiprocessing.shared_memory`): the live input's worker process
 writes it there and the show's process reads it. Its counters then live in the same buffer,
-as eight int64 words before the samples, each changed by the writer alone with one aligned
-8-byte store. CPython stores in program order and x86-64 keeps stores in order, so a reader
-that sees `written` move also sees the samples stored before it.
+as sixteen int64 words before the samples (nine used), each changed by the writer alone
+with one aligned 8-byte store. CPython stores in program order and x86-64 keeps stores in
+order, so a reader that sees `written` move also sees the samples stored before it.
 """
 
 from __future__ import annotations
@@ -21,10 +24,11 @@ from typing import Any
 
 import numpy as np
 
-HEADER_WORDS = 8  # int64 words before the samples
-MAGIC = 0x5357524D52494E47  # "SWRMRING": a shared buffer that really holds a ring
-_MAGIC, _CAPACITY, _WRITTEN, _BLOCKS, _MALFORMED, _OVERSIZED, _ERRORS, _OVERFLOWS = range(8)
-DEFAULT_CAPACITY = 1 << 16
+HEADER_WORDS = 16  # int64 words before the samples
+MAGIC = 0x5357524D52494E48  # "SWRMRINH": a shared buffer that really holds a ring (this layout)
+(_MAGIC, _CAPACITY, _WRITTEN, _BLOCKS, _MALFORMED, _OVERSIZED, _ERRORS, _OVERFLOWS,
+ _RESERVED) = range(9)
+DEFAULT_CAPACITY = 1 << 17  # 2.7 s at 48 kHz: the beat tracker catches up after a 2 s stall
 DEFAULT_MAX_READ = 4096
 
 
@@ -134,6 +138,7 @@ class Ring:
                 counts[_OVERSIZED] += 1
                 return
             written = int(counts[_WRITTEN])
+            counts[_RESERVED] = written + frames  # before the samples: see read_from
             start = written & self._mask
             first = min(frames, self.capacity - start)
             self._store(block, 0, first, start)
@@ -188,6 +193,23 @@ class Ring:
         out[head:head + first] = self._data[at:at + first]
         if first < count:
             out[head + first:head + count] = self._data[:count - first]
+
+    def read_from(self, start: int, out: np.ndarray) -> bool:
+        """Copy samples start .. start + len(out) (counted as `written` counts them, all
+        already written) into `out`. False when they are gone: overwritten before or during
+        the copy, so `out` holds nothing to trust."""
+        n = len(out)
+        if start < 0 or start + n > self.written:
+            raise ValueError(f"samples {start}..{start + n} are not all written yet")
+        if n == 0:
+            return True
+        at = start & self._mask
+        first = min(n, self.capacity - at)
+        out[:first] = self._data[at:at + first]
+        if first < n:
+            out[first:] = self._data[:n - first]
+        # a block being stored ends at `reserved` and overwrites capacity samples before it
+        return start >= int(self._counts[_RESERVED]) - self.capacity
 
     def clear(self) -> None:
         """Silence every stored sample (counters stay): a new writer must not replay a dead

@@ -3,11 +3,12 @@
 `jack_server()` starts `jackd -n NAME -d dummy`, points this process's JACK clients at it
 (JACK_DEFAULT_SERVER) and stops it afterwards. `ToneBurstClient` is a second JACK client,
 through libjack with ctypes, that plays tone bursts into other clients' input ports and notes
-when each burst began. Both fail the test, never skip it, when JACK is missing: CI installs
-Debian's jackd2.
+when each burst began; `SignalPlayer` plays whole recordings (click tracks, drum loops), one
+an output port, and notes when each of its cycles ran. Both fail the test, never skip it, when
+JACK is missing: CI installs Debian's jackd2.
 
 Threads: the test's thread starts and stops things; JACK's process thread runs
-`ToneBurstClient._process`.
+`ToneBurstClient._process` and `SignalPlayer._process`.
 """
 
 from __future__ import annotations
@@ -134,6 +135,18 @@ def jack_server(rate: int = RATE, period: int = PERIOD) -> Iterator[str]:
                 os.environ[key] = value
 
 
+def _input_ports(lib: ctypes.CDLL, client: int, skip: tuple[str, ...]) -> list[str]:
+    ports = lib.jack_get_ports(client, None, AUDIO_TYPE, JackPortIsInput)
+    names = []
+    if ports:
+        for i in itertools.count():
+            if not ports[i]:
+                break
+            names.append(ports[i].decode())
+        lib.jack_free(ports)
+    return [n for n in names if not n.startswith(skip)]
+
+
 class ToneBurstClient:
     """A JACK client with one output port that plays a sine burst on request.
 
@@ -167,16 +180,7 @@ class ToneBurstClient:
 
     def input_ports(self, skip: tuple[str, ...] = ("system:",)) -> list[str]:
         """Audio input ports of other clients (the instrument's), system ports left out."""
-        lib = self._lib
-        ports = lib.jack_get_ports(self._client, None, AUDIO_TYPE, JackPortIsInput)
-        names = []
-        if ports:
-            for i in itertools.count():
-                if not ports[i]:
-                    break
-                names.append(ports[i].decode())
-            lib.jack_free(ports)
-        return [n for n in names if not n.startswith(skip)]
+        return _input_ports(self._lib, self._client, skip)
 
     def connect(self, destination: str) -> None:
         if self._lib.jack_connect(self._client, self.port_name.encode(), destination.encode()):
@@ -210,6 +214,97 @@ class ToneBurstClient:
             self._client = None
 
     def __enter__(self) -> ToneBurstClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class SignalPlayer:
+    """A JACK client that plays one mono recording on each of its output ports, all starting in
+    the same cycle once `play()` is called, then silence.
+
+    Each cycle's time.monotonic() at the start of its process callback is noted, so
+    `time_of(sample)` says when a sample of the recordings went out: the cycles' nominal
+    times (one period apart from the first played) are placed at the earliest any callback
+    ran, since a callback can start late (the GIL, the scheduler) but never early.
+    """
+
+    def __init__(self, server: str, signals: list[np.ndarray], name: str = "player") -> None:
+        self._lib = lib = _libjack()
+        self._client = _open_client(lib, server, name)
+        if not self._client:
+            pytest.fail(f"cannot open a JACK client on server '{server}'")
+        self.signals = [np.ascontiguousarray(s, np.float32) for s in signals]
+        self._ports = [lib.jack_port_register(self._client, f"out_{i}".encode(), AUDIO_TYPE,
+                                              JackPortIsOutput, 0)
+                       for i in range(len(signals))]
+        self.rate = lib.jack_get_sample_rate(self._client)
+        self.period = lib.jack_get_buffer_size(self._client)
+        self.length = max(len(s) for s in self.signals)
+        cycles = self.length // self.period + 2
+        self.cycle_times = np.full(cycles, np.nan)  # preallocated: the callback only stores
+        self._armed = False
+        self._played = -1  # samples played since play(); -1 = not started
+        self._callback = PROCESS(self._process)  # keep a reference while JACK may call it
+        lib.jack_set_process_callback(self._client, self._callback, None)
+        if lib.jack_activate(self._client):
+            pytest.fail("cannot activate the JACK player client")
+
+    def port_name(self, index: int) -> str:
+        return self._lib.jack_port_name(self._ports[index]).decode()
+
+    def input_ports(self, skip: tuple[str, ...] = ("system:",)) -> list[str]:
+        return _input_ports(self._lib, self._client, skip)
+
+    def connect(self, index: int, destination: str) -> None:
+        source = self.port_name(index)
+        if self._lib.jack_connect(self._client, source.encode(), destination.encode()):
+            pytest.fail(f"cannot connect {source} to {destination}")
+
+    def play(self) -> None:
+        self._armed = True
+
+    @property
+    def done(self) -> bool:
+        return self._played >= self.length
+
+    def time_of(self, sample: int | np.ndarray) -> float | np.ndarray:
+        """When `sample` (an index into the recordings) went out, in time.monotonic()."""
+        times = self.cycle_times
+        played = np.flatnonzero(~np.isnan(times))
+        if not len(played):
+            raise ValueError("nothing played yet")
+        start = np.min(times[played] - played * self.period / self.rate)
+        return start + np.asarray(sample) / self.rate
+
+    def _process(self, nframes: int, arg: object) -> int:
+        now = time.monotonic()
+        if self._armed and self._played < 0:
+            self._played = 0
+        played = self._played
+        if 0 <= played < self.length:
+            cycle = played // self.period
+            if cycle < len(self.cycle_times):
+                self.cycle_times[cycle] = now
+        for port, recording in zip(self._ports, self.signals):
+            pointer = self._lib.jack_port_get_buffer(port, nframes)
+            out = np.ctypeslib.as_array(ctypes.cast(pointer, ctypes.POINTER(ctypes.c_float)),
+                                        shape=(nframes,))
+            part = recording[played:played + nframes] if played >= 0 else recording[:0]
+            out[:len(part)] = part
+            out[len(part):] = 0.0
+        if played >= 0:
+            self._played = played + nframes
+        return 0
+
+    def close(self) -> None:
+        if self._client:
+            self._lib.jack_deactivate(self._client)
+            self._lib.jack_client_close(self._client)
+            self._client = None
+
+    def __enter__(self) -> SignalPlayer:
         return self
 
     def __exit__(self, *exc: object) -> None:
