@@ -3,6 +3,8 @@
 Main thread only (rtmidi queues messages in C; MidiInput reads them once a frame). Each
 frame's update step calls `Midi.update(now)` and acts on the actions it returns; the HUD and
 telemetry read `state()`. Learn saves the mapping at once, so a learned knob survives a crash.
+System messages (MIDI clock, start, stop, continue, song position: status 0xF1 and up, SysEx
+aside) go to `clock`, a MidiClock the show's Tempo follows, never to the mapping.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any, Protocol
 
+from control.midi_clock import MidiClock
 from control.midi_controller import Action, MidiController
 from control.midi_map import MappingError, MidiMapping
 from control.midi_map_file import load_mapping, save_mapping
@@ -45,6 +48,12 @@ class MessageSource(Protocol):
 log = logging.getLogger(__name__)
 
 
+def _is_system(message: Any) -> bool:
+    """A system common or realtime message (0xF1-0xFF) as bytes: the clock's, not the
+    mapping's. SysEx (0xF0) and anything odd stay with the controller, which counts them."""
+    return isinstance(message, (bytes, bytearray)) and len(message) > 0 and message[0] > 0xF0
+
+
 def _report(text: str) -> None:
     """What MIDI tells the performer, through this module's logger (tests may pass their own
     `report` to read it)."""
@@ -68,6 +77,7 @@ class Midi:
         self.save_error: str | None = None
         self.mapping_path, mapping = self._first_mapping(mapping_path)
         self.controller = MidiController(params, mapping)
+        self.clock = MidiClock()
 
     def _first_mapping(self, path: str | PathLike | None) -> tuple[Path | None, MidiMapping]:
         candidates: list[Path] = []
@@ -99,13 +109,17 @@ class Midi:
         return cls(params, source, mapping_path, save_path, report)
 
     def update(self, now: float) -> list[Action]:
-        """Once a frame: hot-plug poll, then every queued message through the mapping."""
+        """Once a frame: hot-plug poll, then every queued message through the mapping, or to
+        the clock for system messages (the clock's own time: each message's arrival)."""
         actions: list[Action] = []
         if self.source is None:
             return actions
         self.source.poll(now)
         for message, when in self.source.drain():
-            actions += self.controller.handle(message, when)
+            if _is_system(message):
+                self.clock.handle(message, when)
+            else:
+                actions += self.controller.handle(message, when)
         if any(action.kind == "learned" for action in actions):
             self.save()
         return actions
@@ -137,6 +151,7 @@ class Midi:
         if self.source is not None:
             state.update(self.source.status())
         state.update(self.controller.state())
+        state["clock"] = self.clock.state()
         state["mapping_file"] = str(self.mapping_path) if self.mapping_path else None
         state["save_error"] = self.save_error
         return state

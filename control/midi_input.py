@@ -15,12 +15,24 @@ client's port list (jack2 issue #216, seen here about once in 15 hot-plug runs).
 the instrument opens one input port at start and never closes it while running; a small
 portless JACK client (`_JackPatchbay`, the libjack rtmidi already loaded, through ctypes)
 connects each wanted device to it, and JACK itself drops the connection when a device goes.
+
+Each message gets its arrival time in time.perf_counter()'s clock (the loop's), not the time it
+was read, so MIDI clock pulses keep their spacing though read once a frame. rtmidi gives each
+message the seconds since the previous one on that MidiIn; `PortTimeline` sums them into a
+timeline of the port's own and places it on perf_counter with an offset bounded by what a read
+knows: the newest message came before the read, and every message came after the read before
+that emptied the queue. The offset is the tightest of those bounds seen, so it settles within a
+few frames to the moment the fastest read saw, and the spacing of the messages is rtmidi's.
+rtmidi's JACK side stamps ignored messages too (their delta is lost to the next message), so
+active sensing is let through rtmidi and dropped here; SysEx stays ignored in rtmidi (rare in a
+show; a lost delta is one step the bounds and MidiClock's outlier test absorb).
 """
 
 from __future__ import annotations
 
 import errno
 import logging
+import math
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -38,9 +50,44 @@ from control.midi_system import (
 POLL_INTERVAL_S = 1.0
 QUEUE_SIZE = 4096  # rtmidi's queue a port: 1.4 s of a saturated 31.25 kbaud cable
 LOCAL_PORT_NAME = "in"
+ACTIVE_SENSING = 0xFE  # a device's keep-alive: read (for its delta), never handed on
 
 
 log = logging.getLogger(__name__)
+
+
+class PortTimeline:
+    """Arrival times for one MidiIn's messages in time.perf_counter()'s clock (see the top
+    comment). Pure: `place` gets rtmidi's deltas and the read's time."""
+
+    def __init__(self) -> None:
+        self.elapsed = 0.0  # the port's own timeline: rtmidi's deltas summed, at the last message
+        self.offset: float | None = None  # perf_counter time minus the port's own time
+        self.read_at: float | None = None  # when the last read left the queue empty
+
+    def place(self, deltas: list[float], now: float, emptied: bool = True) -> list[float]:
+        """The arrival times of messages read at `now` (after the queue was seen empty when
+        `emptied`) with these deltas (seconds since the message before, on this port). The
+        offset only moves to respect a bound: down when the newest message would come after
+        `now`, up when the oldest would come before the last read that emptied the queue."""
+        stamps = []
+        elapsed = self.elapsed
+        for delta in deltas:
+            if math.isfinite(delta) and delta > 0.0:
+                elapsed += delta
+            stamps.append(elapsed)
+        self.elapsed = elapsed
+        if stamps:
+            latest = now - stamps[-1]  # the newest message came before now
+            if self.offset is None or self.offset > latest:
+                self.offset = latest
+            if self.read_at is not None:  # ... and the oldest after the last read
+                earliest = self.read_at - stamps[0]
+                if self.offset < earliest:
+                    self.offset = min(earliest, latest)
+        self.read_at = now if emptied else None  # a cut-short read bounds nothing
+        offset = self.offset or 0.0
+        return [stamp + offset for stamp in stamps]
 
 
 def _report(text: str) -> None:
@@ -72,6 +119,7 @@ class MidiInput:
         self._virtual_name = virtual
         self._virtual: Any = None  # the MidiIn with our virtual port (with JACK: every input)
         self._early: list[tuple[bytes, float]] = []  # taken from a port as it went away
+        self._timelines: dict[int, PortTimeline] = {}  # id(MidiIn) -> its arrival times
         self._jack_port: str | None = None  # with JACK: the full name of that port
         self._patchbay: _JackPatchbay | None = None
         self._probe: Any = None
@@ -137,7 +185,8 @@ class MidiInput:
         def make() -> None:
             midi_in = self._rtmidi.MidiIn(_api_constant(self._rtmidi, self.api),
                                           self.client_name, queue_size_limit=QUEUE_SIZE)
-            midi_in.ignore_types(sysex=True, timing=True, active_sense=True)
+            # clock for MidiClock; active sensing read for its delta, dropped in _take
+            midi_in.ignore_types(sysex=True, timing=False, active_sense=False)
             made.append(midi_in)
 
         return made[0] if self._try(make, "cannot create a MIDI input", lasting=False) else None
@@ -224,6 +273,7 @@ class MidiInput:
         midi_in = self._open.pop(key)
         if midi_in is not None:
             self._early += self._take(midi_in)
+            self._timelines.pop(id(midi_in), None)
             midi_in.close_port()
             midi_in.delete()
 
@@ -267,8 +317,8 @@ class MidiInput:
         self._scan()
 
     def drain(self) -> list[tuple[bytes, float]]:
-        """The messages queued since the last call, each port's oldest first: (bytes, the
-        monotonic time of this call: messages are timed to the frame)."""
+        """The messages queued since the last call, each port's oldest first: (bytes, when it
+        reached the port, in time.perf_counter()'s clock; see the top comment)."""
         messages, self._early = self._early, []
         for midi_in in (self._virtual, *self._open.values()):
             if midi_in is not None:
@@ -276,9 +326,11 @@ class MidiInput:
         return messages
 
     def _take(self, midi_in: Any) -> list[tuple[bytes, float]]:
-        """What one MidiIn has queued, at most QUEUE_SIZE (a flood waits for the next frame).
-        Never raises: an odd message is counted and skipped, a failing port left for now."""
-        now, taken = time.monotonic(), []
+        """What one MidiIn has queued, at most QUEUE_SIZE (a flood waits for the next frame),
+        with arrival times. Never raises: an odd message is counted and skipped, a failing port
+        left for now."""
+        read: list[tuple[bytes | None, float]] = []  # None: not handed on, but timed
+        emptied = False
         for _ in range(QUEUE_SIZE):
             try:
                 event = midi_in.get_message()
@@ -286,12 +338,27 @@ class MidiInput:
                 self.dropped += 1
                 break
             if event is None:
+                emptied = True
                 break
             try:
-                taken.append((bytes(event[0]), now))
+                delta = float(event[1])
+            except Exception:  # noqa: BLE001 - odd data from a driver: no spacing known
+                delta = 0.0
+            try:
+                message: bytes | None = bytes(event[0])
             except Exception:  # noqa: BLE001 - odd bytes from a driver
                 self.dropped += 1
-        return taken
+                message = None  # still timed: the next message's delta counts from it
+            if message and message[0] == ACTIVE_SENSING:
+                message = None
+            read.append((message, delta))
+        now = time.perf_counter()  # after the queue was seen empty: every message came before
+        timeline = self._timelines.get(id(midi_in))
+        if timeline is None:
+            timeline = self._timelines[id(midi_in)] = PortTimeline()
+        times = timeline.place([delta for _, delta in read], now, emptied)
+        return [(message, when) for (message, _), when in zip(read, times)
+                if message is not None]
 
     @property
     def problem(self) -> str | None:

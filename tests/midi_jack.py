@@ -6,7 +6,9 @@ client without the sender unregistering ports, which libjack cannot do safely wh
 changes (see control/midi_input.py). Run as a script it is that sender:
     python tests/midi_jack.py CLIENT --virtual PORT   (a device with an output port)
     python tests/midi_jack.py CLIENT --to PORT        (a program that plays our port)
-then reads messages as hex bytes, one a line ("b0 46 7f"), from stdin.
+then reads messages as hex bytes, one a line ("b0 46 7f"), from stdin; "clock BPM" starts
+MIDI clock (0xF8, 24 a beat, each due at its own time from the first, as a DAW sends it) from
+a thread of its own, "clock 0" stops it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -100,6 +103,11 @@ class Sender:
             self.process.stdin.write(" ".join(f"{byte:02x}" for byte in message) + "\n")
         self.process.stdin.flush()
 
+    def clock(self, bpm: float) -> None:
+        """Send MIDI clock at `bpm` from now on (0: stop sending it)."""
+        self.process.stdin.write(f"clock {bpm}\n")
+        self.process.stdin.flush()
+
     def unplug(self) -> None:
         if self.process.poll() is None:
             self.process.kill()
@@ -121,9 +129,33 @@ def _main(argv: list[str]) -> None:
             print(f"no port {port!r} in {names}", flush=True)
             os._exit(1)
         out.open_port(names.index(port))
+    lock = threading.Lock()  # one sender at a time into rtmidi's JACK ring buffer
+    tempo = {"generation": 0}
+
+    def pulses(generation: int, bpm: float) -> None:
+        interval, start, sent = 60.0 / (24 * bpm), time.perf_counter(), 0
+        while tempo["generation"] == generation:
+            delay = start + sent * interval - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+            with lock:
+                if tempo["generation"] != generation:
+                    return
+                out.send_message([0xF8])
+            sent += 1
+
     print("ready", flush=True)
     for line in sys.stdin:
-        out.send_message([int(byte, 16) for byte in line.split()])
+        words = line.split()
+        if words[:1] == ["clock"]:
+            with lock:
+                tempo["generation"] += 1
+            if float(words[1]) > 0:
+                threading.Thread(target=pulses, args=(tempo["generation"], float(words[1])),
+                                 daemon=True).start()
+            continue
+        with lock:
+            out.send_message([int(byte, 16) for byte in words])
     os._exit(0)  # no rtmidi teardown: the server drops the client
 
 
