@@ -98,6 +98,7 @@ class MidiClock:
         self._next = 0  # the position the next pulse plays
         self._waiting = False  # start / continue / song position came: the next pulse plays
         self._held_beat = 0.0  # the beat while stopped or waiting; playing, the last one given
+        self.bars = False  # a start or a song position said where beat 0 (a bar's first) is
 
     # ----- messages -----
 
@@ -111,6 +112,7 @@ class MidiClock:
             self._pulse(when)
         elif status == START:
             self._next, self._held_beat = 0, 0.0
+            self.bars = True
             self._play(when)
         elif status == CONTINUE:
             if not self.running:
@@ -124,6 +126,7 @@ class MidiClock:
             self._next = sixteenths * PULSES_A_BEAT // 4
             self._held_beat = self._next / PULSES_A_BEAT
             self._waiting = True
+            self.bars = True
 
     def _play(self, when: float) -> None:
         self.running, self._waiting = True, True
@@ -209,10 +212,11 @@ class MidiClock:
             return None
         confidence = min(1.0, len(self._window) / PULSES_A_BEAT)
         if not self.running:
-            return TempoReading(bpm, self._held_beat, now, self.name, confidence, running=False)
+            return TempoReading(bpm, self._held_beat, now, self.name, confidence, running=False,
+                                bars=self.bars)
         if self._last_heard is None or now - self._last_heard > VANISH_S:
             return None
-        return TempoReading(bpm, self._beat(now), now, self.name, confidence)
+        return TempoReading(bpm, self._beat(now), now, self.name, confidence, bars=self.bars)
 
     def state(self) -> dict[str, Any]:
         """Telemetry's `midi.clock` object."""

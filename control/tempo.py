@@ -24,13 +24,16 @@ MIN_BPM, MAX_BPM = 20.0, 400.0
 TAPS = 4  # taps that set the tempo and the phase
 TAP_TIMEOUT_S = 2.0  # a gap longer than this starts a new series of taps
 DEFAULT_BPM = 120.0
+JUMP_BEATS = 0.5  # a clock this far off the running count jumped: the count is anchored again
 
 
 @dataclass(frozen=True)
 class TempoReading:
     """A clock's view at time `at`: `bpm`, and `beat`, the beats counted since its origin at
     that moment (the phase is beat % 1). `confidence` 0..1; `running` False for a clock that
-    is stopped (MIDI stop): its tempo holds, its beats do not move."""
+    is stopped (MIDI stop): its tempo holds, its beats do not move. `bars` True for a clock that
+    knows where the bar is: its beat 0 starts a bar (Link's quantum, a DAW's start or song
+    position), so the show's bars follow it instead of the performer's downbeat."""
 
     bpm: float
     beat: float
@@ -38,6 +41,7 @@ class TempoReading:
     source: str
     confidence: float = 1.0
     running: bool = True
+    bars: bool = False
 
     def beat_at(self, now: float) -> float:
         """The beat count at `now`, extrapolated at this tempo."""
@@ -129,17 +133,25 @@ class Tempo:
             reading = None
         previous = self.beat
         if reading is not None:
-            if self._reading is None or reading.source != self._reading.source:
-                # a new clock leads: keep counting from where the old count would be now, on
-                # the new clock's grid
-                expected = previous + self._elapsed(now) * self.bpm / 60.0
-                self._offset = round(expected - reading.beat_at(now)) if self._reading else \
-                    -math.floor(reading.beat_at(now))
+            theirs = reading.beat_at(now)
+            expected = previous + self._elapsed(now) * self.bpm / 60.0
+            if self._reading is None:
+                self._offset = -math.floor(theirs)  # the count starts on a beat
+            elif reading.source != self._reading.source \
+                    or abs(theirs + self._offset - expected) > JUMP_BEATS:
+                # a new clock leads, or the clock jumped (a DAW's start, a song position, a
+                # Link session joined): counting goes on from where it would be now, on the
+                # clock's grid, never back
+                self._offset = round(expected - theirs)
+                if theirs + self._offset < previous:
+                    self._offset += 1
+            if reading.bars and reading.running:
+                self._downbeat = self._offset  # the clock's beat 0 starts a bar
             self._reading = reading
             self.bpm, self.source, self.confidence = reading.bpm, reading.source, \
                 reading.confidence
             self.held = False
-            self.beat = reading.beat_at(now) + self._offset
+            self.beat = theirs + self._offset
         else:  # nobody speaks: the last tempo and grid go on from the last frame
             self.held = True
             self.confidence = 0.0
@@ -152,8 +164,14 @@ class Tempo:
         return 0.0 if self._now is None else max(now - self._now, 0.0)
 
     def downbeat(self) -> None:
-        """The performer marks this beat as the first of the bar (the tracker cannot know)."""
+        """The performer marks this beat as the first of the bar (the tracker cannot know; a
+        clock that knows the bar, `bars`, sets it again at its next reading)."""
         self._downbeat = math.floor(self.beat + 0.5)
+
+    @property
+    def bar_from_clock(self) -> bool:
+        """The leading clock says where the bar is (Link, a DAW's start or song position)."""
+        return not self.held and self._reading is not None and self._reading.bars
 
     def bar_at(self, beat: float) -> float:
         return (beat - self._downbeat) / BEATS_A_BAR
@@ -180,4 +198,4 @@ class Tempo:
         """Telemetry's `tempo` object."""
         return {"bpm": round(self.bpm, 3), "phase": round(self.phase, 4),
                 "bar_phase": round(self.bar_phase, 4), "source": self.source,
-                "held": self.held, "beats": self.beats, "confidence": round(self.confidence, 3)}
+                "held": self.held, "bar_from_clock": self.bar_from_clock, "beats": self.beats, "confidence": round(self.confidence, 3)}

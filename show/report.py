@@ -91,6 +91,7 @@ def telemetry(show: Show) -> dict[str, Any]:
         "osc": show.osc.state() if show.osc is not None else None,
         "preset": show.looks.telemetry(show.show_time),
         "tempo": show.tempo.state(),
+        "link": link_state(show),
         "modulated": {k: _round(v) for k, v in show.modulated.items()},
         "speed_scale": _round(show.speed_scale),
         "frame_size": list(renderer.last_size) if renderer.last_size else None,
@@ -156,7 +157,17 @@ def tempo_line(show: Show) -> str:
     source = f"{tempo.source}, held" if tempo.held else tempo.source
     waiting = f"  {len(show._waiting)} waiting for the {show.params['quantize']}" \
         if show._waiting else ""
-    return f"{tempo.bpm:6.1f} BPM ({source})  [{meter}]  beat {tempo.beats}{waiting}"
+    link = link_state(show)
+    peers = "" if link is None else \
+        f"  link: {link['peers']} peer{'' if link['peers'] == 1 else 's'}"
+    return f"{tempo.bpm:6.1f} BPM ({source})  [{meter}]  beat {tempo.beats}{waiting}{peers}"
+
+
+def link_state(show: Show) -> dict[str, Any] | None:
+    """The Link session's state (peers, its tempo), None without --link."""
+    link = show.tempo.sources.get("link")
+    state = getattr(link, "state", None)
+    return state() if state is not None else None
 
 
 def audio_line(audio: Any) -> str:

@@ -18,13 +18,16 @@ from show.options import ShowOptions
 class Fixed:
     """A clock at a steady tempo from beat 0 at time `start`, until it falls silent."""
 
-    def __init__(self, name: str, bpm: float, start: float = 0.0, until: float = 1e9) -> None:
+    def __init__(self, name: str, bpm: float, start: float = 0.0, until: float = 1e9,
+                 bars: bool = False) -> None:
         self.name, self.bpm, self.start, self.until = name, bpm, start, until
+        self.bars = bars
 
     def reading(self, now: float) -> TempoReading | None:
         if not self.start <= now < self.until:
             return None
-        return TempoReading(self.bpm, (now - self.start) * self.bpm / 60.0, now, self.name)
+        return TempoReading(self.bpm, (now - self.start) * self.bpm / 60.0, now, self.name,
+                            bars=self.bars)
 
 
 def test_four_taps_500_ms_apart_give_120_bpm_and_the_phase():
@@ -74,6 +77,38 @@ def test_beats_bars_and_the_downbeat():
     tempo.update(2.5)  # beat 5: mark it as the bar's first
     tempo.downbeat()
     assert tempo.bar_phase == pytest.approx(0.0)
+
+
+def test_a_clock_that_knows_the_bar_sets_it_and_a_jump_never_runs_the_count_back():
+    tap = Fixed("tap", 120.0)
+    tempo = Tempo([tap])
+    for frame in range(1, 200):  # 3.3 s of tap tempo, the performer's downbeat on beat 3
+        tempo.update(frame / 60)
+        if frame == 90:
+            tempo.downbeat()
+    assert not tempo.bar_from_clock
+    daw = Fixed("midi clock", 120.0, start=3.4, bars=True)  # a DAW presses play: beat 0, bar 1
+    tempo.add(daw)
+    beats = []
+    for frame in range(200, 600):
+        now = frame / 60
+        tempo.update(now)
+        beats.append(tempo.beat)
+        if now >= 3.4:
+            theirs = daw.reading(now).beat
+            assert tempo.phase == pytest.approx(theirs % 1.0, abs=1e-9)
+            assert tempo.bar_phase == pytest.approx(theirs / 4 % 1.0, abs=1e-9)  # its bar
+    assert tempo.bar_from_clock and tempo.state()["bar_from_clock"] is True
+    assert all(b <= a for b, a in zip(beats, beats[1:]))  # never back
+    tempo.downbeat()  # the clock knows better: its bar comes back at the next reading
+    tempo.update(10.0)
+    assert tempo.bar_phase == pytest.approx(daw.reading(10.0).beat / 4 % 1.0)
+    daw.start = 10.05  # play pressed again mid-bar: a jump back to beat 0
+    previous = tempo.beat
+    tempo.update(10.1)
+    assert tempo.beat >= previous and tempo.crossed_beat and tempo.crossed_bar
+    assert tempo.phase == pytest.approx(daw.reading(10.1).beat % 1.0, abs=1e-9)
+    assert tempo.bar_phase == pytest.approx(daw.reading(10.1).beat / 4 % 1.0, abs=1e-9)
 
 
 def test_beat_synced_sources_and_lfos():
