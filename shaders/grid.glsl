@@ -16,3 +16,31 @@ ivec3 grid_cell(vec3 p) {
 uint grid_index(ivec3 c) {
     return uint(c.x + swarm.grid_dims.x * (c.y + swarm.grid_dims.y * c.z));
 }
+
+#ifdef GRID_STARTS
+// Where each cell begins in cell order. scan.comp leaves each block of SCAN_BLOCK cells its
+// own exclusive prefix (cell_start) and the blocks' scanned totals (block_start, ending with the
+// grand total), so a start is their sum; a block where nothing was counted is skipped by the
+// scan (its cell_start is stale) and every cell of it begins where the block does. This saves
+// a grid-wide pass adding the block starts back, and reading and writing the empty space.
+layout(std430, binding = 2) readonly buffer CellStart { uint cell_start[]; };
+layout(std430, binding = 6) readonly buffer BlockStart { uint block_start[]; };
+
+uint cell_begin(uint cell) {
+    uint block = cell / uint(SCAN_BLOCK);
+    uint start = block_start[block];
+    return block_start[block + 1u] == start ? start : start + cell_start[cell];
+}
+#endif
+
+#ifdef GRID_COUNTS
+// Counting an agent into its cell: the cell's count (its rank there, from the atomic) and the
+// flag of the cell's scan block, so that scan.comp skips the blocks nobody was counted in.
+layout(std430, binding = 3) buffer CellCount { uint cell_count[]; };
+layout(std430, binding = 9) buffer BlockUsed { uint block_used[]; };
+
+uint count_into(uint cell, uint agents) {
+    block_used[cell / uint(SCAN_BLOCK)] = 1u;  // the same value from every writer: no atomic
+    return atomicAdd(cell_count[cell], agents);
+}
+#endif

@@ -1,18 +1,19 @@
-// scatter.comp: write each agent to its place in cell order, start[cell] + rank.
-// Agents barely move between steps, so the writes are nearly coalesced.
+// scatter.comp: list each agent in its new cell, at start[cell] + rank (its atomicAdd rank), by
+// its index in the unsorted buffer: slot_agent[slot] = index. The ranks come from atomics, so
+// the order inside a cell changes from run to run; order.comp puts it right, reading these
+// 4-byte slots instead of whole agents.
+#define GRID_STARTS
 #include "common.glsl"
 #include "grid.glsl"
 
 layout(local_size_x = LOCAL_SIZE) in;
 
-layout(std430, binding = 0) writeonly buffer Sorted { Agent sorted[]; };
-layout(std430, binding = 1) readonly buffer Unsorted { Agent unsorted[]; };
-layout(std430, binding = 2) readonly buffer CellStart { uint cell_start[]; };
-layout(std430, binding = 4) readonly buffer AgentRank { uint agent_rank[]; };
+layout(std430, binding = 4) readonly buffer AgentCell { uvec2 agent_cell[]; };  // cell, rank
+layout(std430, binding = 7) writeonly buffer SlotAgent { uint slot_agent[]; };
 
 void main() {
     uint i = global_index();
     if (i >= swarm.agent_count) return;
-    Agent a = unsorted[i];
-    sorted[cell_start[grid_index(grid_cell(a.position.xyz))] + agent_rank[i]] = a;
+    uvec2 cell_rank = agent_cell[i];
+    slot_agent[cell_begin(cell_rank.x) + cell_rank.y] = i;
 }

@@ -5,11 +5,14 @@ SwarmParams uniform block once (visual/uniforms.py: this step's parameters and d
 then reads the current agents and writes the other buffer (the seed's ping-pong, 5.2). With
 `neighbors="grid"` the current buffer is kept in cell order (visual/grid.py):
 
-    simulate_grid  current -> scratch, counting each agent's new cell (rank = atomicAdd)
-    scan, scatter, order   scratch -> cell order, by id inside a cell -> current
+    simulate_grid  current -> scratch (same order), each agent's new cell and rank there,
+                   `lanes` invocations an agent (TUNING)
+    scan, scatter, order   scratch -> cell order, stable inside a cell -> current
 
 With `neighbors="brute"` the seed's tiled all-pairs kernel reads current, writes scratch and
-the two swap. Nothing is read back to the CPU per step. Main thread only.
+the two swap. Nothing is read back to the CPU per step. Main thread only. `pass_timer`, when
+set (benchmarks/swarm.py), is wrapped around each pass by name: simulate, scan, scatter,
+order, and bin on a re-sort.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import numpy as np
 from visual.gl import (
     compute_program,
     dispatch_1d,
+    is_software,
     resolve_shader_dir,
     set_uniforms,
     storage_barrier,
@@ -34,12 +38,16 @@ from visual.grid import (
     LOCAL_SIZE,
     MAX_CELLS,
     NO_GRID,
+    SCAN_BLOCK,
     SCAN_ITEMS,
     SCAN_LOCAL_SIZE,
+    UNTIMED,
     CellGrid,
     GridShape,
+    PassTimer,
     cell_budget,
     grid_shape,
+    zeroed,
 )
 from visual.uniforms import MAX_OBSTACLES, RULE_BITS, SWARM_PARAMS, BlockBuffer
 
@@ -56,6 +64,15 @@ NEIGHBOR_MODES = ("grid", "brute")
 # The kernels that read SwarmParams (scan reads only its own plain uniforms).
 KERNELS = {"brute": "simulate_brute.comp", "grid": "simulate_grid.comp", "bin": "bin.comp",
            "scatter": "scatter.comp", "order": "order.comp", "resize": "resize.comp"}
+# simulate_grid.comp's settings (benchmarks/swarm.py --variant times others): invocations an
+# agent and the workgroup size. On the H200 (2026-12-01) four lanes took 0.23 ms a step where
+# one took 0.89 (16,384 agents settled around the lure, 777 candidates an agent) and 0.56 ms
+# where one took 0.41 (1,048,576 spread agents, 104 candidates): the crowded case is the one a
+# single invocation an agent loses badly.
+TUNING = {"lanes": 4, "local_size": 128}
+# Software GL (llvmpipe) runs invocations on CPU cores, which have no latency to hide: a lane an
+# agent there (lanes=4 took 1.7-2x longer a step at 2,000 and 16,384 agents on two cores).
+SOFTWARE_TUNING = {**TUNING, "lanes": 1}
 
 
 def spawn_state(count: int, params: Values, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -92,7 +109,8 @@ class Swarm:
 
     def __init__(self, ctx: moderngl.Context, values: Values, *, neighbors: str = "grid",
                  seed: int = 0, position: np.ndarray | None = None,
-                 velocity: np.ndarray | None = None, shader_dir: Path | None = None) -> None:
+                 velocity: np.ndarray | None = None, shader_dir: Path | None = None,
+                 tuning: Mapping[str, int] | None = None) -> None:
         if neighbors not in NEIGHBOR_MODES:
             raise ValueError(f"neighbors must be one of {NEIGHBOR_MODES}, got {neighbors!r}")
         self.ctx = ctx
@@ -100,15 +118,16 @@ class Swarm:
         self.shader_dir = resolve_shader_dir(shader_dir)
         self._neighbors = neighbors
         self.steps = 0
+        self.tuning = {**(SOFTWARE_TUNING if is_software(ctx) else TUNING), **(tuning or {})}
+        self.pass_timer: PassTimer | None = None
         self.obstacles: list[tuple[float, float, float, float]] = []
         self._programs = self._build_programs()
         self._params = BlockBuffer(ctx, SWARM_PARAMS)
-        self._stats = ctx.buffer(reserve=16)
-        self._stats.clear()
+        self._stats = zeroed(ctx, 16)
         self._cells = CellGrid(ctx)
         self._sorted: GridShape | None = None  # the grid `current` is in cell order for
         self.max_cells: int | None = None  # None: cell_budget(count)
-        self._current = self._scratch = self._rank = None
+        self._current = self._scratch = self._cell_rank = self._slots = None
         if position is None:
             position, velocity = spawn_state(values["count"], values, seed)
         self.set_state(position, velocity)
@@ -118,11 +137,14 @@ class Swarm:
     def _build_programs(self) -> dict[str, moderngl.ComputeShader]:
         """Compile every kernel from the shader folder (ShaderError names the file and line)."""
         ctx, folder = self.ctx, self.shader_dir
+        tuning = self.tuning
         built: dict[str, moderngl.ComputeShader] = {}
         try:
             for name, file in KERNELS.items():
-                built[name] = compute_program(ctx, file, {"LOCAL_SIZE": LOCAL_SIZE}, folder,
-                                              SWARM_PARAMS)
+                defines = {"LOCAL_SIZE": LOCAL_SIZE, "SCAN_BLOCK": SCAN_BLOCK}
+                if name == "grid":
+                    defines.update(LOCAL_SIZE=tuning["local_size"], LANES=tuning["lanes"])
+                built[name] = compute_program(ctx, file, defines, folder, SWARM_PARAMS)
             built["scan"] = compute_program(
                 ctx, "scan.comp", {"LOCAL_SIZE": SCAN_LOCAL_SIZE, "ITEMS": SCAN_ITEMS}, folder)
         except Exception:
@@ -171,12 +193,13 @@ class Swarm:
 
     def _allocate(self, count: int) -> None:
         """Agent buffers for `count` agents (the current one is the caller's to release)."""
-        for buffer in (self._scratch, self._rank):
+        for buffer in (self._scratch, self._cell_rank, self._slots):
             if buffer is not None:
                 buffer.release()
         self._current = self.ctx.buffer(reserve=count * AGENT_BYTES)
         self._scratch = self.ctx.buffer(reserve=count * AGENT_BYTES)
-        self._rank = self.ctx.buffer(reserve=count * 4)
+        self._cell_rank = self.ctx.buffer(reserve=count * 8)  # uvec2: new cell, rank there
+        self._slots = self.ctx.buffer(reserve=count * 4)  # agents' indices, in cell order
         self._count = count
 
     def set_state(self, position: np.ndarray, velocity: np.ndarray) -> None:
@@ -255,24 +278,32 @@ class Swarm:
             budget = self.max_cells if self.max_cells is not None else cell_budget(self._count)
             shape = grid_shape(p, budget)
         self._write_params(p, dt, target, speed_scale, shape)
+        timed = self.pass_timer or UNTIMED
         simulate = self._programs[self.neighbors]
-        self._current.bind_to_storage_buffer(0)
-        self._scratch.bind_to_storage_buffer(1)
-        self._stats.bind_to_storage_buffer(5)
         if not grid:
-            dispatch_1d(simulate, self._count, LOCAL_SIZE)
-            storage_barrier(self.ctx)
+            self._current.bind_to_storage_buffer(0)
+            self._scratch.bind_to_storage_buffer(1)
+            self._stats.bind_to_storage_buffer(5)
+            with timed("simulate"):
+                dispatch_1d(simulate, self._count, LOCAL_SIZE)
+                storage_barrier(self.ctx)
+            self._current, self._scratch = self._scratch, self._current
         else:
             if shape != self._sorted:
-                self._resort(shape)
-            self._cells.buffers[1].bind_to_storage_buffer(2)  # cell starts
-            self._cells.counts.bind_to_storage_buffer(3)
-            self._rank.bind_to_storage_buffer(4)
-            dispatch_1d(simulate, self._count, LOCAL_SIZE)
-            storage_barrier(self.ctx)
-            self._cells.sort(self._programs, self._scratch, self._current, self._rank,
-                             self._count)
-        self._current, self._scratch = self._scratch, self._current
+                self._resort(shape, timed)
+            self._current.bind_to_storage_buffer(0)
+            self._scratch.bind_to_storage_buffer(1)
+            self._cells.bind_starts()
+            self._cells.bind_counts()
+            self._cell_rank.bind_to_storage_buffer(4)
+            self._stats.bind_to_storage_buffer(5)
+            with timed("simulate"):
+                dispatch_1d(simulate, self._count * self.tuning["lanes"],
+                            self.tuning["local_size"])
+                storage_barrier(self.ctx)
+            # The new states, in the old order, back into `current` in cell order.
+            self._cells.sort(self._programs, self._scratch, self._current, self._cell_rank,
+                             self._slots, self._count, timed)
         self.steps += 1
 
     def _write_params(self, p: Values, dt: float, target: Sequence[float], speed_scale: float,
@@ -292,22 +323,23 @@ class Swarm:
             "obstacles": self.obstacles,
         })
 
-    def _resort(self, shape: GridShape) -> None:
-        """Bring `current` (in any order) into the cell order of `shape`, in place."""
+    def _resort(self, shape: GridShape, timed: PassTimer = UNTIMED) -> None:
+        """Bring `current` (in any order) into the cell order of `shape`, by id inside a cell
+        when it is in id order (a load, a resize)."""
         self._cells.fit(shape)
-        self._cells.bin(self._programs, self._current, self._rank, self._count)
-        self._cells.sort(self._programs, self._current, self._scratch, self._rank, self._count)
+        self._cells.bin(self._programs, self._current, self._cell_rank, self._count, timed)
+        self._cells.sort(self._programs, self._current, self._scratch, self._cell_rank,
+                         self._slots, self._count, timed)
+        self._current, self._scratch = self._scratch, self._current
         self._sorted = shape
-        self._current.bind_to_storage_buffer(0)  # as the simulation step expects them again
-        self._scratch.bind_to_storage_buffer(1)
 
     def release(self) -> None:
         for program in self._programs.values():
             program.release()
         self._programs = {}
-        for buffer in (self._current, self._scratch, self._rank, self._stats):
+        for buffer in (self._current, self._scratch, self._cell_rank, self._slots, self._stats):
             if buffer is not None:
                 buffer.release()
         self._params.release()
         self._cells.release()
-        self._current = self._scratch = self._rank = self._stats = None
+        self._current = self._scratch = self._cell_rank = self._slots = self._stats = None
