@@ -24,7 +24,7 @@ from visual.swarm import MAX_DT
 from visual.uniforms import MAX_OBSTACLES
 
 NO_DISPLAY_SECONDS = 10.0
-START_LOOK = "drift-trails"  # the most striking bundled look: a plain start opens on it
+START_LOOK = "aurora"  # the most striking bundled look: a plain start opens on it
 NO_DISPLAY_SCREENSHOT = "swarm-screenshot.png"
 
 
@@ -53,6 +53,8 @@ def build_params(args: argparse.Namespace) -> tuple[Params, list, Any]:
         routes = apply_preset(preset, params, keep=keep)
     if args.count is not None:
         params["count"] = args.count
+    if getattr(args, "post", None):
+        params["post"] = args.post
     return params, routes, preset
 
 
@@ -86,6 +88,7 @@ def check_args(args: argparse.Namespace) -> None:
         raise FileProblem(f"--obstacle: at most {MAX_OBSTACLES} spheres, got "
                           f"{len(args.obstacle)}")
     outputs = [("--screenshot", args.screenshot, ".png"), ("--state-out", args.state_out, ".npz"),
+               ("--contact-sheet", getattr(args, "contact_sheet", None), ".png"),
                ("--telemetry", args.telemetry, None),
                ("--record-control", getattr(args, "record_control", None), None)]
     for option, path, suffix in outputs:
@@ -162,6 +165,17 @@ def main(argv: list[str] | None = None) -> int:
     except (FileProblem, ParamError) as exc:
         error(exc)
         return 2
+    if args.contact_sheet:
+        from show.contact_sheet import SheetSettings, write_contact_sheet
+
+        try:
+            write_contact_sheet(args.contact_sheet, SheetSettings(
+                size=args.size or SheetSettings.size,
+                seed=SheetSettings.seed if args.seed is None else args.seed))
+        except (FileProblem, ParamError) as exc:
+            error(exc)
+            return 2
+        return 0
     if supervised(args) and args.render is None:
         from control.supervisor import Supervisor
 

@@ -25,24 +25,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from audio.beat_feed import RingBeatFeed  # noqa: E402
+from audio.synth import drum_loop  # noqa: E402
 from audio.beats import BeatTracker  # noqa: E402
 from audio.ring import Ring  # noqa: E402
-
-
-def drum_loop(bpm: float, seconds: float, rate: int) -> np.ndarray:
-    """Kick on 1 and 3, snare on 2 and 4, hats on the eighths, noise at -30 dB."""
-    rng = np.random.default_rng(0)
-    t = np.arange(int(0.2 * rate)) / rate
-    kick = 0.9 * np.sin(2 * np.pi * 55 * t) * np.exp(-t / 0.1)
-    snare = 0.5 * rng.standard_normal(len(t)) * np.exp(-t / 0.05)
-    hat = 0.15 * rng.standard_normal(len(t)) * np.exp(-t / 0.01)
-    x = 0.03 * rng.standard_normal(int(seconds * rate))
-    period = 60.0 / bpm
-    for k, at in enumerate(np.arange(0.1, seconds - 0.3, period / 2)):
-        start = int(at * rate)
-        sound = (kick if k % 4 == 0 else snare if k % 4 == 2 else 0) + hat
-        x[start:start + len(t)] += sound
-    return x.astype(np.float32)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,6 +2,7 @@
 
     python benchmarks/frame.py 16384 262144 1048576 --json out.json
 
+The post chain runs whole (bloom and feedback on; `--post off`: exposure and the tone map only).
 Each count runs at the seed's density (spawn and contain radius scaled by (N / 16384)^(1/3)),
 settles for a few simulated seconds, has the camera frame the swarm as the live window does,
 then renders frames with a fixed 1/60 s step. Whole frames are timed by the wall clock up to
@@ -28,26 +29,10 @@ from benchmarks.swarm import scaled_params  # noqa: E402
 
 def make_context(size: tuple[int, int]):
     """(ctx, hud or None, note): a pyglet headless context with the HUD, else plain EGL."""
-    import moderngl
+    from visual.hud import headless_text_context
 
-    try:
-        import pyglet
-
-        pyglet.options["headless"] = True
-        config = pyglet.gl.Config(major_version=4, minor_version=3, forward_compatible=True,
-                                  depth_size=24)
-        window = pyglet.window.Window(*size, visible=False, config=config)
-        ctx = moderngl.create_context(require=430)
-        from visual.hud import Hud
-
-        hud = Hud(*size)
-        hud.draw(["font check"])  # fonts load here: fail now, not mid-benchmark
-        hud._window = window  # keep the context alive
-        return ctx, hud, "HUD drawn (pyglet, headless)"
-    except Exception as exc:  # no pyglet EGL here: time the frame without the HUD
-        from visual.gl import create_headless_context
-
-        return create_headless_context(), None, f"HUD left out ({type(exc).__name__}: {exc})"
+    ctx, hud, note = headless_text_context(size)
+    return ctx, hud, note.replace("text drawn", "HUD drawn").replace("no text", "HUD left out")
 
 
 def bench_count(ctx, hud, count: int, args: argparse.Namespace) -> dict:
@@ -56,6 +41,10 @@ def bench_count(ctx, hud, count: int, args: argparse.Namespace) -> dict:
     from show.options import ShowOptions
 
     params = scaled_params(count)
+    if args.post == "full":  # the whole post chain: bloom and feedback, on any GL
+        params.update({"post": "on", "bloom": 0.8, "feedback": 0.85, "feedback_zoom": 0.01})
+    else:
+        params["post"] = "off"  # exposure and the tone map only
     show = Show(ctx, params, ShowOptions(seed=1, fixed_dt=1 / 60, live=False))
     sink = Offscreen(show, args.size)
     framebuffer = sink.framebuffer
@@ -67,7 +56,7 @@ def bench_count(ctx, hud, count: int, args: argparse.Namespace) -> dict:
     show.camera.follow(show.renderer.swarm_radius, 1e6, show.renderer.swarm_center)
 
     loop = Loop(show, FixedStep(1 / 60))  # the show's one loop: update, step, draw
-    frames, passes = [], {"simulate": [], "cull": [], "draw": []}
+    frames, passes = [], {"simulate": [], "cull": [], "draw": [], "post": []}
     started = time.perf_counter()
     for _ in range(args.frames):
         # The whole frame by the wall clock, CPU work included, waiting for the GPU at the end
@@ -106,6 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--settle", type=float, default=3.0, help="simulated seconds first")
     parser.add_argument("--frames", type=int, default=60, help="frames timed per count")
     parser.add_argument("--budget", type=float, default=30.0, help="wall seconds per count")
+    parser.add_argument("--post", choices=("full", "off"), default="full",
+                        help="full: bloom and feedback on (default); off: tone map only")
     args = parser.parse_args(argv)
     args.size = tuple(int(v) for v in args.size.lower().split("x"))
 
@@ -116,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     timing = "frames: wall time to ctx.finish(); passes: " + (
         "n/a (software GL)" if is_software(ctx) else "GL timer queries")
     print(f"# {renderer}; {timing}; {args.size[0]}x{args.size[1]}; {note}", flush=True)
-    print(f"{'agents':>10} {'frame ms':>9} {'sim':>7} {'cull':>7} {'draw':>7} "
+    print(f"{'agents':>10} {'frame ms':>9} {'sim':>7} {'cull':>7} {'draw':>7} {'post':>7} "
           f"{'visible':>9} {'far':>9}", flush=True)
     rows = []
     for count in args.counts:
@@ -128,11 +119,12 @@ def main(argv: list[str] | None = None) -> int:
             return f"{v:7.3f}" if v is not None else "      -"
 
         print(f"{count:>10} {row['frame_ms']:9.3f} {ms(p['simulate'])} {ms(p['cull'])} "
-              f"{ms(p['draw'])} {row['visible']:>9} {row['far']:>9}", flush=True)
+              f"{ms(p['draw'])} {ms(p['post'])} {row['visible']:>9} {row['far']:>9}",
+              flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps({
             "benchmark": "whole frame", "renderer": renderer, "timing": timing,
-            "size": args.size, "hud": note, "python": platform.python_version(),
+            "size": args.size, "hud": note, "post": args.post, "python": platform.python_version(),
             "date": time.strftime("%Y-%m-%d %H:%M:%S"), "results": rows}, indent=2))
     return 0
 

@@ -254,6 +254,58 @@ REGISTRY: tuple[Param, ...] = (
     _f("lod_pixels", 6, 0, 1000,
        "agents smaller than this on screen (pixels) are one triangle instead of a cone; 0: "
        "always cones", (0, 20)),
+    # ---- the look: agents ----
+    Param("shape", "cone", "choice",
+          "each agent: cone (lit, 3D), arrow (a lit dart), streak (a line of light stretched "
+          "along its velocity), glow (a soft glowing point)",
+          choices=("cone", "arrow", "streak", "glow")),
+    Param("blend", "opaque", "choice",
+          "opaque: solid agents hiding those behind; additive: light that adds up (glow)",
+          choices=("opaque", "additive")),
+    Param("palette", "colors", "choice",
+          "the agents' colours: colors (slow_color to fast_color) or a bundled gradient",
+          choices=("colors", "ember", "ocean", "aurora", "neon", "sunset", "ice", "mono")),
+    Param("color_by", "speed", "choice",
+          "what picks the colour along the palette: speed, heading (direction of travel), "
+          "depth (distance from the camera) or density (neighbours nearby)",
+          choices=("speed", "heading", "depth", "density")),
+    _f("glow", 1, 0, 20, "the agents' brightness: above 1 they shine into the bloom",
+       (0.2, 6), "exp"),
+    _f("size_by_speed", 0, 0, 4, "fast agents grow by this much (0: all the same size)",
+       (0, 2)),
+    _f("fog", 0.65, 0, 1, "how far distant agents fade into the background", (0, 1)),
+    # ---- the look: the picture ----
+    Param("post", "auto", "choice",
+          "the HDR post chain (tone map, bloom, feedback): auto is on with a GPU, off on "
+          "software OpenGL (too slow there)", choices=("auto", "on", "off")),
+    _f("exposure", 1, 0.05, 16, "brightness of the picture before tone mapping", (0.25, 4),
+       "exp"),
+    Param("tonemap", "aces", "choice",
+          "the filmic curve from HDR to the screen: aces, agx (softer, truer hues) or linear",
+          choices=("aces", "agx", "linear")),
+    _f("bloom", 0.6, 0, 4, "strength of the glow around bright agents (0: none)", (0, 2)),
+    _f("bloom_radius", 0.6, 0, 1, "how far the glow spreads", (0, 1)),
+    _f("bloom_threshold", 1, 0, 8, "brightness where the glow starts (soft knee)", (0, 4)),
+    _f("feedback", 0, 0, 0.98,
+       "the last picture drawn again under the new one, warped and fading (Milkdrop's "
+       "feedback); 0: off", (0, 0.95)),
+    _f("feedback_zoom", 0.01, -0.1, 0.1, "feedback: the old picture grows (or shrinks) by "
+       "this much a frame at 60 fps", (-0.05, 0.05)),
+    _f("feedback_rotate", 0, -0.1, 0.1, "feedback: the old picture turns by this many "
+       "radians a frame at 60 fps", (-0.03, 0.03)),
+    _f("feedback_drift_x", 0, -0.05, 0.05, "feedback: sideways drift a frame (of the width)",
+       (-0.01, 0.01)),
+    _f("feedback_drift_y", 0, -0.05, 0.05, "feedback: upward drift a frame (of the height)",
+       (-0.01, 0.01)),
+    # ---- the look: the camera ----
+    Param("camera", "orbit", "choice",
+          "orbit: circles the swarm; follow: rides behind the swarm's heading; fly: flies "
+          "through the swarm; top: looks straight down (for 2D)",
+          choices=("orbit", "follow", "fly", "top")),
+    _f("camera_distance", 1, 0.2, 5, "the camera's distance, times what frames the swarm",
+       (0.3, 3), "exp"),
+    _f("orbit_speed", 1, -10, 10, "how fast the camera circles (1: the usual, 0: still)",
+       (-3, 3)),
 )
 
 BY_NAME: dict[str, Param] = {p.name: p for p in REGISTRY}

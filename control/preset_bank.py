@@ -69,7 +69,7 @@ class PresetBank:
         user = self.user_folder / f"slot-{slot}.json"
         if os.path.lexists(user):
             return user
-        for path in _preset_files(self.bundled_folder):
+        for path in preset_files(self.bundled_folder):
             match = SLOT_FILE.match(path.name)
             if match and int(match.group(1)) == slot:
                 return path
@@ -112,7 +112,7 @@ class PresetBank:
         spoils only itself."""
         found: dict[str, Path] = {}
         for folder in (self.user_folder, self.bundled_folder):
-            for path in _preset_files(folder):
+            for path in preset_files(folder):
                 for name in (_peek_name(path), name_from_file(path)):
                     found.setdefault(name.lower(), path)
         return found
@@ -147,7 +147,7 @@ class PresetBank:
         return ", ".join(f"{slot} {name}" for slot, name in self.names().items()) or "none"
 
 
-def _preset_files(folder: Path) -> list[Path]:
+def preset_files(folder: Path) -> list[Path]:
     """The preset files in a folder, sorted: *.json except the MIDI mappings (midi.json,
     midi-*.json, which live beside the presets) and hidden files."""
     try:

@@ -1,10 +1,11 @@
 // agent.vert: one agent's mesh, placed and oriented from the agent buffer (vertex pulling of the
 // agent data: nothing per agent comes in as a vertex attribute). Drawn by one indirect call of
-// two commands (see cull.comp): the near command's vertices are the cone, the far command's
-// start at NEAR_VERTICES and are a single triangle turned towards the camera. gl_InstanceID
-// indexes the visible list of that command; gl_VertexID includes the command's `first`, which
-// tells the two apart without gl_DrawID (GL 4.6). Everything else comes from the FrameParams
-// block (frame.*); NEAR_VERTICES and SPEED_RAMP are #defines from visual/renderer.py.
+// two commands (see cull.comp): the near command's vertices are the shape's mesh (cone, dart, or
+// a quad for streaks and glows), the far command's a single triangle turned towards the camera
+// (or the quad). The far meshes come first in the vertex buffer (visual/meshes.py MeshSet), so
+// gl_VertexID < FAR_END tells the two apart without gl_DrawID (GL 4.6). gl_InstanceID indexes
+// the visible list of that command. Everything else comes from the FrameParams block (frame.*);
+// FAR_END and SPEED_RAMP are #defines from visual/renderer.py.
 // (Not common.glsl: its global_index() uses compute-only built-ins.)
 #include "agent.glsl"
 #include "frame_params.glsl"
@@ -16,38 +17,94 @@ in vec3 in_position;  // mesh vertex in agent space: x forward, y side, z up; |p
 in vec3 in_normal;    // its face normal (flat shading)
 
 flat out vec3 v_color;
+flat out int v_soft;  // 0 a lit mesh, 2 a streak, 3 a glow (the shape)
+out vec2 v_uv;        // the place on a streak's or glow's quad, -1..1
 
 void main() {
-    bool is_far = gl_VertexID >= NEAR_VERTICES;
+    bool is_far = gl_VertexID < FAR_END;
     uint index = visible[is_far ? frame.far_base + uint(gl_InstanceID) : uint(gl_InstanceID)];
     Agent agent = agents[index];
     vec3 p = agent.position.xyz;
     vec3 v = agent.velocity.xyz;
     float speed = length(v);
+    float ratio = speed / max(frame.max_speed, 1e-6);
+    float size = frame.agent_size * (1.0 + frame.size_by_speed * min(ratio, 1.5));
 
     vec3 forward = speed > 1e-6 ? v / speed : vec3(1.0, 0.0, 0.0);
     vec3 to_camera = normalize(frame.eye - p);
-    // Near: a roll that follows world up (stable as the camera moves). Far: the triangle's
-    // plane holds the camera direction, so it is never seen edge-on.
-    vec3 side = cross(forward, is_far ? to_camera : vec3(0.0, 1.0, 0.0));
-    if (dot(side, side) < 1e-8) side = cross(forward, vec3(0.0, 0.0, 1.0));
-    side = normalize(side);
-    vec3 up = cross(side, forward);
-    mat3 basis = mat3(forward, side, up);
-
-    vec3 world = p + basis * in_position * frame.agent_size;
+    bool billboard = frame.shape_index >= 2;
+    vec3 world;
+    vec3 normal = vec3(0.0);
+    if (billboard) {
+        // A quad facing the camera: a glow is round; a streak lies along the velocity as seen
+        // on screen, longer the faster, its head at the agent.
+        vec3 across = cross(forward, to_camera);
+        if (dot(across, across) < 1e-6 || frame.shape_index == 3)
+            across = cross(vec3(0.0, 1.0, 0.0), to_camera);
+        if (dot(across, across) < 1e-6) across = cross(vec3(1.0, 0.0, 0.0), to_camera);
+        across = normalize(across);
+        vec3 along = cross(to_camera, across);
+        vec2 q = in_position.xy;
+        if (frame.shape_index == 3) {
+            world = p + (along * q.x + across * q.y) * size * 0.7;
+        } else {
+            float half_length = 0.5 * size * (1.0 + 2.0 * min(ratio, 1.5));  // <= STREAK_LENGTH
+            if (dot(forward, along) < 0.0) along = -along;
+            world = p + along * (q.x - 1.0) * half_length + across * q.y * size * 0.12;
+        }
+        v_uv = q;
+    } else {
+        // Near: a roll that follows world up (stable as the camera moves). Far: the triangle's
+        // plane holds the camera direction, so it is never seen edge-on.
+        vec3 side = cross(forward, is_far ? to_camera : vec3(0.0, 1.0, 0.0));
+        if (dot(side, side) < 1e-8) side = cross(forward, vec3(0.0, 0.0, 1.0));
+        side = normalize(side);
+        vec3 up = cross(side, forward);
+        mat3 basis = mat3(forward, side, up);
+        world = p + basis * in_position * size;
+        normal = basis * in_normal;
+        if (is_far) normal = dot(normal, to_camera) < 0.0 ? -normal : normal;
+        v_uv = vec2(0.0);
+    }
+    v_soft = billboard ? frame.shape_index : 0;
     gl_Position = frame.view_projection * vec4(world, 1.0);
 
-    float t = smoothstep(SPEED_RAMP.x, SPEED_RAMP.y, speed / max(frame.max_speed, 1e-6));
-    vec3 color = mix(frame.slow_color, frame.fast_color, t);
-    color = mix(color, frame.telegraph_color, frame.telegraph * (0.4 + 0.6 * t));
-    vec3 normal = basis * in_normal;
-    if (is_far) normal = dot(normal, to_camera) < 0.0 ? -normal : normal;
-    // Cheap light: a little ambient, a diffuse term, a touch of rim so the cones read as 3D.
-    float diffuse = max(dot(normal, frame.light), 0.0);
-    float rim = pow(1.0 - abs(dot(normal, to_camera)), 3.0);
-    vec3 lit = color * (0.42 + 0.75 * diffuse) + color * rim * 0.35;
+    // The colour: the palette at a place chosen by color_by.
     float distance_to_camera = length(frame.eye - p);
-    float fog = smoothstep(frame.fog.x, frame.fog.y, distance_to_camera) * 0.65;
-    v_color = clamp(mix(lit, frame.background, fog), 0.0, 1.0);  // what shows: what trails fade
+    float x;
+    if (frame.color_by_index == 1) {         // heading: once round the compass, mirrored (no seam)
+        float turn = fract(atan(forward.z, forward.x) / 6.28318530718 + 0.5);
+        x = 1.0 - abs(2.0 * turn - 1.0);
+    } else if (frame.color_by_index == 2) {  // depth: near 1 (the palette's bright end), far 0
+        x = clamp((frame.depth_range.y - distance_to_camera)
+                  / max(frame.depth_range.y - frame.depth_range.x, 1e-6), 0.0, 1.0);
+    } else if (frame.color_by_index == 3) {  // density: the neighbours the last step saw
+        float n = max(agent.velocity.w, 0.0);
+        x = n / (n + 12.0);
+    } else {                           // speed
+        x = smoothstep(SPEED_RAMP.x, SPEED_RAMP.y, ratio);
+    }
+    float place = x * float(frame.palette_stops - 1);
+    int stop = min(int(place), frame.palette_stops - 2);
+    vec3 color = mix(frame.palette_colors[stop].rgb, frame.palette_colors[stop + 1].rgb, place - float(stop));
+    float t = smoothstep(SPEED_RAMP.x, SPEED_RAMP.y, ratio);
+    color = mix(color, frame.telegraph_color, frame.telegraph * (0.4 + 0.6 * t));
+    vec3 lit;
+    if (billboard) {
+        lit = color;  // light of its own
+    } else {
+        // Cheap light: a little ambient, a diffuse term, a touch of rim so meshes read as 3D.
+        float diffuse = max(dot(normal, frame.light), 0.0);
+        float rim = pow(1.0 - abs(dot(normal, to_camera)), 3.0);
+        lit = color * (0.42 + 0.75 * diffuse) + color * rim * 0.35;
+    }
+    lit = min(lit, vec3(1.0)) * frame.glow;  // the light of a lit face, then its glow (HDR)
+    // Added light: an agent in a crowd gives less, so where hundreds overlap on screen (the
+    // swarm's core) the sum stays a bright colour instead of burning to white (the crowd is
+    // the neighbours the last step counted, velocity.w).
+    if (frame.additive == 1) lit *= ADDITIVE_CROWD / (ADDITIVE_CROWD + max(agent.velocity.w, 0.0));
+    float fog = smoothstep(frame.fog_range.x, frame.fog_range.y, distance_to_camera) * frame.fog;
+    // Opaque agents fade into the background; added light fades to nothing.
+    vec3 shown = frame.additive == 1 ? lit * (1.0 - fog) : mix(lit, frame.background, fog);
+    v_color = clamp(shown, 0.0, 64.0);  // HDR: what trails fade, what the bloom sees
 }

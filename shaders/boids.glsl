@@ -136,6 +136,6 @@ Agent steer_and_integrate(Agent self, Gather g) {
     }
     Agent o;
     o.position = vec4(p, self.position.w);
-    o.velocity = vec4(v, 0.0);
+    o.velocity = vec4(v, float(g.neighbors));  // w: neighbours seen (the look's density)
     return o;
 }

@@ -66,7 +66,7 @@ void main() {
     uint slot = 0u;
     if (in_range) {
         vec3 p = agents[i].position.xyz;
-        float radius = frame.agent_size;  // the meshes lie within 1 of the agent
+        float radius = frame.agent_size * frame.cull_scale;  // meshes lie within it
         for (int k = 0; k < 6; k++)
             inside = inside && dot(frame.planes[k].xyz, p) + frame.planes[k].w >= -radius;
         vec3 to_lure = p - frame.lure;

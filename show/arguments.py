@@ -137,6 +137,13 @@ def build_parser() -> argparse.ArgumentParser:
                       help="frame-rate cap (default: the display's refresh rate); with "
                            "--render, the video's frame rate (default 60)")
     view.add_argument("--screenshot", metavar="PATH.png", help="save the last frame as a PNG")
+    view.add_argument("--post", choices=("auto", "on", "off"),
+                      help="the post chain (bloom, feedback): auto, the default, runs it on a "
+                           "GPU and not on software GL; exposure and the tone map always run")
+    view.add_argument("--contact-sheet", metavar="PATH.png",
+                      help="render every bundled look (8 s of a 120 BPM drum loop, seed 1, "
+                           "the post chain on) into one PNG grid, and exit; --size sets a "
+                           "thumbnail's size (default 480x270)")
     view.add_argument("--telemetry", metavar="PATH",
                       help="append one JSON object a second (and one at exit) to this file")
     swarm = parser.add_argument_group("swarm")

@@ -117,6 +117,7 @@ class Show:
         self.now = 0.0  # the loop's time at the last update
         self.sim_time = 0.0  # simulated seconds: the lure wanders on this clock
         self.show_time = 0.0  # seconds of show: the camera orbits and morphs run on it
+        self.frame_dt = 0.0  # seconds this frame moved the show on (its steps together)
         self.respawns = 0
         self.values: dict[str, Any] = {}  # this frame's values: the registry, modulated
         self.modulated: dict[str, Any] = {}  # those modulation and bursts moved this frame
@@ -149,6 +150,7 @@ class Show:
         """Inputs -> this frame's values. `now` is the loop's time in seconds (the wall clock
         live, the song's in a render)."""
         self.now = now
+        self.frame_dt = 0.0  # what advance() steps this frame: the feedback follows it
         self.poll_shaders(now)
         self.audio.update(now)
         for message in self.audio.take_messages():
@@ -352,11 +354,15 @@ class Show:
             self._cap_count()
             self.swarm.resize(self.params["count"], self.params.as_dict())  # no stalled frame
         self.show_time += dt
-        self.camera.time = self.show_time
-        self.camera.follow(self.renderer.swarm_radius, dt, self.renderer.swarm_center)
+        self.frame_dt += dt
+        values = self.values or self.params.as_dict()
+        camera = self.camera
+        camera.mode = values["camera"]
+        camera.distance_scale = float(values["camera_distance"])
+        camera.time += dt * float(values["orbit_speed"])  # the orbit's clock: its pace played
+        camera.follow(self.renderer.swarm_radius, dt, self.renderer.swarm_center)
         if self.paused:
             return
-        values = self.values or self.params.as_dict()
         with self._sim_timer:
             self.swarm.step(dt, values, target=self.lure_position(),
                             speed_scale=self.speed_scale)
@@ -379,7 +385,8 @@ class Show:
         values = self.values or self.params.as_dict()
         self.renderer.render(self.swarm, self.camera, framebuffer, values,
                              lure=self.lure_position(), time=self.show_time,
-                             show_lure=not self.lure.wandering, size=size)
+                             show_lure=not self.lure.wandering, size=size,
+                             dt=self.frame_dt)
         self.frame += 1
 
     # ---- what the HUD and telemetry show ----------------------------------------------------

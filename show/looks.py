@@ -19,9 +19,10 @@ from control.presets import Preset, PresetError, differs, preset_from_show
 
 log = logging.getLogger(__name__)
 # Parameters that steer the preset machinery itself: recalls and crossfades leave them alone.
-# So do the parameters of musical time: a look does not change the tempo or its clock.
+# So do the parameters of musical time (a look does not change the tempo or its clock) and
+# `post`, whether this machine runs the post chain at all (a look sets how it looks, not that).
 CONTROL_ONLY = frozenset({"crossfade", "crossfade_a", "crossfade_b", "bpm", "tempo_source",
-                          "quantize"})
+                          "quantize", "post"})
 SLOTS = range(1, 10)
 
 

@@ -92,6 +92,8 @@ def telemetry(show: Show) -> dict[str, Any]:
         "preset": show.looks.telemetry(show.show_time),
         "tempo": show.tempo.state(),
         "link": link_state(show),
+        "look": look_state(show),
+        "outputs": show.outputs.telemetry() if getattr(show, "outputs", None) else None,
         "modulated": {k: _round(v) for k, v in show.modulated.items()},
         "speed_scale": _round(show.speed_scale),
         "frame_size": list(renderer.last_size) if renderer.last_size else None,
@@ -115,12 +117,13 @@ def hud_lines(show: Show) -> list[str]:
     lines = [
         f"{fps:5.1f} fps  {frame_ms:6.2f} ms a frame" if fps and frame_ms else "-- fps",
         f"GPU ms: simulate {ms(gpu['simulate'])}  cull {ms(gpu['cull'])}  "
-        f"draw {ms(gpu['draw'])}",
+        f"draw {ms(gpu['draw'])}  post {ms(gpu.get('post'))}",
         f"agents {show.swarm.count:,}  visible {'-' if visible is None else f'{visible:,}'}"
         f"  near lure {'-' if renderer.near_lure is None else renderer.near_lure}",
         f"{show.swarm.neighbors} neighbours  {'PAUSED' if show.paused else ''}".rstrip(),
         f"audio: {audio_line(show.audio)}",
         f"tempo: {tempo_line(show)}",
+        f"look: {look_line(show)}",
     ]
     if show.midi is not None:
         lines.append(f"midi: {midi_line(show.midi.state())}")
@@ -161,6 +164,22 @@ def tempo_line(show: Show) -> str:
     peers = "" if link is None else \
         f"  link: {link['peers']} peer{'' if link['peers'] == 1 else 's'}"
     return f"{tempo.bpm:6.1f} BPM ({source})  [{meter}]  beat {tempo.beats}{waiting}{peers}"
+
+
+def look_line(show: Show) -> str:
+    """The agents' look and whether the post chain (bloom, feedback) runs."""
+    v = show.values or show.params.as_dict()
+    return (f"{v['shape']} {v['blend']}, palette {v['palette']} by {v['color_by']}, camera "
+            f"{v['camera']}; post {show.renderer.post_state}")
+
+
+def look_state(show: Show) -> dict[str, Any]:
+    """Telemetry's `look` object."""
+    v = show.values or show.params.as_dict()
+    return {"post": show.renderer.post_state, "post_on": show.renderer.post_on,
+            "software_gl": show.renderer.software,
+            **{name: v[name] for name in ("shape", "blend", "palette", "color_by", "camera",
+                                          "tonemap")}}
 
 
 def link_state(show: Show) -> dict[str, Any] | None:

@@ -194,9 +194,10 @@ def test_indirect_commands_hold_the_mesh_and_the_counts(ctx):
         ctx.finish()
         words = np.frombuffer(renderer._draw_state.read(), np.uint32)
         # DrawArraysIndirectCommand x 2: count, instanceCount, first, baseInstance, pad
-        assert list(words[0:5]) == [renderer.near_vertices, 300, 0, 0, 0]
-        assert list(words[5:10]) == [renderer.far_vertices, 0, renderer.near_vertices, 0, 0]
-        assert 8 * 3 <= renderer.near_vertices <= 12 * 3 and renderer.far_vertices == 3
+        (near_count, near_first), (far_count, far_first) = renderer.meshes.commands("cone")
+        assert list(words[0:5]) == [near_count, 300, near_first, 0, 0]
+        assert list(words[5:10]) == [far_count, 0, far_first, 0, 0]
+        assert 8 * 3 <= near_count <= 12 * 3 and far_count == 3
     finally:
         renderer.release()
         agents.release()

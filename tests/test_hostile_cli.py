@@ -85,11 +85,11 @@ def test_limits_asked_of_the_driver_name_the_figure():
     small = MachineLimits(max_side=4096, memory_bytes=256 * 2**20, software=False,
                           memory_source="the GPU")
     assert "at most 4096 pixels a side" in small.size_problem((8192, 4096))
-    assert "GiB of frame buffers" in small.size_problem((4096, 4096))  # 20 bytes a pixel
+    assert "GiB of frame buffers" in small.size_problem((4096, 4096))  # 47 bytes a pixel
     assert small.size_problem((1920, 1080)) is None
-    assert "need 3.2 GiB" in small.count_problem(16_777_216, live=False)
+    assert "need 3.3 GiB" in small.count_problem(16_777_216, live=False)  # 212 bytes each
     assert small.count_problem(1_000_000, live=True) is None  # a GPU: memory is the limit
-    assert small.live_count == int(256 * 2**20 * 0.8 // 204)
+    assert small.live_count == int(256 * 2**20 * 0.8 // 212)
 
 
 def test_more_agents_than_software_gl_holds_live_is_refused_at_start():

@@ -17,6 +17,7 @@ from test_cull import AgentBuffer
 import visual.gl
 from control.params import ParamError, Params
 from visual.camera import OrbitCamera
+from visual.palettes import srgb_to_linear
 from visual.png import SIGNATURE, _chunk, decode_png, encode_png, read_png, write_png
 from visual.renderer import BACKGROUND, lod_distance
 from visual.swarm import Swarm, spawn_state
@@ -37,6 +38,15 @@ def colour_params(**values) -> Params:
             "max_speed": 8.0}
     base.update(values)
     return Params(base)
+
+
+def srgb_to_linear_array(encoded: np.ndarray) -> np.ndarray:
+    return np.where(encoded <= 0.04045, encoded / 12.92, ((encoded + 0.055) / 1.055) ** 2.4)
+
+
+def linear_to_srgb_array(linear: np.ndarray) -> np.ndarray:
+    linear = np.clip(linear, 0.0, 1.0)
+    return np.where(linear <= 0.0031308, 12.92 * linear, 1.055 * linear ** (1 / 2.4) - 0.055)
 
 
 def swarm_pixels(image: np.ndarray) -> np.ndarray:
@@ -240,7 +250,7 @@ def test_trail_keeps_the_previous_frame_fading_and_zero_trail_clears(ctx, render
     right = (position + side * 35).astype(np.float32), velocity
 
     def two_frames(trail: float) -> tuple[np.ndarray, np.ndarray]:
-        renderer = renderer_for(colour_params(trail=trail))
+        renderer = renderer_for(colour_params(trail=trail, tonemap="linear"))
         agents = renderer_for.agents(*left)
         first = render_offscreen(ctx, renderer, agents, camera, SIZE)
         agents.write(*right)
@@ -253,10 +263,13 @@ def test_trail_keeps_the_previous_frame_fading_and_zero_trail_clears(ctx, render
     assert swarm_pixels(cleared)[:, left_half].mean() == 0  # the old frame is gone
     first, trailed = two_frames(0.8)
     assert swarm_pixels(trailed)[:, right_half].mean() > 0.05
-    # The old frame lingers, each pixel 80 % of the way from the background to what it was.
-    background = np.array(BACKGROUND) * 255
-    expected = first[:, left_half] * 0.8 + background * 0.2
-    assert np.abs(trailed[:, left_half] - expected).max() <= 1.5
+    # The old frame lingers, each pixel 80 % of the way from the background to what it was, in
+    # linear light (the HDR image), shown through the sRGB transfer (a linear tone map here).
+    # Tolerance: the display's dither (one 8-bit step) on each frame, and rounding.
+    expected_linear = (srgb_to_linear_array(first[:, left_half] / 255.0) * 0.8
+                       + np.array(srgb_to_linear(BACKGROUND)) * 0.2)
+    expected = linear_to_srgb_array(expected_linear) * 255.0
+    assert np.abs(trailed[:, left_half] - expected).max() <= 2.5
     assert swarm_pixels(trailed)[:, left_half].mean() > 0.05
 
 
@@ -267,10 +280,11 @@ def test_trail_fades_to_the_exact_background(ctx, renderer_for):
     render_offscreen(ctx, renderer, agents, camera, SIZE)
     hidden = np.tile(np.asarray(camera.eye) * 2.0, (1500, 1)).astype(np.float32)
     agents.write(hidden, np.ones_like(hidden))
-    for _ in range(60):  # 0.9 ** 60 = 0.2 %: below one 8-bit step
+    for _ in range(150):  # 0.9 ** 150: a millionth, in linear light (the HDR image)
         image = render_offscreen(ctx, renderer, agents, camera, SIZE)
     assert not swarm_pixels(image).any()
-    assert np.abs(image.astype(float) - np.array(BACKGROUND) * 255).max() <= 1.0
+    # The background exactly, up to the display's dither (one 8-bit step) and rounding.
+    assert np.abs(image.astype(float) - np.array(BACKGROUND) * 255).max() <= 1.5
 
 
 def test_telegraph_shifts_the_colour_when_seek_weight_jumps(ctx, renderer_for):

@@ -68,14 +68,15 @@ def test_a_broken_shader_keeps_the_last_good_one_and_a_fixed_one_reloads(ctx, sh
         assert (image.max(axis=2) > 40).mean() > 0.01
         assert np.abs(show.swarm.read_state()[0] - before).max() > 0
 
-        # A working edit: the present pass paints everything green.
+        # A working edit: the display pass (the post chain's last) paints everything green.
         boids.write_text("\n".join(lines) + "\n")
-        present = shader_copy / "present.frag"
-        present.write_text(present.read_text().replace(
-            "f_color = vec4(texelFetch(u_image, ivec2(gl_FragCoord.xy), 0).rgb, 1.0);",
-            "f_color = vec4(0.0, 1.0, 0.0, 1.0);"))
+        display = shader_copy / "post_display.frag"
+        text = display.read_text()
+        assert text.count("f_color = vec4(color, 1.0);") == 1
+        display.write_text(text.replace("f_color = vec4(color, 1.0);",
+                                        "f_color = vec4(0.0, 1.0, 0.0, 1.0);"))
         touch_later(boids, 10)
-        touch_later(present, 10)
+        touch_later(display, 10)
         show.poll_shaders(200.0)
         assert show.status["shaders"] == "reloaded" and show.shader_error is None
         image = frame(show, framebuffer)

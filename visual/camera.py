@@ -8,6 +8,7 @@ so a performer gets motion and depth without touching anything. Main thread only
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field
 
@@ -15,6 +16,7 @@ import numpy as np
 
 WORLD_UP = np.array([0.0, 1.0, 0.0])
 BALL_FROM_RMS = math.sqrt(5.0 / 3.0)  # a uniform ball's radius is this times its RMS radius
+FLY_REACH = 0.35  # fly mode: the loop's radius, as a fraction of the framing distance
 
 
 def perspective(fov_y_degrees: float, aspect: float, near: float, far: float) -> np.ndarray:
@@ -101,6 +103,9 @@ class OrbitCamera:
     fill: float = 0.6              # follow() makes the swarm this fraction of the frame's height
     follow_seconds: float = 1.5    # follow()'s time constant moving in: slow enough not to breathe
     catch_seconds: float = 0.3     # moving out, and re-centring: quick, so nothing leaves the frame
+    mode: str = "orbit"            # orbit | follow | fly | top (see `eye`)
+    distance_scale: float = 1.0    # the performer's camera_distance, on top of the framing
+    heading: float = 0.0           # follow mode: degrees, eased towards the swarm's travel
 
     def fit_distance(self, radius: float) -> float:
         """The distance at which a ball of `radius` spans `fill` of the frame's height."""
@@ -120,11 +125,17 @@ class OrbitCamera:
         offset = 0.0
         if center is not None and np.all(np.isfinite(center)):
             target = np.asarray(self.target, float)
-            self.target = target + (np.asarray(center, float) - target) * quick
+            moved = (np.asarray(center, float) - target) * quick
+            self.target = target + moved
+            if self.mode == "follow" and math.hypot(moved[0], moved[2]) > 1e-4 * self.distance:
+                travel = math.degrees(math.atan2(-moved[0], -moved[2]))  # behind the travel
+                turn = (travel - self.heading + 180.0) % 360.0 - 180.0
+                self.heading += turn * (1.0 - math.exp(-dt / 2.0))  # a slow, smooth turn
             offset = float(np.linalg.norm(np.asarray(center, float) - self.target))
         if rms_radius is None or not math.isfinite(rms_radius) or rms_radius <= 0.0:
             return
-        goal = self.fit_distance(rms_radius * BALL_FROM_RMS + offset) * self.zoom_scale
+        goal = (self.fit_distance(rms_radius * BALL_FROM_RMS + offset) * self.zoom_scale
+                * self.distance_scale)
         goal = min(max(goal, self.min_distance), self.max_distance)
         self.distance += (goal - self.distance) * (quick if goal > self.distance else slow)
 
@@ -140,23 +151,54 @@ class OrbitCamera:
                                       self.max_distance))
         self.zoom_scale = float(np.clip(self.zoom_scale * factor, 0.02, 50.0))
 
+    def _direction(self, azimuth_degrees: float, elevation_degrees: float) -> np.ndarray:
+        azimuth, elevation = math.radians(azimuth_degrees), math.radians(elevation_degrees)
+        return np.array([math.cos(elevation) * math.sin(azimuth), math.sin(elevation),
+                         math.cos(elevation) * math.cos(azimuth)])
+
     @property
     def eye(self) -> np.ndarray:
-        """Where the camera is, in the swarm's space."""
-        azimuth = math.radians(self.orbit_angle())
-        elevation = math.radians(self.elevation)
-        direction = np.array([math.cos(elevation) * math.sin(azimuth), math.sin(elevation),
-                              math.cos(elevation) * math.cos(azimuth)])
-        return np.asarray(self.target, float) + direction * self.distance
+        """Where the camera is, in the swarm's space. orbit: circling the target at
+        `elevation`; top: facing the xy plane, where a 2D swarm flies (from +z, turning slowly
+        about the view, see `up`); follow: behind the swarm's travel (`heading`),
+        swaying with the orbit's clock; fly: on a loop through the swarm, a third of the
+        framing distance from its centre, rising and falling."""
+        target = np.asarray(self.target, float)
+        if self.mode == "top":
+            return target + np.array([0.0, 0.0, 1.0]) * self.distance
+        if self.mode == "follow":
+            sway = 25.0 * math.sin(math.radians(self.orbit_angle()) * 3.0)
+            return target + self._direction(self.heading + sway, 12.0) * self.distance
+        if self.mode == "fly":
+            angle = self.orbit_angle() * 3.0  # three times the orbit's pace
+            rise = 18.0 * math.sin(math.radians(angle) * 0.7)
+            return target + self._direction(angle, rise) * self.distance * FLY_REACH
+        return target + self._direction(self.orbit_angle(), self.elevation) * self.distance
+
+    def look_at_point(self) -> np.ndarray:
+        """Where the camera looks: the target, or (fly) ahead along its loop."""
+        if self.mode != "fly":
+            return np.asarray(self.target, float)
+        ahead = copy.copy(self)
+        ahead.time = self.time + 25.0 / max(abs(self.orbit_speed), 1e-3)  # ~25 degrees on
+        return ahead.eye
 
     @property
     def forward(self) -> np.ndarray:
         """The unit direction the camera looks in."""
-        d = np.asarray(self.target, float) - self.eye
+        d = self.look_at_point() - self.eye
         return d / np.linalg.norm(d)
 
+    @property
+    def up(self) -> np.ndarray:
+        """Which way is up on screen: the world's, or (top) turning with the orbit's clock."""
+        if self.mode != "top":
+            return WORLD_UP
+        roll = math.radians(self.orbit_angle() * 0.5)  # half the orbit's pace
+        return np.array([math.sin(roll), math.cos(roll), 0.0])
+
     def view(self) -> np.ndarray:
-        return look_at(self.eye, self.target)
+        return look_at(self.eye, self.look_at_point(), self.up)
 
     def projection(self, aspect: float) -> np.ndarray:
         return perspective(self.fov_y, aspect, self.near, self.distance + self.far_margin)

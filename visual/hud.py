@@ -31,3 +31,27 @@ class Hud:
         if notice != self._notice.text:
             self._notice.text = notice
         self._batch.draw()
+
+
+def headless_text_context(size: tuple[int, int]):
+    """(ctx, hud or None, note): an offscreen GL context in which pyglet can draw text (a hidden
+    headless pyglet window, whose context moderngl takes), else a plain EGL one without text
+    (and the note says why). For benchmarks with the HUD and the contact sheet's labels."""
+    import moderngl
+
+    try:
+        import pyglet
+
+        pyglet.options["headless"] = True
+        config = pyglet.gl.Config(major_version=4, minor_version=3, forward_compatible=True,
+                                  depth_size=24)
+        window = pyglet.window.Window(*size, visible=False, config=config)
+        ctx = moderngl.create_context(require=430)
+        hud = Hud(*size)
+        hud.draw(["font check"])  # fonts load here: fail now, not midway
+        hud._window = window  # keep the context alive
+        return ctx, hud, "text drawn (pyglet, headless)"
+    except Exception as exc:  # noqa: BLE001 - no pyglet EGL here: no text, said
+        from visual.gl import create_headless_context
+
+        return create_headless_context(), None, f"no text ({type(exc).__name__}: {exc})"

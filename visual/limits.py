@@ -16,11 +16,13 @@ import moderngl
 from visual.gl import is_software
 
 # GPU memory a frame pixel and an agent take (bytes), from the buffers the renderer and the
-# swarm allocate: an RGBA16F accumulation image, its depth, an RGBA8 output and its depth; two
-# 32-byte agent buffers, a rank, the near and far visible lists and up to 16 grid cells an agent
+# swarm allocate: an RGBA16F accumulation image, its depth, an RGBA8 output and its depth, the
+# post chain's two RGBA16F feedback images, its scratch image and the bloom levels (a third of
+# a pixel's RGBA16F in all); two 32-byte agent buffers, each agent's new cell and rank (8), its
+# slot in cell order (4), the near and far visible lists and up to 16 grid cells an agent
 # (counts and starts).
-BYTES_A_PIXEL = 8 + 4 + 4 + 4
-BYTES_AN_AGENT = 32 + 32 + 4 + 8 + 16 * 8
+BYTES_A_PIXEL = 8 + 4 + 4 + 4 + 2 * 8 + 8 + 3
+BYTES_AN_AGENT = 32 + 32 + 8 + 4 + 8 + 16 * 8
 # Software GL (Mesa llvmpipe, two cores, 1280x720, measured 2026-12-01): 65,536 agents take
 # 0.14 s a frame at spawn and up to about a second once they crowd; 262,144 take 1.1 s at spawn.
 # Beyond this a live show would freeze for seconds a frame (the supervisor's hang limit is 5 s).

@@ -1,6 +1,7 @@
-"""The agent's two meshes and where one gives way to the other (the level of detail): a cone near
-the camera, a single triangle turned to face it far away, where the cone is a few pixels and
-looks the same. Pure functions: any thread.
+"""The agents' meshes and where one gives way to the other (the level of detail): a cone or a
+dart near the camera, a single triangle turned to face it far away, where the mesh is a few
+pixels and looks the same; streaks and glows are a quad the shader turns to the camera, near
+and far. `MeshSet` packs them all into one vertex buffer. Pure functions: any thread.
 """
 
 from __future__ import annotations
@@ -50,3 +51,62 @@ def lod_distance(agent_size: float, lod_pixels: float, height: int, fov_y: float
         return 1e30
     pixels_per_unit_at_1 = height / (2.0 * math.tan(math.radians(fov_y) / 2.0))
     return agent_size * pixels_per_unit_at_1 / lod_pixels
+
+
+def arrow_mesh() -> tuple[np.ndarray, np.ndarray]:
+    """A dart along +x (a fish seen from afar): swept wings, a notched tail and a low ridge
+    above and below, flat normals; within distance 1 of the origin."""
+    tip, notch = np.array([1.0, 0, 0]), np.array([-0.4, 0, 0])
+    left, right = np.array([-0.75, 0.5, 0]), np.array([-0.75, -0.5, 0])
+    top, bottom = np.array([-0.2, 0, 0.16]), np.array([-0.2, 0, -0.16])
+    triangles = []
+    for ridge in (top, bottom):
+        faces = [(tip, left, ridge), (tip, ridge, right), (left, notch, ridge),
+                 (notch, right, ridge)]
+        if ridge is bottom:
+            faces = [(a, c, b) for a, b, c in faces]
+        triangles += faces
+    positions = np.array(triangles).reshape(-1, 3)
+    normals = []
+    for a, b, c in triangles:
+        n = np.cross(b - a, c - a)
+        n /= np.linalg.norm(n)
+        if np.dot(n, (a + b + c) / 3.0 - np.array([-0.1, 0.0, 0.0])) < 0:
+            n = -n
+        normals += [n, n, n]
+    return positions.astype(np.float32), np.array(normals, np.float32)
+
+
+def quad() -> tuple[np.ndarray, np.ndarray]:
+    """Two triangles over [-1, 1]^2 in x, y: the shader turns it to the camera (streak, glow)
+    and reads x, y as the place on it."""
+    corners = np.array([[-1, -1, 0], [1, -1, 0], [1, 1, 0], [-1, -1, 0], [1, 1, 0], [-1, 1, 0]],
+                       np.float32)
+    return corners, np.tile(np.array([0.0, 0.0, 1.0], np.float32), (6, 1))
+
+
+SHAPES = ("cone", "arrow", "streak", "glow")
+
+
+class MeshSet:
+    """Every shape in one vertex buffer: far triangle, far quad, near quad, cone, arrow. The
+    far ones come first, so the shader tells far from near by gl_VertexID < `far_end`;
+    `commands(shape)` gives the near and far draws' (vertex count, first vertex)."""
+
+    def __init__(self) -> None:
+        parts = {"far": far_triangle(), "far_quad": quad(), "quad": quad(),
+                 "cone": cone_mesh(), "arrow": arrow_mesh()}
+        self.ranges: dict[str, tuple[int, int]] = {}
+        first = 0
+        for name, (positions, _) in parts.items():
+            self.ranges[name] = (len(positions), first)
+            first += len(positions)
+        self.far_end = self.ranges["quad"][1]
+        self.vertices = np.hstack([np.vstack([p for p, _ in parts.values()]),
+                                   np.vstack([n for _, n in parts.values()])]).astype(np.float32)
+
+    def commands(self, shape: str) -> tuple[tuple[int, int], tuple[int, int]]:
+        """((near count, near first), (far count, far first)) for `shape`."""
+        if shape in ("streak", "glow"):
+            return self.ranges["quad"], self.ranges["far_quad"]
+        return self.ranges[shape], self.ranges["far"]

@@ -8,11 +8,17 @@ A frame (`Renderer.render`), with no agent data ever coming back to the CPU:
              far list (the level of detail), instance counts written into two indirect draw
              commands, agents near the lure counted (seed 000's CSCull and damage hook)
     barrier  glMemoryBarrier with GL_COMMAND_BARRIER_BIT, so the draw reads the new counts
-    draw     one render_indirect of the two commands into an accumulation framebuffer: cones
-             near the camera, single triangles far away, pulled from the agent buffer by index;
-             before it the previous image is cleared (trail 0) or faded towards the background
-    present  the accumulation image is drawn onto the caller's framebuffer (the window's
+    draw     one render_indirect of the two commands into an HDR accumulation image (RGBA16F,
+             linear light): the shape's mesh near the camera, one triangle (or quad) far away,
+             pulled from the agent buffer by index; before it the previous image is cleared
+             (trail 0) or faded towards the background
+    post     visual/post.py: bloom and feedback (where the post chain is on), then exposure,
+             the tone map and the sRGB transfer onto the caller's framebuffer (the window's
              default one, whose contents do not survive a buffer swap, or an offscreen one)
+
+Colours (the registry's, the palettes', the background) are given as a screen shows them
+(sRGB) and turned into linear light here, so the tone map and the display's transfer give
+back about the colour chosen; `glow` above 1 makes agents brighter than white, into the bloom.
 
 The counts are read back a few frames late (visual/counts.py), so reading never waits for the
 GPU. Main thread only: the GL context belongs to it.
@@ -38,16 +44,19 @@ from visual.gl import (
     check_block,
     compute_program,
     dispatch_1d,
+    is_software,
     resolve_shader_dir,
 )
-from visual.meshes import cone_mesh, far_triangle, lod_distance
+from visual.meshes import SHAPES, MeshSet, cone_mesh, far_triangle, lod_distance
+from visual.palettes import COLOR_BY, MAX_STOPS, palette_stops, srgb_to_linear
+from visual.post import PostChain, PostSettings, scene_color_for
 from visual.targets import Targets
 from visual.uniforms import FRAME_PARAMS, BlockBuffer
 
 __all__ = ["BACKGROUND", "CullCounts", "Renderer", "cone_mesh", "far_triangle", "lod_distance"]
 
 CULL_LOCAL_SIZE = 256
-BACKGROUND = (0.012, 0.014, 0.024)  # near black, a hint of blue
+BACKGROUND = (0.035, 0.04, 0.07)  # near black, a hint of blue (as shown: sRGB)
 TELEGRAPH_JUMP = 0.25       # seek_weight rising more than this in one frame is the tell
 TELEGRAPH_SECONDS = 0.5     # how long the colour shift takes to fade out
 FOG_START, FOG_END = 1.2, 3.5  # fog, in multiples of the camera's distance to its target
@@ -56,6 +65,10 @@ FOG_START, FOG_END = 1.2, 3.5  # fog, in multiples of the camera's distance to i
 # boost, which lets agents pass max_speed) glow towards the fast colour.
 SPEED_RAMP = (0.25, 0.95)
 LURE_COLOR = (1.0, 0.95, 0.85)
+STREAK_LENGTH = 4.0  # a streak at 1.5 x max_speed is this many agent sizes long (agent.vert)
+# Additive blending: an agent with n neighbours adds ADDITIVE_CROWD / (ADDITIVE_CROWD + n) of its
+# light, so a dense core stays coloured (agent.vert).
+ADDITIVE_CROWD = 12.0
 
 # glMemoryBarrier bits: the cull pass writes through shader storage what the draw then reads
 # as commands (indirect), through shader storage (vertex pulling) and with a buffer copy.
@@ -99,34 +112,29 @@ class Renderer(CountsView):
     default `visual.gl.shader_dir()` when made.
     """
 
-    def __init__(self, ctx: moderngl.Context, *, samples: int = 0,
-                 shader_dir: Path | None = None) -> None:
+    def __init__(self, ctx: moderngl.Context, *, shader_dir: Path | None = None) -> None:
         self.ctx = ctx
-        self.samples = samples
         self.shader_dir = resolve_shader_dir(shader_dir)
+        self.software = is_software(ctx)  # post "auto" is off there: too slow in software
         self.background = BACKGROUND
-        cone_positions, cone_normals = cone_mesh()
-        far_positions, far_normals = far_triangle()
-        self.near_vertices = len(cone_positions)
-        self.far_vertices = len(far_positions)
-        mesh = np.hstack([np.vstack([cone_positions, far_positions]),
-                          np.vstack([cone_normals, far_normals])]).astype(np.float32)
-        self._mesh = ctx.buffer(mesh.tobytes())
+        self.meshes = MeshSet()
+        self._mesh = ctx.buffer(self.meshes.vertices.tobytes())
+        self.shape = ""  # the shape the draw commands are set up for (_set_shape)
         self._install(self._build_programs())
         self._params = BlockBuffer(ctx, FRAME_PARAMS)
 
         # The draw state as the cull pass starts it: both commands with no instances yet.
-        template = np.zeros(DRAW_STATE_UINTS, np.uint32)
-        template[0:5] = (self.near_vertices, 0, 0, 0, 0)
-        template[5:10] = (self.far_vertices, 0, self.near_vertices, 0, 0)
-        self._draw_template = ctx.buffer(template.tobytes())
-        self._draw_state = ctx.buffer(template.tobytes())
-        self._readback = CountsReadback(ctx, template.nbytes)
+        self._draw_template = ctx.buffer(reserve=DRAW_STATE_UINTS * 4)
+        self._draw_state = ctx.buffer(reserve=DRAW_STATE_UINTS * 4)
+        self._set_shape("cone")
+        self._readback = CountsReadback(ctx, DRAW_STATE_UINTS * 4)
         self._visible_buffer: moderngl.Buffer | None = None
         self._capacity = 0
         self._far_base = 0
 
-        self._targets = Targets(ctx, samples)
+        self._targets = Targets(ctx)
+        self._post = PostChain(ctx, shader_dir=self.shader_dir)
+        self.post_on = False  # whether the last frame ran bloom and feedback (post_state)
 
         self._cull_timer = GpuTimer(ctx)
         self._draw_timer = GpuTimer(ctx)
@@ -145,16 +153,14 @@ class Renderer(CountsView):
             built["cull"] = compute_program(ctx, "cull.comp", {"LOCAL_SIZE": CULL_LOCAL_SIZE},
                                             folder, FRAME_PARAMS)
             built["agent"] = _program(ctx, "agent.vert", "agent.frag", folder, {
-                "NEAR_VERTICES": self.near_vertices, "SPEED_RAMP": _vec(SPEED_RAMP)})
+                "FAR_END": self.meshes.far_end, "SPEED_RAMP": _vec(SPEED_RAMP),
+                "ADDITIVE_CROWD": f"{ADDITIVE_CROWD:.1f}"})
             built["fade"] = _program(ctx, "fade.vert", "fade.frag", folder)
-            built["present"] = _program(ctx, "fade.vert", "present.frag", folder,
-                                        reads_params=False)
             built["lure"] = _program(ctx, "lure.vert", "lure.frag", folder,
                                      {"LURE_COLOR": _vec(LURE_COLOR)})
             built["agent_vao"] = ctx.vertex_array(
                 built["agent"], [(self._mesh, "3f 3f", "in_position", "in_normal")])
             built["fade_vao"] = ctx.vertex_array(built["fade"], [])
-            built["present_vao"] = ctx.vertex_array(built["present"], [])
             built["lure_vao"] = ctx.vertex_array(built["lure"], [])
         except Exception:
             for obj in reversed(list(built.values())):
@@ -166,16 +172,35 @@ class Renderer(CountsView):
         self._built = built
         self._cull = built["cull"]
         self._agent_vao, self._fade_vao = built["agent_vao"], built["fade_vao"]
-        self._present_vao, self._lure_vao = built["present_vao"], built["lure_vao"]
+        self._lure_vao = built["lure_vao"]
 
     def reload_shaders(self) -> None:
         """Recompile from the shader folder; on an error (ShaderError, raised) the running
-        ones stay."""
+        ones stay (the post chain's too)."""
         built = self._build_programs()
+        try:
+            self._post.reload_shaders()
+        except ShaderError:
+            for obj in reversed(list(built.values())):
+                obj.release()
+            raise
         old = self._built
         self._install(built)
         for obj in reversed(list(old.values())):
             obj.release()
+
+    def _set_shape(self, shape: str) -> None:
+        """Point the two draw commands at `shape`'s near and far meshes (a 40-byte write,
+        only when the shape changes)."""
+        if shape == self.shape:
+            return
+        (near_count, near_first), (far_count, far_first) = self.meshes.commands(shape)
+        template = np.zeros(DRAW_STATE_UINTS, np.uint32)
+        template[0:5] = (near_count, 0, near_first, 0, 0)
+        template[5:10] = (far_count, 0, far_first, 0, 0)
+        self._draw_template.write(template.tobytes())
+        self._draw_state.write(template.tobytes())
+        self.shape = shape
 
     # ---- counts -----------------------------------------------------------------------------
 
@@ -221,7 +246,7 @@ class Renderer(CountsView):
     def render(self, swarm: Any, camera: OrbitCamera, framebuffer: moderngl.Framebuffer,
                values: Mapping[str, Any], *, lure: Sequence[float] = (0.0, 0.0, 0.0),
                time: float | None = None, show_lure: bool = False,
-               size: tuple[int, int] | None = None) -> None:
+               size: tuple[int, int] | None = None, dt: float = 1 / 60) -> None:
         """Cull, draw and present `swarm` (anything with `current` and `count`, as `Swarm`) as
         seen by `camera` into `framebuffer`, which is left bound.
 
@@ -230,7 +255,8 @@ class Renderer(CountsView):
         `values` are this frame's parameter values (plain numbers by name). `show_lure` draws a
         marker at the lure (while the mouse holds it). `size` is the size drawn, in pixels:
         `framebuffer.size` unless given (a window's detected framebuffer keeps the size it had
-        when the context was made, so the window passes its own).
+        when the context was made, so the window passes its own). `dt`: seconds since the
+        last frame (the feedback's motion and fade follow it).
         """
         p = values
         ctx = self.ctx
@@ -239,6 +265,7 @@ class Renderer(CountsView):
         aspect = size[0] / max(size[1], 1)
         count = swarm.count
         self._ensure_capacity(count)
+        self._set_shape(str(p.get("shape", "cone")))
         self._update_telegraph(float(p["seek_weight"]), monotonic() if time is None else time)
         scales = SumScales.for_frame(count, camera.target, float(p["contain_radius"]))
         self._write_params(p, camera, aspect, size, lure, scales)
@@ -256,32 +283,75 @@ class Renderer(CountsView):
         ctx.memory_barrier(CULL_TO_DRAW_BARRIERS)
 
         # 3. draw into the accumulation image: clear or fade, then the agents.
-        target = self._targets.accumulation(size, self.background)
+        background = self.scene_background(p)
+        target = self._targets.accumulation(size, background)
         target.use()
         trail = float(p["trail"])
         ctx.disable(moderngl.DEPTH_TEST | moderngl.CULL_FACE)
         if trail > 0.0:
             self._fade(target, trail)
         else:
-            target.clear(*self.background, 1.0, depth=1.0)
-        ctx.enable(moderngl.DEPTH_TEST)
+            target.clear(*background, 1.0, depth=1.0)
+        additive = p.get("blend") == "additive"
+        if additive:  # light adds up, in any order: no depth, no sorting
+            ctx.enable(moderngl.BLEND)
+            ctx.blend_func = moderngl.ONE, moderngl.ONE
+        else:
+            ctx.enable(moderngl.DEPTH_TEST)
         with self._draw_timer:
             self._agent_vao.render_indirect(self._draw_state, moderngl.TRIANGLES, count=2)
-        ctx.disable(moderngl.DEPTH_TEST)
+        ctx.disable(moderngl.DEPTH_TEST | moderngl.BLEND)
         if show_lure:
             self._draw_lure()
 
-        # 4. present, and keep a copy of this frame's counts to read once the GPU is done
-        # with it (a fence: reading never waits).
-        self._present(framebuffer, target)
+        # 4. post onto the caller's framebuffer, and keep a copy of this frame's counts to read
+        # once the GPU is done with it (a fence: reading never waits).
+        self._post.run(target.color_attachments[0], framebuffer, size,
+                       self.post_settings(p, background), dt)
         self._readback.push(self._draw_state, scales)
-        self.gpu_ms = {"cull": self._cull_timer.last_ms, "draw": self._draw_timer.last_ms}
+        self.gpu_ms = {"cull": self._cull_timer.last_ms, "draw": self._draw_timer.last_ms,
+                       "post": self._post.gpu_ms}
+
+    def scene_background(self, p: Mapping[str, Any]) -> tuple[float, float, float]:
+        """The background in the HDR image: the linear colour that this frame's exposure and
+        tone map show as `background` (sRGB), so the screen shows exactly the colour chosen."""
+        return scene_color_for(srgb_to_linear(self.background), str(p.get("tonemap", "aces")),
+                               float(p.get("exposure", 1.0)))
+
+    def post_active(self, values: Mapping[str, Any]) -> bool:
+        """Whether bloom and feedback run: `post` on, or auto on a GPU (not software GL)."""
+        choice = values.get("post", "auto")
+        return choice == "on" or (choice == "auto" and not self.software)
+
+    def post_settings(self, p: Mapping[str, Any], background: Sequence[float]) -> PostSettings:
+        """This frame's post chain. Off (software GL's default), bloom and feedback are
+        skipped; exposure and the tone map always apply (one pass, as cheap as a copy)."""
+        self.post_on = on = self.post_active(p)
+        return PostSettings(
+            exposure=float(p.get("exposure", 1.0)), tonemap=str(p.get("tonemap", "aces")),
+            bloom=float(p.get("bloom", 0.0)) if on else 0.0,
+            bloom_radius=float(p.get("bloom_radius", 0.6)),
+            bloom_threshold=float(p.get("bloom_threshold", 1.0)),
+            feedback=float(p.get("feedback", 0.0)) if on else 0.0,
+            feedback_zoom=float(p.get("feedback_zoom", 0.0)),
+            feedback_rotate=float(p.get("feedback_rotate", 0.0)),
+            feedback_drift=(float(p.get("feedback_drift_x", 0.0)),
+                            float(p.get("feedback_drift_y", 0.0))),
+            background=tuple(background))
+
+    @property
+    def post_state(self) -> str:
+        """The HUD's and telemetry's word on the post chain."""
+        if self.post_on:
+            return "on"
+        return "off (software GL: post on turns it on)" if self.software else "off"
 
     def _write_params(self, p: Mapping[str, Any], camera: OrbitCamera, aspect: float,
                       size: tuple[int, int], lure: Sequence[float], scales: SumScales) -> None:
         """FrameParams for this frame, written once and bound for every pass that reads it."""
         eye = np.asarray(camera.eye, float)
         agent_size = float(p["agent_size"])
+        stops = palette_stops(p)
         self._params.write(p, {
             "view_projection": camera.view_projection(aspect),
             "planes": camera.frustum(aspect),
@@ -295,26 +365,23 @@ class Renderer(CountsView):
             "spread_scale": scales.spread_scale,
             "reach": scales.reach,
             "offset_scale": scales.offset_scale,
-            "background": self.background,
+            "background": self.scene_background(p),
             "telegraph": self.telegraph,
-            "fog": (FOG_START * camera.distance, FOG_END * camera.distance),
+            "fog_range": (FOG_START * camera.distance, FOG_END * camera.distance),
+            "cull_scale": (1.0 + 1.5 * float(p.get("size_by_speed", 0.0)))
+                          * (STREAK_LENGTH if p.get("shape") == "streak" else 1.0),
+            "shape_index": SHAPES.index(p.get("shape", "cone")),
+            "color_by_index": COLOR_BY.index(p.get("color_by", "speed")),
+            "palette_stops": len(stops),
+            "additive": int(p.get("blend") == "additive"),
+            "depth_range": (max(camera.distance - scales.reach, 0.0),
+                            camera.distance + scales.reach),
+            "palette_colors": [(*srgb_to_linear(stop), 0.0) for stop in stops]
+                       + [(0.0, 0.0, 0.0, 0.0)] * (MAX_STOPS - len(stops)),
             "agent_count": scales.count,
             "far_base": self._far_base,
             "lure_pixels": max(12.0, size[1] / 40.0),
         })
-
-    def _present(self, framebuffer: moderngl.Framebuffer, image: moderngl.Framebuffer) -> None:
-        """Put the image on `framebuffer`, left bound. A full-screen triangle, not a blit: a
-        window's default framebuffer has its own depth format, which glBlitFramebuffer refuses
-        (GL_INVALID_OPERATION) when copying depth too, as moderngl's copy_framebuffer does."""
-        color = image.color_attachments[0]
-        if not isinstance(color, moderngl.Texture):  # multisampled: the blit resolves it
-            self.ctx.copy_framebuffer(framebuffer, image)
-            framebuffer.use()
-            return
-        framebuffer.use()
-        color.use(0)  # present.frag's u_image reads texture unit 0 (layout(binding = 0))
-        self._present_vao.render(moderngl.TRIANGLES, vertices=3)
 
     def _draw_lure(self) -> None:
         """A ring at the lure (FrameParams: lure, lure_pixels), over the agents, blended."""
@@ -344,6 +411,7 @@ class Renderer(CountsView):
                 obj.release()
         self._params.release()
         self._targets.release()
+        self._post.release()
         self._visible_buffer = None
         self._readback.release()
         self._built = {}

@@ -13,9 +13,8 @@ import moderngl
 class Targets:
     """Framebuffers made on demand and kept until `release()`."""
 
-    def __init__(self, ctx: moderngl.Context, samples: int = 0) -> None:
+    def __init__(self, ctx: moderngl.Context) -> None:
         self.ctx = ctx
-        self.samples = samples
         self._accumulation: moderngl.Framebuffer | None = None
         self._accumulation_parts: list[Any] = []
         self._offscreen: dict[tuple[int, int], tuple[moderngl.Framebuffer, list[Any]]] = {}
@@ -28,11 +27,8 @@ class Targets:
         if self._accumulation is not None and self._accumulation.size == size:
             return self._accumulation
         self._release_parts(self._accumulation, self._accumulation_parts)
-        if self.samples > 0:
-            color = self.ctx.renderbuffer(size, 4, samples=self.samples, dtype="f2")
-        else:
-            color = self.ctx.texture(size, 4, dtype="f2")
-        depth = self.ctx.depth_renderbuffer(size, samples=self.samples)
+        color = self.ctx.texture(size, 4, dtype="f2")  # the post chain samples it
+        depth = self.ctx.depth_renderbuffer(size)
         self._accumulation = self.ctx.framebuffer([color], depth)
         self._accumulation_parts = [color, depth]
         self._accumulation.use()

@@ -8,6 +8,8 @@ a `derived` one is computed by the block's owner. Two blocks, each with one owne
 
     SwarmParams  visual/swarm.py writes it once a step (and on a resize): every simulation pass
     FrameParams  visual/renderer.py writes it once a frame: the cull, draw, fade and lure passes
+    PostParams   visual/post.py writes it once a frame: the post chain's passes (bloom,
+                 feedback, tone map), every value clamped to what the chain takes
 
 Description and packing are pure Python (any thread); `BlockBuffer` is GL: main thread only.
 """
@@ -189,12 +191,38 @@ FRAME_PARAMS = Block("FrameParams", binding=7, instance="frame", fields=[
     derived("offset_scale", "float", "...and scaled likewise"),
     derived("background", "vec3"),
     derived("telegraph", "float", "0..1: how far the swarm is shifted to telegraph_color"),
-    derived("fog", "vec2", "distance where the fog starts, and where it is thickest"),
+    derived("fog_range", "vec2", "distance where the fog starts, and where it is thickest"),
     param("max_speed", "float", "the speed of the fast colour (before the audio boost)"),
     param("trail", "float", "how much of the last frame stays"),
     derived("agent_count", "uint", "agents in the buffer (the swarm's own count)"),
     derived("far_base", "uint", "where the far list starts in visible[]"),
     derived("lure_pixels", "float", "the lure marker's size"),
+    param("glow", "float", "the agents' brightness (HDR: above 1 feeds the bloom)"),
+    param("size_by_speed", "float", "fast agents grow by this much"),
+    param("fog", "float", "0..1: how much distant agents fade"),
+    derived("cull_scale", "float", "the largest agent is agent_size times this"),
+    derived("shape_index", "int", "0 cone, 1 arrow, 2 streak, 3 glow (visual/meshes.py SHAPES)"),
+    derived("color_by_index", "int", "0 speed, 1 heading, 2 depth, 3 density"),
+    derived("palette_stops", "int", "stops used in palette_colors[] (2..5)"),
+    derived("additive", "int", "1: agents add light (no depth), 0: opaque"),
+    derived("depth_range", "vec2", "color by depth: the distances of 0 and 1"),
+    derived("palette_colors", "vec4", "the palette's colours, rgb (w unused)", length=5),
+])
+
+
+POST_PARAMS = Block("PostParams", binding=8, instance="post", fields=[
+    derived("exposure", "float", "linear multiplier before tone mapping"),
+    derived("operator", "int", "TONEMAP_ACES, TONEMAP_AGX or TONEMAP_LINEAR"),
+    derived("encode", "int", "1: the sRGB transfer; 0: linear values as they are"),
+    derived("dither", "float", "0 or 1"),
+    derived("bloom_intensity", "float", "how much of the bloom is added to the scene"),
+    derived("threshold", "float", "where the bloom starts (HDR units)"),
+    derived("knee", "float", "the soft knee's half width (0.5 x threshold)"),
+    derived("bloom_mix", "float", "bloom_radius: how much of the wider glow each level takes"),
+    derived("feedback_fade", "float", "this frame's fade: feedback ^ (dt x 60)"),
+    derived("warp", "vec4", "zoom and rotation about the centre, in uv: mat2(warp.xy, warp.zw)"),
+    derived("warp_offset", "vec2", "drift, in uv"),
+    derived("feedback_background", "vec3", "what the old image fades towards"),
 ])
 
 
@@ -209,6 +237,7 @@ def _defines() -> str:
 GENERATED_INCLUDES: dict[str, str] = {
     "swarm_params.glsl": _defines() + SWARM_PARAMS.glsl(),
     "frame_params.glsl": FRAME_PARAMS.glsl(),
+    "post_params.glsl": POST_PARAMS.glsl(),
 }
 
 

@@ -1,0 +1,27 @@
+// post_display.frag: the HDR image (+ bloom x intensity where BLOOM) to the display: exposure,
+// tone mapping, the sRGB transfer (post.encode), dither of +-1 step of an 8-bit target. Exact
+// black stays exact black: dither only touches values at least half a step above 0.
+#include "post_common.glsl"
+#include "post_tonemap.glsl"
+
+layout(binding = 0) uniform sampler2D u_scene;  // HDR, pixel for pixel
+#if BLOOM
+layout(binding = 1) uniform sampler2D u_bloom;  // bloom level 0, half resolution
+#endif
+
+in vec2 v_uv;
+out vec4 f_color;
+
+void main() {
+    vec3 color = scene_texel(u_scene);
+#if BLOOM
+    color += post.bloom_intensity * tent(u_bloom, v_uv);
+#endif
+    color = tonemap(color * post.exposure, post.operator);
+    if (post.encode == 1) {
+        color = srgb_encode(color);
+    }
+    vec3 lit = step(vec3(0.5 / 255.0), color);
+    color = clamp(color + lit * (post.dither * dither_noise(gl_FragCoord.xy) / 255.0), 0.0, 1.0);
+    f_color = vec4(color, 1.0);
+}

@@ -1,0 +1,457 @@
+"""The HDR post chain: the renderer's linear float image to the display, with bloom, feedback
+and tone mapping (the projector-grade look). Main thread only: the GL context belongs to it.
+
+A frame (`PostChain.run`), every pass a full-screen triangle (shaders/post_*):
+
+    bloom     (bloom > 0) the mip-chain bloom of Jimenez 2014 (Call of Duty: Advanced Warfare),
+              as in LearnOpenGL's "Physically Based Bloom": post_prefilter.frag keeps each scene
+              texel's part above the threshold (quadratic soft knee, knee = threshold / 2) and
+              filters it to half resolution; post_downsample.frag's 13-tap filter halves it
+              again, down to MAX_LEVELS levels or MIN_LEVEL_PIXELS; post_upsample.frag then
+              walks back up, mixing each coarser level (3x3 tent) into the finer one
+    feedback  (feedback > 0) post_composite.frag: scene + bloom x intensity, and last frame's
+              result warped (zoom, rotation, drift) and faded, kept where brighter (Milkdrop's
+              idea; the blend and why it is bounded are in that shader's opening comment)
+    display   post_display.frag: exposure, a tone map (ACES fitted, AgX or a linear clamp), the
+              sRGB transfer, dither; into the caller's framebuffer, left bound
+
+With bloom 0 and feedback 0 the chain is the display pass alone; with bloom but no feedback
+the bloom is added in the display pass (no full-size HDR pass of its own).
+
+Bloom energy. Every filter keeps the integral of the image (value x area, in full-resolution
+pixels): the prefilter and the 13-tap downsample give each finer texel a total weight of 1/4
+over the coarser level, and the tent upsample is a weighted sum of bilinear upsamples, weights
+summing to 1. The up pass mixes rather than adds: level i ends up with the weight
+(1 - r) r^i and the last level r^n (r = bloom_radius), a convex mix whose weights sum to 1.
+So the bloom of any image integrates to the integral of its above-threshold part: a single
+pixel of value v blooms with energy (v - threshold) x bloom, whatever the radius (up to what
+the clamped edges of the image reflect). bloom_radius moves that energy from the tight glow of
+the first level (r = 0) to the wide one of the last (r = 1).
+
+Display encoding. The tone mapped values are linear; `encode="srgb"` (the default) applies the
+sRGB transfer function, which is what a projector or monitor expects of an RGBA8 (non-sRGB)
+framebuffer. `encode="linear"` writes the linear values as they are, as the renderer's present
+pass did (its colours were tuned that way). Black stays exactly black either way.
+
+Owns every GPU object it makes (`release()`): the programs, the bloom levels and the feedback
+history (textures made per size and kept, remade on a size change).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import moderngl
+import numpy as np
+
+from visual.gl import GpuTimer, ShaderError, ShaderSource, check_block, resolve_shader_dir
+from visual.uniforms import POST_PARAMS, BlockBuffer
+
+TONEMAPS = ("aces", "agx", "linear")  # the index is post_tonemap.glsl's TONEMAP_* value
+ENCODINGS = ("srgb", "linear")
+HDR_MAX = 65000.0      # every stored value stays finite in a half float (max 65504)
+HISTORY_MAX = 16.0     # the feedback history is read back clamped to this (HDR units)
+MAX_LEVELS = 6         # bloom levels: half resolution, then halved again ...
+MIN_LEVEL_PIXELS = 8   # ... while the smaller side of the next level keeps this many pixels
+MAX_FRAME_STEPS = 4.0  # a long frame moves the feedback at most this many 60 fps frames
+
+
+def _clamp(value: float, low: float, high: float) -> float:
+    value = float(value)
+    if not math.isfinite(value):
+        return low
+    return min(max(value, low), high)
+
+
+@dataclass(frozen=True)
+class PostSettings:
+    """One frame's post parameters. Numbers outside their ranges are clamped when used (so a
+    wild controller cannot break the chain); a name that is not a choice is a ValueError."""
+
+    exposure: float = 1.0           # linear multiplier before tone mapping, 0.1..8
+    tonemap: str = "aces"           # "aces" (Narkowicz 2015) | "agx" | "linear" (clamp)
+    bloom: float = 0.0              # bloom intensity, 0..2; 0 skips the bloom passes
+    bloom_radius: float = 0.6       # 0..1: the mix per level, from tight (0) to wide (1)
+    bloom_threshold: float = 1.0    # soft threshold in HDR units, 0..4 (knee: half of it)
+    feedback: float = 0.0           # 0..0.98: how much of the previous frame stays; 0 skips it
+    feedback_zoom: float = 0.0      # -0.1..0.1 a 60 fps frame (> 0: the old image grows)
+    feedback_rotate: float = 0.0    # radians a 60 fps frame, -0.1..0.1
+    feedback_drift: tuple[float, float] = (0.0, 0.0)  # uv a 60 fps frame, -0.05..0.05 each
+    background: tuple[float, float, float] = (0.0, 0.0, 0.0)  # what feedback fades towards
+    encode: str = "srgb"            # "srgb" (the sRGB transfer) | "linear" (as they are)
+    dither: bool = True             # +-1 step of an 8-bit target against banding in glows
+
+    def __post_init__(self) -> None:
+        if self.tonemap not in TONEMAPS:
+            raise ValueError(f"unknown tonemap {self.tonemap!r}: use one of "
+                             f"{', '.join(TONEMAPS)}")
+        if self.encode not in ENCODINGS:
+            raise ValueError(f"unknown encode {self.encode!r}: use one of "
+                             f"{', '.join(ENCODINGS)}")
+
+    @property
+    def bloom_on(self) -> bool:
+        return _clamp(self.bloom, 0.0, 2.0) > 0.0
+
+    @property
+    def feedback_on(self) -> bool:
+        return _clamp(self.feedback, 0.0, 0.98) > 0.0
+
+
+@dataclass(frozen=True)
+class FeedbackStep:
+    """One frame's feedback warp: the previous image is read at
+    `matrix @ (uv - 0.5) + 0.5 + offset` and faded by `fade`."""
+
+    fade: float
+    matrix: tuple[float, float, float, float]  # column-major 2x2, as GLSL's mat2
+    offset: tuple[float, float]
+
+
+def feedback_step(settings: PostSettings, dt: float, size: tuple[int, int]) -> FeedbackStep:
+    """This frame's warp and fade: the per-60-fps-frame amounts raised to (or times) dt x 60,
+    so two frames of dt/2 move the image as one frame of dt does. The zoom and rotation turn
+    about the centre in square pixels (aspect corrected), as the eye sees them."""
+    steps = _clamp(dt * 60.0, 0.0, MAX_FRAME_STEPS)
+    fade = _clamp(settings.feedback, 0.0, 0.98) ** steps
+    scale = (1.0 + _clamp(settings.feedback_zoom, -0.1, 0.1)) ** steps
+    angle = _clamp(settings.feedback_rotate, -0.1, 0.1) * steps
+    aspect = size[0] / max(size[1], 1)
+    # Output uv -> the uv it came from: A^-1 R(-angle) A / scale, A = diag(aspect, 1).
+    cos, sin = math.cos(angle) / scale, math.sin(angle) / scale
+    matrix = (cos, -sin * aspect, sin / aspect, cos)  # columns (m00, m10), (m01, m11)
+    drift = settings.feedback_drift
+    offset = (-_clamp(drift[0], -0.05, 0.05) * steps, -_clamp(drift[1], -0.05, 0.05) * steps)
+    return FeedbackStep(fade, matrix, offset)
+
+
+# ---- the tone maps in numpy (post_tonemap.glsl's): the background's inverse, tests ------------
+
+_AGX_INSET = np.array([[0.842479062253094, 0.0423282422610123, 0.0423756549057051],
+                       [0.0784335999999992, 0.878468636469772, 0.0784336],
+                       [0.0792237451477643, 0.0791661274605434, 0.879142973793104]]).T
+_AGX_OUTSET = np.array([[1.19687900512017, -0.0528968517574562, -0.0529716355144438],
+                        [-0.0980208811401368, 1.15190312990417, -0.0980434501171241],
+                        [-0.0990297440797205, -0.0989611768448433, 1.15107367264116]]).T
+_AGX_MIN_EV, _AGX_MAX_EV = -12.47393, 4.026069
+
+
+def tonemap_reference(color: np.ndarray, tonemap: str) -> np.ndarray:
+    """What post_tonemap.glsl's `tonemap` gives for linear HDR `color` (..., 3): linear display
+    values in 0..1."""
+    x = np.maximum(np.asarray(color, float), 0.0)
+    if tonemap == "linear":
+        return np.clip(x, 0.0, 1.0)
+    if tonemap == "aces":
+        return np.clip((x * (2.51 * x + 0.03)) / (x * (2.43 * x + 0.59) + 0.14), 0.0, 1.0)
+    value = np.clip(np.log2(np.maximum(x @ _AGX_INSET.T, 1e-10)), _AGX_MIN_EV, _AGX_MAX_EV)
+    v = (value - _AGX_MIN_EV) / (_AGX_MAX_EV - _AGX_MIN_EV)
+    v2 = v * v
+    v4 = v2 * v2
+    curve = (15.5 * v4 * v2 - 40.14 * v4 * v + 31.96 * v4 - 6.868 * v2 * v + 0.4298 * v2
+             + 0.1191 * v - 0.00232)
+    curve = (curve + 0.00232) / (0.99858 + 0.00232)
+    return np.power(np.clip(curve @ _AGX_OUTSET.T, 0.0, 1.0), 2.2)
+
+
+def scene_color_for(shown: tuple[float, float, float], tonemap: str,
+                    exposure: float) -> tuple[float, float, float]:
+    """The linear scene colour that the display pass (exposure, `tonemap`) turns into `shown`
+    (linear display light): what the renderer clears and fades to, so the background on screen
+    is the one chosen whatever the tone map and exposure. Black stays black."""
+    exposure = _clamp(exposure, 0.1, 8.0)
+    return tuple(c / exposure for c in _tonemap_inverse(tuple(shown), tonemap))
+
+
+@lru_cache(maxsize=16)
+def _tonemap_inverse(shown: tuple[float, ...], tonemap: str) -> tuple[float, ...]:
+    """u with tonemap(u) = shown, by multiplicative iteration (AgX mixes the channels, so
+    not channel by channel); once a colour and tone map: exposure only scales it."""
+    target = np.clip(np.asarray(shown, float), 0.0, 0.95)
+    guess = target.copy()
+    for _ in range(60):
+        got = tonemap_reference(guess, tonemap)
+        ratio = np.where(got > 1e-12, target / np.maximum(got, 1e-12), 1.0)
+        guess = np.where(target > 0.0, guess * ratio ** 0.7, 0.0)
+    return tuple(float(c) for c in np.clip(guess, 0.0, HDR_MAX))
+
+
+def bloom_level_sizes(size: tuple[int, int]) -> list[tuple[int, int]]:
+    """The bloom levels' sizes: half of `size` (rounded up), then halved again while the next
+    level's smaller side keeps MIN_LEVEL_PIXELS, MAX_LEVELS at most, one at least."""
+    levels = [(max(1, (size[0] + 1) // 2), max(1, (size[1] + 1) // 2))]
+    while len(levels) < MAX_LEVELS:
+        width, height = levels[-1]
+        following = ((width + 1) // 2, (height + 1) // 2)
+        if min(following) < MIN_LEVEL_PIXELS:
+            break
+        levels.append(following)
+    return levels
+
+
+# The passes that read no PostParams (the downsample filter is the same every frame).
+NO_PARAMS = frozenset({"post_downsample.frag"})
+
+
+def _program(ctx: moderngl.Context, fragment: str, folder: Path,
+             defines: Mapping[str, Any]) -> moderngl.Program:
+    vertex = "post_triangle.vert"
+    vs, fs = ShaderSource(vertex, defines, folder), ShaderSource(fragment, defines, folder)
+    try:
+        program = ctx.program(vertex_shader=vs.text, fragment_shader=fs.text)
+    except Exception as exc:  # moderngl raises plain Exceptions with the driver's log
+        raise ShaderError(f"{vertex} + {fragment}: {fs.explain(str(exc))}") from exc
+    if fragment not in NO_PARAMS:
+        try:
+            check_block(program, POST_PARAMS, f"{vertex} + {fragment}")
+        except ShaderError:
+            program.release()
+            raise
+    return program
+
+
+def block_values(settings: PostSettings, dt: float, size: tuple[int, int]) -> dict[str, Any]:
+    """This frame's PostParams, every value clamped to what the chain takes."""
+    threshold = _clamp(settings.bloom_threshold, 0.0, 4.0)
+    step = feedback_step(settings, dt, size)
+    return {"exposure": _clamp(settings.exposure, 0.1, 8.0),
+            "operator": TONEMAPS.index(settings.tonemap),
+            "encode": int(settings.encode == "srgb"),
+            "dither": 1.0 if settings.dither else 0.0,
+            "bloom_intensity": _clamp(settings.bloom, 0.0, 2.0),
+            "threshold": threshold, "knee": 0.5 * threshold,
+            "bloom_mix": _clamp(settings.bloom_radius, 0.0, 1.0),
+            "feedback_fade": step.fade, "warp": step.matrix, "warp_offset": step.offset,
+            "feedback_background": tuple(_clamp(c, 0.0, HISTORY_MAX)
+                                         for c in settings.background)}
+
+
+class _Image:
+    """A float texture (linear filtering, clamp to edge) and a framebuffer drawing into it."""
+
+    def __init__(self, ctx: moderngl.Context, size: tuple[int, int]) -> None:
+        self.texture = ctx.texture(size, 4, dtype="f2")
+        self.texture.filter = (moderngl.LINEAR, moderngl.LINEAR)
+        self.texture.repeat_x = self.texture.repeat_y = False
+        self.framebuffer = ctx.framebuffer([self.texture])
+
+    def release(self, ctx: moderngl.Context) -> None:
+        if ctx.fbo is self.framebuffer:
+            # moderngl re-binds its "current" framebuffer after making another: it must not be
+            # a deleted one. Standalone contexts have no screen.
+            (ctx.screen or ctx.detect_framebuffer(0)).use()
+        self.framebuffer.release()
+        self.texture.release()
+
+
+class PostChain:
+    """Bloom, feedback and tone mapping from an HDR texture to a framebuffer; see the module.
+
+    `gpu_ms`: the chain's GPU time in a recent frame (GL timer queries, read without waiting),
+    None where the driver has none (software GL). `shader_dir`: the folder to compile (and
+    reload) from, default `visual.gl.shader_dir()` when made.
+    """
+
+    def __init__(self, ctx: moderngl.Context, shader_dir: Path | str | None = None) -> None:
+        self.ctx = ctx
+        self.shader_dir = resolve_shader_dir(shader_dir)
+        self._built: dict[str, Any] = {}
+        self._built = self._build_programs()
+        self._params = BlockBuffer(ctx, POST_PARAMS)
+        self._timer = GpuTimer(ctx)
+        self.gpu_ms: float | None = None
+        self._levels: list[_Image] = []
+        self._history: list[_Image] = []
+        self._history_current = 0     # the history image holding the last result
+        self._history_valid = False   # False: last frame kept no history (off, or new size)
+        self._scratch: _Image | None = None  # composite()'s result when there is no history
+        self._mix = 0.0  # this frame's bloom_radius, clamped
+
+    # ---- programs -------------------------------------------------------------------------
+
+    def _build_programs(self) -> dict[str, Any]:
+        """Compile every pass (all variants, so a reload reports any error at once)."""
+        ctx, folder, built = self.ctx, self.shader_dir, {}
+        common = {"HDR_MAX": f"{HDR_MAX:.1f}", "HISTORY_MAX": f"{HISTORY_MAX:.1f}"}
+        variants = {
+            "prefilter": ("post_prefilter.frag", {}),
+            "downsample": ("post_downsample.frag", {}),
+            "upsample": ("post_upsample.frag", {}),
+            "composite_bloom": ("post_composite.frag", {"BLOOM": 1, "FEEDBACK": 0}),
+            "composite_feedback": ("post_composite.frag", {"BLOOM": 0, "FEEDBACK": 1}),
+            "composite_both": ("post_composite.frag", {"BLOOM": 1, "FEEDBACK": 1}),
+            "display": ("post_display.frag", {"BLOOM": 0}),
+            "display_bloom": ("post_display.frag", {"BLOOM": 1}),
+        }
+        try:
+            for name, (fragment, defines) in variants.items():
+                program = _program(ctx, fragment, folder, {**common, **defines})
+                built[name] = program
+                built[name + "_vao"] = ctx.vertex_array(program, [])
+        except Exception:
+            for obj in reversed(list(built.values())):
+                obj.release()
+            raise
+        return built
+
+    def reload_shaders(self) -> None:
+        """Recompile from the shader folder; on an error (ShaderError, raised) the running
+        programs stay."""
+        built = self._build_programs()
+        old, self._built = self._built, built
+        for obj in reversed(list(old.values())):
+            obj.release()
+
+    def _draw(self, name: str) -> None:
+        self._built[name + "_vao"].render(moderngl.TRIANGLES, vertices=3)
+
+    # ---- images ---------------------------------------------------------------------------
+
+    def _ensure_levels(self, size: tuple[int, int]) -> None:
+        sizes = bloom_level_sizes(size)
+        if [level.texture.size for level in self._levels] != sizes:
+            self._release_images(self._levels)
+            self._levels = [_Image(self.ctx, level) for level in sizes]
+
+    def _ensure_history(self, size: tuple[int, int]) -> None:
+        if not self._history or self._history[0].texture.size != size:
+            self._release_images(self._history)
+            self._history = [_Image(self.ctx, size), _Image(self.ctx, size)]
+            self._history_valid = False
+
+    def _ensure_scratch(self, size: tuple[int, int]) -> _Image:
+        if self._scratch is None or self._scratch.texture.size != size:
+            if self._scratch is not None:
+                self._scratch.release(self.ctx)
+                self._scratch = None
+            self._scratch = _Image(self.ctx, size)
+        return self._scratch
+
+    def _release_images(self, images: list[_Image]) -> None:
+        for image in images:
+            image.release(self.ctx)
+        images.clear()
+
+    # ---- the frame ------------------------------------------------------------------------
+
+    def run(self, hdr: moderngl.Texture, out: moderngl.Framebuffer, size: tuple[int, int],
+            settings: PostSettings, dt: float = 1 / 60) -> None:
+        """Post-process `hdr` (linear RGBA16F, `size` pixels, read pixel for pixel) into
+        `out` (RGBA8 or a window's default framebuffer, drawn in its viewport), left bound.
+        `dt`: seconds since the last frame (the feedback's motion and fade follow it)."""
+        size = (int(size[0]), int(size[1]))
+        if min(size) < 1:  # a minimised window: nothing to draw
+            out.use()
+            return
+        with self._timer:
+            image, bloom = self._prepare(hdr, size, settings, dt, fold_bloom=True)
+            out.use()
+            image.use(0)
+            if bloom is not None:
+                bloom.use(1)
+                self._draw("display_bloom")
+            else:
+                self._draw("display")
+        self.gpu_ms = self._timer.last_ms
+
+    def composite(self, hdr: moderngl.Texture, size: tuple[int, int], settings: PostSettings,
+                  dt: float = 1 / 60) -> moderngl.Texture:
+        """The HDR image `run` would tone map (scene + bloom, then feedback), still linear: for
+        tests and HDR captures. It is a frame, as `run` is (the feedback moves on). Returns
+        `hdr` itself when bloom and feedback are off, else a texture of this chain's, valid
+        until the next call."""
+        size = (int(size[0]), int(size[1]))
+        if min(size) < 1:
+            return hdr
+        image, _ = self._prepare(hdr, size, settings, dt, fold_bloom=False)
+        return image
+
+    def _prepare(self, hdr: moderngl.Texture, size: tuple[int, int], settings: PostSettings,
+                 dt: float, fold_bloom: bool
+                 ) -> tuple[moderngl.Texture, moderngl.Texture | None]:
+        """Bloom and feedback: (the HDR image to display, the bloom level 0 still to add to it
+        or None). `fold_bloom`: without feedback, leave the bloom for the display pass."""
+        ctx = self.ctx
+        ctx.disable(moderngl.BLEND | moderngl.DEPTH_TEST | moderngl.CULL_FACE)
+        values = block_values(settings, dt, size)
+        self._params.write({}, values)  # bound for every pass below
+        self._mix = values["bloom_mix"]
+        bloom = self._bloom(hdr, size) if settings.bloom_on else None
+        if not settings.feedback_on:
+            self._history_valid = False  # turned back on later, it starts from the background
+            if bloom is None or fold_bloom:
+                return hdr, bloom
+            target = self._ensure_scratch(size)
+            target.framebuffer.use()
+            hdr.use(0)
+            bloom.use(1)
+            self._draw("composite_bloom")
+            return target.texture, None
+
+        self._ensure_history(size)
+        previous = self._history[self._history_current]
+        if not self._history_valid:
+            background = tuple(_clamp(c, 0.0, HISTORY_MAX) for c in settings.background)
+            previous.framebuffer.clear(*background, 1.0)
+        target = self._history[1 - self._history_current]
+        target.framebuffer.use()
+        hdr.use(0)
+        previous.texture.use(2)
+        if bloom is not None:
+            bloom.use(1)
+            self._draw("composite_both")
+        else:
+            self._draw("composite_feedback")
+        self._history_current = 1 - self._history_current
+        self._history_valid = True
+        return target.texture, None
+
+    def _bloom(self, hdr: moderngl.Texture, size: tuple[int, int]) -> moderngl.Texture:
+        """The bloom chain down and back up; returns level 0 (half resolution), whose integral
+        is that of the scene's part above the threshold (see the module's opening comment)."""
+        ctx = self.ctx
+        self._ensure_levels(size)
+        levels = self._levels
+        levels[0].framebuffer.use()
+        hdr.use(0)
+        self._draw("prefilter")
+        if self._mix > 0.0 and len(levels) > 1:  # mix 0: level 0 alone, the others weigh 0
+            for finer, coarser in zip(levels, levels[1:]):
+                coarser.framebuffer.use()
+                finer.texture.use(0)
+                self._draw("downsample")
+            ctx.enable(moderngl.BLEND)
+            ctx.blend_func = moderngl.ONE, moderngl.ONE_MINUS_SRC_ALPHA
+            for coarser, finer in zip(levels[:0:-1], levels[-2::-1]):
+                finer.framebuffer.use()
+                coarser.texture.use(0)
+                self._draw("upsample")
+            ctx.disable(moderngl.BLEND)
+        return levels[0].texture
+
+    def owned(self) -> list[Any]:
+        """Every GPU object this chain holds now (for leak checks)."""
+        images = [*self._levels, *self._history, *([self._scratch] if self._scratch else [])]
+        return [*self._built.values(), *(part for image in images
+                                         for part in (image.framebuffer, image.texture))]
+
+    def release(self) -> None:
+        """Free every GPU object this chain made; safe to call twice."""
+        for obj in reversed(list(self._built.values())):
+            obj.release()
+        self._built = {}
+        self._release_images(self._levels)
+        self._release_images(self._history)
+        if self._scratch is not None:
+            self._scratch.release(self.ctx)
+            self._scratch = None
+        self._history_valid = False
+        self._timer.release()
+        if self._params is not None:
+            self._params.release()
+            self._params = None
