@@ -5,7 +5,10 @@
 // (or the quad). The far meshes come first in the vertex buffer (visual/meshes.py MeshSet), so
 // gl_VertexID < FAR_END tells the two apart without gl_DrawID (GL 4.6). gl_InstanceID indexes
 // the visible list of that command. Everything else comes from the FrameParams block (frame.*);
-// FAR_END and SPEED_RAMP are #defines from visual/renderer.py.
+// FAR_END and SPEED_RAMP are #defines from visual/renderer.py, and BILLBOARD (0 or 1) picks the
+// variant: lit meshes (cone, arrow: one flat colour out, what a far triangle needs) or quads
+// turned to the camera (streak, glow: the place on the quad too). Two programs, not a branch:
+// every value a vertex hands on costs the H200's modest raster front end at a million agents.
 // (Not common.glsl: its global_index() uses compute-only built-ins.)
 #include "agent.glsl"
 #include "frame_params.glsl"
@@ -17,8 +20,9 @@ in vec3 in_position;  // mesh vertex in agent space: x forward, y side, z up; |p
 in vec3 in_normal;    // its face normal (flat shading)
 
 flat out vec3 v_color;
-flat out int v_soft;  // 0 a lit mesh, 2 a streak, 3 a glow (the shape)
+#if BILLBOARD
 out vec2 v_uv;        // the place on a streak's or glow's quad, -1..1
+#endif
 
 void main() {
     bool is_far = gl_VertexID < FAR_END;
@@ -32,10 +36,10 @@ void main() {
 
     vec3 forward = speed > 1e-6 ? v / speed : vec3(1.0, 0.0, 0.0);
     vec3 to_camera = normalize(frame.eye - p);
-    bool billboard = frame.shape_index >= 2;
     vec3 world;
     vec3 normal = vec3(0.0);
-    if (billboard) {
+#if BILLBOARD
+    {
         // A quad facing the camera: a glow is round; a streak lies along the velocity as seen
         // on screen, longer the faster, its head at the agent.
         vec3 across = cross(forward, to_camera);
@@ -53,7 +57,9 @@ void main() {
             world = p + along * (q.x - 1.0) * half_length + across * q.y * size * 0.12;
         }
         v_uv = q;
-    } else {
+    }
+#else
+    {
         // Near: a roll that follows world up (stable as the camera moves). Far: the triangle's
         // plane holds the camera direction, so it is never seen edge-on.
         vec3 side = cross(forward, is_far ? to_camera : vec3(0.0, 1.0, 0.0));
@@ -64,9 +70,8 @@ void main() {
         world = p + basis * in_position * size;
         normal = basis * in_normal;
         if (is_far) normal = dot(normal, to_camera) < 0.0 ? -normal : normal;
-        v_uv = vec2(0.0);
     }
-    v_soft = billboard ? frame.shape_index : 0;
+#endif
     gl_Position = frame.view_projection * vec4(world, 1.0);
 
     // The colour: the palette at a place chosen by color_by.
@@ -89,15 +94,14 @@ void main() {
     vec3 color = mix(frame.palette_colors[stop].rgb, frame.palette_colors[stop + 1].rgb, place - float(stop));
     float t = smoothstep(SPEED_RAMP.x, SPEED_RAMP.y, ratio);
     color = mix(color, frame.telegraph_color, frame.telegraph * (0.4 + 0.6 * t));
-    vec3 lit;
-    if (billboard) {
-        lit = color;  // light of its own
-    } else {
-        // Cheap light: a little ambient, a diffuse term, a touch of rim so meshes read as 3D.
-        float diffuse = max(dot(normal, frame.light), 0.0);
-        float rim = pow(1.0 - abs(dot(normal, to_camera)), 3.0);
-        lit = color * (0.42 + 0.75 * diffuse) + color * rim * 0.35;
-    }
+#if BILLBOARD
+    vec3 lit = color;  // light of its own
+#else
+    // Cheap light: a little ambient, a diffuse term, a touch of rim so meshes read as 3D.
+    float diffuse = max(dot(normal, frame.light), 0.0);
+    float rim = pow(1.0 - abs(dot(normal, to_camera)), 3.0);
+    vec3 lit = color * (0.42 + 0.75 * diffuse) + color * rim * 0.35;
+#endif
     lit = min(lit, vec3(1.0)) * frame.glow;  // the light of a lit face, then its glow (HDR)
     // Added light: an agent in a crowd gives less, so where hundreds overlap on screen (the
     // swarm's core) the sum stays a bright colour instead of burning to white (the crowd is

@@ -10,10 +10,10 @@ vec3 safe_hdr(vec3 color) {
     return clamp(color, vec3(0.0), vec3(HDR_MAX));
 }
 
-// The scene's texel under this fragment, pixel for pixel (edges clamped).
-vec3 scene_texel(sampler2D scene) {
+// The scene's texel at `pixel`, pixel for pixel (edges clamped).
+vec3 scene_texel(sampler2D scene, ivec2 pixel) {
     ivec2 last = textureSize(scene, 0) - 1;
-    return safe_hdr(texelFetch(scene, clamp(ivec2(gl_FragCoord.xy), ivec2(0), last), 0).rgb);
+    return safe_hdr(texelFetch(scene, clamp(pixel, ivec2(0), last), 0).rgb);
 }
 
 // A 3x3 tent (1 2 1 / 2 4 2 / 1 2 1, / 16) of bilinear taps one texel of `image` apart: the

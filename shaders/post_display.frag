@@ -13,7 +13,7 @@ in vec2 v_uv;
 out vec4 f_color;
 
 void main() {
-    vec3 color = scene_texel(u_scene);
+    vec3 color = scene_texel(u_scene, ivec2(gl_FragCoord.xy));
 #if BLOOM
     color += post.bloom_intensity * tent(u_bloom, v_uv);
 #endif

@@ -110,8 +110,8 @@ def test_rule_bits_obstacle_limit_and_agent_are_defined_once():
         text = path.read_text()
         assert not re.search(r"#define\s+(RULE_|MAX_OBSTACLES)", text), path.name
         if path.name not in PLAIN_UNIFORMS:
-            # a sampler is a texture unit, not a value: what a pass reads goes in a block
-            assert not re.search(r"\buniform\s+(?!sampler)\w+\s+u_", text), (
+            # a sampler or an image is a unit, not a value: what a pass reads goes in a block
+            assert not re.search(r"\buniform\s+(?!sampler|image)\w+\s+u_", text), (
                 f"{path.name}: a plain uniform; what a pass reads goes in a block")
         if path.name != "agent.glsl":
             assert "struct Agent" not in text, f"{path.name} declares the Agent record again"

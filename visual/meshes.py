@@ -86,6 +86,7 @@ def quad() -> tuple[np.ndarray, np.ndarray]:
 
 
 SHAPES = ("cone", "arrow", "streak", "glow")
+BILLBOARDS = frozenset({"streak", "glow"})  # quads the shader turns to the camera
 
 
 class MeshSet:
@@ -107,6 +108,6 @@ class MeshSet:
 
     def commands(self, shape: str) -> tuple[tuple[int, int], tuple[int, int]]:
         """((near count, near first), (far count, far first)) for `shape`."""
-        if shape in ("streak", "glow"):
+        if shape in BILLBOARDS:
             return self.ranges["quad"], self.ranges["far_quad"]
         return self.ranges[shape], self.ranges["far"]

@@ -1,15 +1,17 @@
 """The HDR post chain: the renderer's linear float image to the display, with bloom, feedback
 and tone mapping (the projector-grade look). Main thread only: the GL context belongs to it.
 
-A frame (`PostChain.run`), every pass a full-screen triangle (shaders/post_*):
+A frame (`PostChain.run`), the HDR passes compute shaders writing images (the H200 runs
+full-screen fragment work several times slower than the same work in compute), the display a
+full-screen triangle (it writes the caller's framebuffer, a window's too) (shaders/post_*):
 
     bloom     (bloom > 0) the mip-chain bloom of Jimenez 2014 (Call of Duty: Advanced Warfare),
-              as in LearnOpenGL's "Physically Based Bloom": post_prefilter.frag keeps each scene
+              as in LearnOpenGL's "Physically Based Bloom": post_prefilter.comp keeps each scene
               texel's part above the threshold (quadratic soft knee, knee = threshold / 2) and
-              filters it to half resolution; post_downsample.frag's 13-tap filter halves it
-              again, down to MAX_LEVELS levels or MIN_LEVEL_PIXELS; post_upsample.frag then
+              filters it to half resolution; post_downsample.comp's 13-tap filter halves it
+              again, down to MAX_LEVELS levels or MIN_LEVEL_PIXELS; post_upsample.comp then
               walks back up, mixing each coarser level (3x3 tent) into the finer one
-    feedback  (feedback > 0) post_composite.frag: scene + bloom x intensity, and last frame's
+    feedback  (feedback > 0) post_composite.comp: scene + bloom x intensity, and last frame's
               result warped (zoom, rotation, drift) and faded, kept where brighter (Milkdrop's
               idea; the blend and why it is bounded are in that shader's opening comment)
     display   post_display.frag: exposure, a tone map (ACES fitted, AgX or a linear clamp), the
@@ -49,7 +51,14 @@ from typing import Any
 import moderngl
 import numpy as np
 
-from visual.gl import GpuTimer, ShaderError, ShaderSource, check_block, resolve_shader_dir
+from visual.gl import (
+    GpuTimer,
+    ShaderError,
+    ShaderSource,
+    check_block,
+    compute_program,
+    resolve_shader_dir,
+)
 from visual.uniforms import POST_PARAMS, BlockBuffer
 
 TONEMAPS = ("aces", "agx", "linear")  # the index is post_tonemap.glsl's TONEMAP_* value
@@ -195,23 +204,31 @@ def bloom_level_sizes(size: tuple[int, int]) -> list[tuple[int, int]]:
 
 
 # The passes that read no PostParams (the downsample filter is the same every frame).
-NO_PARAMS = frozenset({"post_downsample.frag"})
+NO_PARAMS = frozenset({"post_downsample.comp"})
+LOCAL_SIZE = 8  # the compute passes' workgroups: 8 x 8 pixels
+# glMemoryBarrier bits: an image a pass wrote is then sampled (or loaded) by the next.
+GL_SHADER_IMAGE_ACCESS_BARRIER_BIT = 0x00000020
+GL_TEXTURE_FETCH_BARRIER_BIT = 0x00000008
+IMAGE_TO_NEXT_PASS = GL_SHADER_IMAGE_ACCESS_BARRIER_BIT | GL_TEXTURE_FETCH_BARRIER_BIT
 
 
 def _program(ctx: moderngl.Context, fragment: str, folder: Path,
-             defines: Mapping[str, Any]) -> moderngl.Program:
+             defines: Mapping[str, Any]) -> Any:
+    """A compute pass (.comp), or the display's full-screen triangle (.frag)."""
+    if fragment.endswith(".comp"):
+        return compute_program(ctx, fragment, defines, folder,
+                               None if fragment in NO_PARAMS else POST_PARAMS)
     vertex = "post_triangle.vert"
     vs, fs = ShaderSource(vertex, defines, folder), ShaderSource(fragment, defines, folder)
     try:
         program = ctx.program(vertex_shader=vs.text, fragment_shader=fs.text)
     except Exception as exc:  # moderngl raises plain Exceptions with the driver's log
         raise ShaderError(f"{vertex} + {fragment}: {fs.explain(str(exc))}") from exc
-    if fragment not in NO_PARAMS:
-        try:
-            check_block(program, POST_PARAMS, f"{vertex} + {fragment}")
-        except ShaderError:
-            program.release()
-            raise
+    try:
+        check_block(program, POST_PARAMS, f"{vertex} + {fragment}")
+    except ShaderError:
+        program.release()
+        raise
     return program
 
 
@@ -279,12 +296,12 @@ class PostChain:
         ctx, folder, built = self.ctx, self.shader_dir, {}
         common = {"HDR_MAX": f"{HDR_MAX:.1f}", "HISTORY_MAX": f"{HISTORY_MAX:.1f}"}
         variants = {
-            "prefilter": ("post_prefilter.frag", {}),
-            "downsample": ("post_downsample.frag", {}),
-            "upsample": ("post_upsample.frag", {}),
-            "composite_bloom": ("post_composite.frag", {"BLOOM": 1, "FEEDBACK": 0}),
-            "composite_feedback": ("post_composite.frag", {"BLOOM": 0, "FEEDBACK": 1}),
-            "composite_both": ("post_composite.frag", {"BLOOM": 1, "FEEDBACK": 1}),
+            "prefilter": ("post_prefilter.comp", {}),
+            "downsample": ("post_downsample.comp", {}),
+            "upsample": ("post_upsample.comp", {}),
+            "composite_bloom": ("post_composite.comp", {"BLOOM": 1, "FEEDBACK": 0}),
+            "composite_feedback": ("post_composite.comp", {"BLOOM": 0, "FEEDBACK": 1}),
+            "composite_both": ("post_composite.comp", {"BLOOM": 1, "FEEDBACK": 1}),
             "display": ("post_display.frag", {"BLOOM": 0}),
             "display_bloom": ("post_display.frag", {"BLOOM": 1}),
         }
@@ -292,7 +309,8 @@ class PostChain:
             for name, (fragment, defines) in variants.items():
                 program = _program(ctx, fragment, folder, {**common, **defines})
                 built[name] = program
-                built[name + "_vao"] = ctx.vertex_array(program, [])
+                if fragment.endswith(".frag"):
+                    built[name + "_vao"] = ctx.vertex_array(program, [])
         except Exception:
             for obj in reversed(list(built.values())):
                 obj.release()
@@ -309,6 +327,14 @@ class PostChain:
 
     def _draw(self, name: str) -> None:
         self._built[name + "_vao"].render(moderngl.TRIANGLES, vertices=3)
+
+    def _dispatch(self, name: str, out: _Image, read: bool = False) -> None:
+        """A compute pass over `out`'s pixels, written through image unit 0 (`read`: loaded
+        too); then what it wrote is there for the next pass to sample or load."""
+        width, height = out.texture.size
+        out.texture.bind_to_image(0, read=read, write=True)
+        self._built[name].run(-(-width // LOCAL_SIZE), -(-height // LOCAL_SIZE), 1)
+        self.ctx.memory_barrier(IMAGE_TO_NEXT_PASS)
 
     # ---- images ---------------------------------------------------------------------------
 
@@ -387,10 +413,9 @@ class PostChain:
             if bloom is None or fold_bloom:
                 return hdr, bloom
             target = self._ensure_scratch(size)
-            target.framebuffer.use()
             hdr.use(0)
             bloom.use(1)
-            self._draw("composite_bloom")
+            self._dispatch("composite_bloom", target)
             return target.texture, None
 
         self._ensure_history(size)
@@ -399,14 +424,13 @@ class PostChain:
             background = tuple(_clamp(c, 0.0, HISTORY_MAX) for c in settings.background)
             previous.framebuffer.clear(*background, 1.0)
         target = self._history[1 - self._history_current]
-        target.framebuffer.use()
         hdr.use(0)
         previous.texture.use(2)
         if bloom is not None:
             bloom.use(1)
-            self._draw("composite_both")
+            self._dispatch("composite_both", target)
         else:
-            self._draw("composite_feedback")
+            self._dispatch("composite_feedback", target)
         self._history_current = 1 - self._history_current
         self._history_valid = True
         return target.texture, None
@@ -414,24 +438,17 @@ class PostChain:
     def _bloom(self, hdr: moderngl.Texture, size: tuple[int, int]) -> moderngl.Texture:
         """The bloom chain down and back up; returns level 0 (half resolution), whose integral
         is that of the scene's part above the threshold (see the module's opening comment)."""
-        ctx = self.ctx
         self._ensure_levels(size)
         levels = self._levels
-        levels[0].framebuffer.use()
         hdr.use(0)
-        self._draw("prefilter")
+        self._dispatch("prefilter", levels[0])
         if self._mix > 0.0 and len(levels) > 1:  # mix 0: level 0 alone, the others weigh 0
             for finer, coarser in zip(levels, levels[1:]):
-                coarser.framebuffer.use()
                 finer.texture.use(0)
-                self._draw("downsample")
-            ctx.enable(moderngl.BLEND)
-            ctx.blend_func = moderngl.ONE, moderngl.ONE_MINUS_SRC_ALPHA
+                self._dispatch("downsample", coarser)
             for coarser, finer in zip(levels[:0:-1], levels[-2::-1]):
-                finer.framebuffer.use()
                 coarser.texture.use(0)
-                self._draw("upsample")
-            ctx.disable(moderngl.BLEND)
+                self._dispatch("upsample", finer, read=True)
         return levels[0].texture
 
     def owned(self) -> list[Any]:

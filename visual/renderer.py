@@ -47,7 +47,7 @@ from visual.gl import (
     is_software,
     resolve_shader_dir,
 )
-from visual.meshes import SHAPES, MeshSet, cone_mesh, far_triangle, lod_distance
+from visual.meshes import BILLBOARDS, SHAPES, MeshSet, cone_mesh, far_triangle, lod_distance
 from visual.palettes import COLOR_BY, MAX_STOPS, palette_stops, srgb_to_linear
 from visual.post import PostChain, PostSettings, scene_color_for
 from visual.targets import Targets
@@ -152,14 +152,17 @@ class Renderer(CountsView):
         try:
             built["cull"] = compute_program(ctx, "cull.comp", {"LOCAL_SIZE": CULL_LOCAL_SIZE},
                                             folder, FRAME_PARAMS)
-            built["agent"] = _program(ctx, "agent.vert", "agent.frag", folder, {
-                "FAR_END": self.meshes.far_end, "SPEED_RAMP": _vec(SPEED_RAMP),
-                "ADDITIVE_CROWD": f"{ADDITIVE_CROWD:.1f}"})
+            for name, billboard in (("agent", 0), ("agent_billboard", 1)):
+                built[name] = _program(ctx, "agent.vert", "agent.frag", folder, {
+                    "FAR_END": self.meshes.far_end, "SPEED_RAMP": _vec(SPEED_RAMP),
+                    "ADDITIVE_CROWD": f"{ADDITIVE_CROWD:.1f}", "BILLBOARD": billboard})
             built["fade"] = _program(ctx, "fade.vert", "fade.frag", folder)
             built["lure"] = _program(ctx, "lure.vert", "lure.frag", folder,
                                      {"LURE_COLOR": _vec(LURE_COLOR)})
             built["agent_vao"] = ctx.vertex_array(
                 built["agent"], [(self._mesh, "3f 3f", "in_position", "in_normal")])
+            built["agent_billboard_vao"] = ctx.vertex_array(  # in_normal unused: skipped
+                built["agent_billboard"], [(self._mesh, "3f 12x", "in_position")])
             built["fade_vao"] = ctx.vertex_array(built["fade"], [])
             built["lure_vao"] = ctx.vertex_array(built["lure"], [])
         except Exception:
@@ -172,6 +175,7 @@ class Renderer(CountsView):
         self._built = built
         self._cull = built["cull"]
         self._agent_vao, self._fade_vao = built["agent_vao"], built["fade_vao"]
+        self._billboard_vao = built["agent_billboard_vao"]
         self._lure_vao = built["lure_vao"]
 
     def reload_shaders(self) -> None:
@@ -298,8 +302,9 @@ class Renderer(CountsView):
             ctx.blend_func = moderngl.ONE, moderngl.ONE
         else:
             ctx.enable(moderngl.DEPTH_TEST)
+        vao = self._billboard_vao if self.shape in BILLBOARDS else self._agent_vao
         with self._draw_timer:
-            self._agent_vao.render_indirect(self._draw_state, moderngl.TRIANGLES, count=2)
+            vao.render_indirect(self._draw_state, moderngl.TRIANGLES, count=2)
         ctx.disable(moderngl.DEPTH_TEST | moderngl.BLEND)
         if show_lure:
             self._draw_lure()

@@ -1,4 +1,4 @@
-// post_composite.frag: the HDR image the display is made from, still linear: scene + bloom x
+// post_composite.comp: the HDR image the display is made from, still linear: scene + bloom x
 // intensity, then (FEEDBACK) the previous frame's, warped and faded, kept where it is brighter:
 //
 //     new = max(current, background + feedback x (min(warped previous, HISTORY_MAX) - background))
@@ -10,6 +10,7 @@
 // BLOOM and FEEDBACK (0 or 1) are #defines from visual/post.py.
 #include "post_common.glsl"
 
+layout(local_size_x = 8, local_size_y = 8) in;
 layout(binding = 0) uniform sampler2D u_scene;    // the HDR scene, pixel for pixel
 #if BLOOM
 layout(binding = 1) uniform sampler2D u_bloom;    // bloom level 0, half resolution
@@ -17,20 +18,22 @@ layout(binding = 1) uniform sampler2D u_bloom;    // bloom level 0, half resolut
 #if FEEDBACK
 layout(binding = 2) uniform sampler2D u_history;  // last frame's result (linear, clamp to edge)
 #endif
-
-in vec2 v_uv;
-out vec4 f_color;
+layout(rgba16f, binding = 0) writeonly uniform image2D u_out;
 
 void main() {
-    vec3 color = scene_texel(u_scene);
+    ivec2 pixel = ivec2(gl_GlobalInvocationID.xy);
+    ivec2 size = imageSize(u_out);
+    if (any(greaterThanEqual(pixel, size))) return;
+    vec2 uv = (vec2(pixel) + 0.5) / vec2(size);
+    vec3 color = scene_texel(u_scene, pixel);
 #if BLOOM
-    color += post.bloom_intensity * tent(u_bloom, v_uv);
+    color += post.bloom_intensity * tent(u_bloom, uv);
 #endif
 #if FEEDBACK
-    vec2 from = mat2(post.warp.xy, post.warp.zw) * (v_uv - 0.5) + 0.5 + post.warp_offset;
+    vec2 from = mat2(post.warp.xy, post.warp.zw) * (uv - 0.5) + 0.5 + post.warp_offset;
     vec3 previous = min(safe_hdr(texture(u_history, from).rgb), vec3(HISTORY_MAX));
     vec3 background = post.feedback_background;
     color = max(color, background + post.feedback_fade * (previous - background));
 #endif
-    f_color = vec4(safe_hdr(color), 1.0);
+    imageStore(u_out, pixel, vec4(safe_hdr(color), 1.0));
 }

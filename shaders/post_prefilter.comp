@@ -1,15 +1,16 @@
-// post_prefilter.frag: the first bloom level. Each scene texel keeps only its part above the
+// post_prefilter.comp: the first bloom level. Each scene texel keeps only its part above the
 // threshold (a soft, quadratic knee), then a 4x4 texel filter (1 3 3 1) x (1 3 3 1) / 64 halves
 // the resolution. That filter gives every texel a total weight of exactly 1/4 over the half
 // resolution pixels (edges clamped included, for even sizes): the level's integral (value x
 // area) is the above-threshold part's, and a bright point moving by one pixel moves its glow
 // smoothly (no 2x2 box jumps). Thresholding each texel before filtering (not after) is what
 // makes a single bright pixel bloom with all of its energy above the threshold.
+// Compute, not a fragment pass: the H200 runs full-screen fragment work several times slower.
 #include "post_common.glsl"
 
-layout(binding = 0) uniform sampler2D u_source;  // the HDR scene, full resolution
-
-out vec4 f_color;
+layout(local_size_x = 8, local_size_y = 8) in;
+layout(binding = 0) uniform sampler2D u_source;            // the HDR scene, full resolution
+layout(rgba16f, binding = 0) writeonly uniform image2D u_out;  // bloom level 0, half size
 
 vec3 above_threshold(vec3 color) {
     float brightness = max(color.r, max(color.g, color.b));
@@ -19,9 +20,11 @@ vec3 above_threshold(vec3 color) {
 }
 
 void main() {
+    ivec2 pixel = ivec2(gl_GlobalInvocationID.xy);
+    if (any(greaterThanEqual(pixel, imageSize(u_out)))) return;
     const float weight[4] = float[4](1.0, 3.0, 3.0, 1.0);
     ivec2 last = textureSize(u_source, 0) - 1;
-    ivec2 base = ivec2(gl_FragCoord.xy) * 2 - 1;
+    ivec2 base = pixel * 2 - 1;
     vec3 sum = vec3(0.0);
     for (int j = 0; j < 4; ++j) {
         for (int i = 0; i < 4; ++i) {
@@ -30,5 +33,5 @@ void main() {
                  * above_threshold(safe_hdr(texelFetch(u_source, texel, 0).rgb));
         }
     }
-    f_color = vec4(sum * (1.0 / 64.0), 1.0);
+    imageStore(u_out, pixel, vec4(sum * (1.0 / 64.0), 1.0));
 }
