@@ -186,6 +186,11 @@ def build_parser() -> argparse.ArgumentParser:
                          help="listen for OSC on this UDP port (all interfaces, or HOST only, "
                               "e.g. 127.0.0.1:9000): /swarm/<param> value, /swarm/<param>/norm "
                               "0..1, /swarm/preset N, /swarm/respawn, /swarm/burst")
+    remote = parser.add_argument_group("web remote")
+    remote.add_argument("--web", metavar="[HOST:]PORT", type=web_endpoint,
+                        help="serve a control page for a browser on this port (this machine "
+                             "only, or HOST, e.g. 0.0.0.0:8080 for a phone on the network: a "
+                             "link with a token is printed)")
     safety = parser.add_argument_group("safety")
     safety.add_argument("--no-supervisor", action="store_true",
                         help="run the show in this process (default: a supervisor restarts it "
@@ -208,6 +213,16 @@ def build_parser() -> argparse.ArgumentParser:
     state.add_argument("--state-out", metavar="PATH.npz",
                        help="write the state after the last frame")
     return parser
+
+
+def web_endpoint(text: str) -> tuple[str, int]:
+    """--web's value, checked while the command line is parsed."""
+    from control.web import parse_endpoint
+
+    try:
+        return parse_endpoint(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix(f"--web {text!r}: ")) from None
 
 
 def osc_endpoint(text: str) -> tuple[str, int]:

@@ -67,6 +67,18 @@ class OscIn(Protocol):
     def close(self) -> None: ...
 
 
+class WebIn(Protocol):
+    """The show's web remote (show.remote.WebInput)."""
+
+    rejected: int
+    last_error: str | None
+
+    def poll(self) -> list[Action]: ...
+    def publish(self, show: Any, now: float) -> None: ...
+    def state(self) -> dict[str, Any]: ...
+    def close(self) -> None: ...
+
+
 class Recorder(Protocol):
     """--record-control's recorder (control.control_track.ControlRecorder)."""
 
@@ -81,13 +93,14 @@ class Show:
                  audio: AudioFrameSource | None = None, routes: Iterable[Route] = (),
                  midi: MidiIn | None = None, presets: Bank | None = None,
                  preset: Preset | None = None, recovery: Recovery | None = None,
-                 osc: OscIn | None = None) -> None:
+                 osc: OscIn | None = None, web: WebIn | None = None) -> None:
         self.ctx = ctx
         self.params = params
         self.options = options
         self.audio = audio if audio is not None else Silence()
         self.midi = midi
         self.osc = osc
+        self.web = web
         self.looks = Looks(params, routes, bank=presets, preset=preset, recovery=recovery,
                            pinned=options.pinned, seed=options.seed,
                            pick_up=self._pick_up)
@@ -166,6 +179,10 @@ class Show:
             for action in self.osc.poll():
                 self.act(action)
             self._say_osc_refusals()
+        if self.web is not None:  # the web remote: its actions, and the meters handed back
+            for action in self.web.poll():
+                self.act(action)
+            self.web.publish(self, now)
         self._update_tempo(now)
         self.looks.update(self.show_time, now)
         if self.recorder is not None:  # on the show's clock, as an offline render replays it
@@ -407,6 +424,8 @@ class Show:
             self.midi.close()
         if self.osc is not None:
             self.osc.close()
+        if self.web is not None:
+            self.web.close()
         self.looks.close()
         for source in self.tempo.sources.values():  # a Link session left, ...
             close = getattr(source, "close", None)

@@ -27,22 +27,25 @@ log = logging.getLogger(__name__)
 
 
 def open_inputs(args: argparse.Namespace, params: Params) -> dict[str, Any]:
-    """The audio source, MIDI and OSC the command line asks for; none fails (each says why
-    and the show runs without it). Safe mode opens none."""
+    """The audio source, MIDI, OSC and the web remote the command line asks for; none fails
+    (each says why and the show runs without it). Safe mode opens none."""
     from audio.base import Silence
     from audio.source import open_audio
     from control.midi import Midi
 
     if args.safe_mode:
-        log.info("safe mode: no audio, no MIDI, no OSC, the bundled shaders")
+        log.info("safe mode: no audio, no MIDI, no OSC, no web remote, the bundled shaders")
         return {"audio": Silence("safe mode", "safe mode: audio is off"), "midi": None,
-                "osc": None}
+                "osc": None, "web": None}
     audio = open_audio(args.audio_device, args.audio_file, args.mute)
     midi = None
     if not args.no_midi:
         midi = Midi.open(params, ports=args.midi_port or None, virtual=args.midi_virtual,
                          api=args.midi_api, mapping_path=args.midi_map)
-    return {"audio": audio, "midi": midi, "osc": open_osc(args.osc)}
+    from show.remote import open_web
+
+    return {"audio": audio, "midi": midi, "osc": open_osc(args.osc),
+            "web": open_web(getattr(args, "web", None))}
 
 
 def open_osc(endpoint: tuple[str, int] | None):

@@ -140,6 +140,10 @@ def plan_render(args: argparse.Namespace, params: Params, routes: list
     if getattr(args, "osc", None):
         raise RenderProblem("--osc plays a live show; a render is driven by SONG and --control "
                             "(record a live set with --record-control, OSC included)")
+    if getattr(args, "web", None):
+        raise RenderProblem("--web plays a live show; a render is driven by SONG and --control "
+                            "(record a live set with --record-control, the web remote's moves "
+                            "included)")
     if args.encoder_preset not in X264_PRESETS:
         raise RenderProblem(f"--encoder-preset {args.encoder_preset}: not one of "
                             f"{', '.join(X264_PRESETS)}")

@@ -89,6 +89,7 @@ def telemetry(show: Show) -> dict[str, Any]:
         "audio": show.audio.telemetry(),
         "midi": show.midi.state() if show.midi is not None else None,
         "osc": show.osc.state() if show.osc is not None else None,
+        "web": show.web.state() if getattr(show, "web", None) is not None else None,
         "preset": show.looks.telemetry(show.show_time),
         "tempo": show.tempo.state(),
         "link": link_state(show),
@@ -129,6 +130,8 @@ def hud_lines(show: Show) -> list[str]:
         lines.append(f"midi: {midi_line(show.midi.state())}")
     if show.osc is not None:
         lines.append(f"osc: {osc_line(show.osc)}")
+    if getattr(show, "web", None) is not None:
+        lines.append(f"web: {web_line(show.web.state())}")
     lines.append(f"preset: {show.looks.status_line(show.show_time)}")
     if show.looks.problem:
         lines.append(f"preset error: {show.looks.problem}")
@@ -222,6 +225,21 @@ def osc_line(osc: Any) -> str:
         reason = osc.last_error or ""
         reason = reason if len(reason) <= 70 else reason[:67] + "..."
         line += f"  {osc.rejected} refused (latest: {reason})"
+    return line
+
+
+def web_line(state: dict[str, Any]) -> str:
+    """The web remote: where it listens, pages connected, what it applied and refused."""
+    clients = state["clients"]
+    line = (f"{state['listening']}{' (token)' if state['token'] else ''}  {clients} "
+            f"page{'' if clients == 1 else 's'}  {state['applied']} applied")
+    if state["dropped"]:
+        line += f"  {state['dropped']} over the rate"
+    refused = state["rejected"] + state["forbidden"]
+    if refused:
+        reason = state["last_error"] or ""
+        reason = reason if len(reason) <= 70 else reason[:67] + "..."
+        line += f"  {refused} refused (latest: {reason})"
     return line
 
 

@@ -1,0 +1,325 @@
+"""The web remote's page in a real browser: Debian's Chromium, headless, driven by Selenium
+(chromedriver), speaking to a real show played headless through the one loop in this process.
+
+A click on a slider changes the parameter within two frames of its message reaching the
+server; switches, choices and colours set theirs; the preset grid shows what is in each slot
+and recalls it with the morph; tap, downbeat, respawn and burst reach the show; values the show
+changes come back to the page; the meters move with audio played into a JACK port. The page
+is looked at on a phone's and a laptop's screen: every touch target at least 44 px, nothing
+wider than the screen. Fails, never skips, without Chromium: CI installs chromium and
+chromium-driver.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from jackd import ToneBurstClient, jack_server
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import Select
+
+from control.actions import Action
+from control.param_groups import grouped
+from control.params import BY_NAME, REGISTRY, Params
+from control.preset_bank import PresetBank
+from control.web import WebRemote
+from show.frame import Show
+from show.loop import Loop, Offscreen, WallClock
+from show.options import ShowOptions
+from show.remote import WebInput
+
+TOKEN = "page-test-token-0123456789"
+PHONE = (390, 844)
+LAPTOP = (1280, 860)
+
+
+def chromium() -> webdriver.Chrome:
+    browser, driver = shutil.which("chromium"), shutil.which("chromedriver")
+    if browser is None or driver is None:
+        pytest.fail("chromium and chromedriver not found: apt-get install chromium "
+                    "chromium-driver (CI's .ci/run does)")
+    options = webdriver.ChromeOptions()
+    options.binary_location = browser
+    for argument in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                     "--no-first-run", "--disable-background-networking",
+                     "--disable-component-update", "--disable-sync",
+                     "--disable-dev-shm-usage", f"--window-size={LAPTOP[0]},{LAPTOP[1]}",
+                     f"--user-data-dir={tempfile.mkdtemp(prefix='swarm-chromium-')}"):
+        options.add_argument(argument)
+    return webdriver.Chrome(options=options, service=Service(driver))
+
+
+class Stage:
+    """A show with the web remote, played by the one loop, and a browser on its page."""
+
+    def __init__(self, ctx, driver, *, audio=None, user_folder: Path) -> None:
+        self.remote = WebRemote("0.0.0.0", 0, token=TOKEN)  # reached here through loopback
+        self.bank = PresetBank(user_folder)
+        self.show = Show(ctx, Params({"count": 400}), ShowOptions(), presets=self.bank,
+                         web=WebInput(self.remote), audio=audio)
+        self.loop = Loop(self.show, WallClock())
+        self.sink = Offscreen(self.show, (160, 120))
+        self.driver = driver
+        self.acted: list[Action] = []
+        act = self.show.act
+        self.show.act = lambda action: (self.acted.append(action), act(action))[1]
+
+    @property
+    def url(self) -> str:
+        return self.remote.url_for("127.0.0.1")
+
+    def frame(self) -> None:
+        self.loop.frame(*self.sink.target())
+
+    def play_until(self, condition, timeout: float = 10.0, frames_between: int = 3) -> bool:
+        """Frames (about 60 a second) until `condition()` holds; False at the timeout."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for _ in range(frames_between):
+                start = time.perf_counter()
+                self.frame()
+                time.sleep(max(0.0, 1 / 60 - (time.perf_counter() - start)))
+            if condition():
+                return True
+        return False
+
+    def js(self, script: str, *args):
+        return self.driver.execute_script(script, *args)
+
+    def open(self) -> None:
+        self.driver.get(self.url)
+        assert self.play_until(lambda: self.js(
+            "return document.querySelectorAll('[data-param]').length") == len(REGISTRY)
+            and self.js("return document.body.dataset.link") == "live"
+            and self.js("return document.querySelector('#presets .slot .title').textContent")
+            != "empty"), "the page did not build itself from the show's hello"
+
+    def element(self, css: str):
+        return self.driver.find_element(By.CSS_SELECTOR, css)
+
+    def shown(self, css: str):
+        """The element scrolled to the middle of the screen, clear of the sticky header, as
+        a performer would have it before touching it."""
+        found = self.element(css)
+        self.js("arguments[0].scrollIntoView({block: 'center'})", found)
+        return found
+
+    def click(self, css: str) -> None:
+        self.shown(css).click()
+
+    def frames_to_apply(self, gesture, applied, limit: int = 600) -> int:
+        """Perform `gesture` (browser input), then play frames until `applied()`: how many
+        frames that took from the first frame that began after its message reached the
+        server (1: the very next frame)."""
+        received = self.remote.received
+        gesture()
+        arrived = None
+        for index in range(limit):
+            if arrived is None and self.remote.received > received:
+                arrived = index
+            self.frame()
+            if applied():
+                assert arrived is not None, "applied before the server had the message?"
+                return index - arrived + 1
+            time.sleep(0.004)
+        raise AssertionError(f"not applied within {limit} frames: {self.remote.state()}")
+
+    def release(self) -> None:
+        self.show.release()
+
+
+@pytest.fixture(scope="module")
+def driver():
+    browser = chromium()
+    yield browser
+    browser.quit()
+
+
+@pytest.fixture(scope="module")
+def stage(gl_context, driver, tmp_path_factory):
+    made = Stage(gl_context, driver, user_folder=tmp_path_factory.mktemp("user-presets"))
+    made.open()
+    yield made
+    made.release()
+
+
+def test_the_page_lays_out_every_parameter_in_its_group_and_the_slots(stage):
+    groups = stage.js("return [...document.querySelectorAll('details.group')].map(g => "
+                      "[g.dataset.group, [...g.querySelectorAll('[data-param]')].map("
+                      "r => r.dataset.param)])")
+    assert [tuple(g) for g in groups] == [(group, names) for group, names in grouped()]
+    kinds = stage.js("return Object.fromEntries([...document.querySelectorAll('[data-param]')]"
+                     ".map(r => [r.dataset.param, r.querySelector('.slider') ? 'slider' : "
+                     "r.querySelector('.switch') ? 'switch' : r.querySelector('.segments, "
+                     "select') ? 'choice' : r.querySelector('input[type=color]') ? 'colour' "
+                     ": '?']))")
+    expected = {"float": "slider", "int": "slider", "bool": "switch", "choice": "choice",
+                "color": "colour"}
+    assert kinds == {p.name: expected[p.kind] for p in REGISTRY}
+    titles = stage.js("return [...document.querySelectorAll('#presets .slot')].map("
+                      "s => [s.dataset.slot, s.querySelector('.title').textContent])")
+    names = stage.bank.names()
+    assert len(titles) == 9
+    assert {int(slot): title for slot, title in titles if title != "empty"} == names
+
+
+def test_a_slider_moves_its_parameter_within_two_frames(stage):
+    speed = BY_NAME["max_speed"]
+    track = stage.shown("[data-param=max_speed] .slider")
+    width = track.size["width"]
+    click = ActionChains(stage.driver).move_to_element_with_offset(track, round(0.3 * width), 0)
+    before = stage.show.params["max_speed"]
+    frames = stage.frames_to_apply(lambda: click.click().perform(),
+                                   lambda: stage.show.params["max_speed"] != before)
+    assert frames <= 2, frames
+    print(f"applied {frames} frame(s) after its message arrived")
+    value = stage.show.params["max_speed"]
+    assert abs(speed.to_norm(value) - 0.8) <= 2.0 / width  # where the mouse clicked
+    assert stage.show.looks.preset_modified() or stage.show.looks.preset is None
+    readout = stage.element("[data-param=max_speed] .value").text
+    assert float(readout) == pytest.approx(value, rel=0.01)
+    # A drag: messages as the mouse moves, the parameter following, ending where it let go.
+    drag = (ActionChains(stage.driver)
+            .move_to_element_with_offset(track, round(-0.4 * width), 0).click_and_hold())
+    for step in range(1, 6):
+        drag.move_by_offset(round(0.1 * width), 0)
+    drag.release()
+    received = stage.remote.received
+    drag.perform()
+    assert stage.play_until(lambda: abs(speed.to_norm(stage.show.params["max_speed"]) - 0.6)
+                            <= 3.0 / width, timeout=5)
+    assert stage.remote.received - received >= 2  # it played along the way, not only the end
+
+
+def test_switches_choices_and_colours_set_theirs(stage):
+    stage.click("[data-param=separation] .switch")
+    assert stage.play_until(lambda: stage.show.params["separation"] is False, timeout=5)
+    stage.click("[data-param=boundary] .segment[data-value=wrap]")
+    assert stage.play_until(lambda: stage.show.params["boundary"] == "wrap", timeout=5)
+    Select(stage.shown("[data-param=palette] select")).select_by_visible_text("ocean")
+    assert stage.play_until(lambda: stage.show.params["palette"] == "ocean", timeout=5)
+    swatch = stage.shown("[data-param=fast_color] input[type=color]")
+    stage.js("arguments[0].value = '#00ff80'; arguments[0].dispatchEvent(new Event('input'))",
+             swatch)  # the native colour picker is the browser's own window
+    assert stage.play_until(lambda: stage.show.params["fast_color"] == pytest.approx(
+        (0.0, 1.0, 128 / 255)), timeout=5)
+    assert stage.remote.rejected == 0
+
+
+def test_values_the_show_changes_come_back_to_the_page(stage):
+    stage.show.act(Action("set", values={"cohesion_weight": 3.25, "seek": False}))
+    assert stage.play_until(lambda: stage.element(
+        "[data-param=cohesion_weight] .value").text == "3.25" and stage.element(
+        "[data-param=seek] .switch").get_attribute("aria-checked") == "false", timeout=5)
+
+
+def test_the_preset_grid_recalls_with_the_morph(stage):
+    names = stage.bank.names()
+    stage.show.params["morph_seconds"] = 2.0
+    stage.click("#presets .slot[data-slot='3']")
+    assert stage.play_until(lambda: stage.show.looks.preset is not None
+                            and stage.show.looks.preset.name == names[3], timeout=5)
+    assert stage.show.looks.progress(stage.show.show_time) is not None  # blending, not a cut
+    assert stage.play_until(lambda: stage.element("#presets .slot[data-slot='3']")
+                            .get_attribute("aria-pressed") == "true"
+                            and names[3] in stage.element("#preset-name").text, timeout=5)
+    pressed = stage.js("return [...document.querySelectorAll('#presets .slot')].filter("
+                       "s => s.getAttribute('aria-pressed') === 'true').length")
+    assert pressed == 1
+
+
+def test_tap_downbeat_respawn_and_burst_reach_the_show(stage):
+    stage.acted.clear()
+    respawns = stage.show.respawns
+    for _ in range(4):
+        stage.click("#do-tap")
+        stage.play_until(lambda: False, timeout=0.12)  # a tempo of about 150 BPM
+    stage.click("#do-downbeat")
+    stage.click("#do-respawn")
+    stage.click("#do-burst")
+    assert stage.play_until(lambda: [a.kind for a in stage.acted].count("separation_burst"),
+                            timeout=5)
+    kinds = [action.kind for action in stage.acted]
+    assert kinds == ["tap"] * 4 + ["downbeat", "respawn", "separation_burst"]
+    assert stage.show.tap.taps == 4 and stage.show.respawns == respawns + 1
+    assert stage.show._burst[0] == 1.0
+
+
+def test_the_page_fits_a_phone_and_a_laptop(stage, tmp_path):
+    """Large touch targets and nothing off the side of a phone; the perform panel beside the
+    parameters on a laptop. Screenshots are kept in the test's folder to look at."""
+    targets = ("button, .slider, select, input[type=color], summary")
+    measure = ("return [...document.querySelectorAll(arguments[0])].filter(e => "
+               "e.offsetParent !== null).map(e => {const r = e.getBoundingClientRect(); "
+               "return [e.className || e.tagName, r.width, r.height]})")
+    try:
+        stage.driver.set_window_size(*PHONE)
+        stage.open()
+        assert stage.js("return document.documentElement.scrollWidth") <= stage.js(
+            "return window.innerWidth")
+        small = [t for t in stage.js(measure, targets) if t[2] < 44 or t[1] < 44]
+        assert not small, f"touch targets under 44 px on a phone: {small[:5]}"
+        header = stage.js("return document.getElementById('top').getBoundingClientRect()"
+                          ".height")
+        assert header <= 110  # the meters leave the screen to the controls
+        stage.driver.save_screenshot(str(tmp_path / "phone.png"))
+        stage.driver.set_window_size(*LAPTOP)
+        stage.open()
+        perform = stage.element("#perform").rect
+        params = stage.element("#params").rect
+        assert perform["x"] + perform["width"] <= params["x"]  # side by side
+        assert stage.js("return getComputedStyle(document.body).backgroundColor") == \
+            "rgb(11, 13, 18)"  # dark
+        stage.driver.save_screenshot(str(tmp_path / "laptop.png"))
+    finally:
+        stage.driver.set_window_size(*LAPTOP)
+    for name, (width, _) in (("phone", PHONE), ("laptop", LAPTOP)):
+        data = (tmp_path / f"{name}.png").read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n"
+        assert int.from_bytes(data[16:20], "big") == width
+
+
+def test_the_meters_move_with_audio_from_a_jack_port(gl_context, driver, tmp_path):
+    from audio.live import AudioInput
+    from audio.source import open_audio
+
+    with jack_server() as server:
+        audio = open_audio()  # the default input: JACK's, in its worker process
+        assert isinstance(audio, AudioInput) and audio.state == "ok", audio.message
+        stage = Stage(gl_context, driver, audio=audio, user_folder=tmp_path)
+        try:
+            stage.open()
+
+            def level() -> float:
+                return float(stage.element("#m-level").get_attribute("data-value"))
+
+            def onsets() -> int:
+                return int(stage.element("#onset").get_attribute("data-onsets") or 0)
+
+            assert stage.play_until(lambda: stage.element("#frame-ms").text != "--", timeout=5)
+            assert level() < 0.05  # the dummy driver's silence
+            quiet_onsets = onsets()
+            with ToneBurstClient(server, frequency=440.0, amplitude=0.6) as burst:
+                for port in burst.input_ports():
+                    burst.connect(port)
+                for _ in range(3):
+                    burst.burst(0.6)
+                    assert stage.play_until(lambda: level() > 0.3, timeout=5), \
+                        stage.show.audio.telemetry()
+                    stage.play_until(lambda: False, timeout=0.6)
+            assert onsets() > quiet_onsets  # each burst's attack flashed the onset lamp
+            assert stage.play_until(lambda: level() < 0.2, timeout=5)  # and it falls back
+            meters = json.loads(stage.js("return JSON.stringify({bpm: document.getElementById("
+                                         "'bpm').textContent, ms: document.getElementById("
+                                         "'frame-ms').textContent})"))
+            assert float(meters["bpm"]) > 0 and float(meters["ms"]) > 0
+        finally:
+            stage.release()
