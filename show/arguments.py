@@ -204,9 +204,11 @@ def build_parser() -> argparse.ArgumentParser:
     # the resumed state died again, so safe mode starts from the default look, not from it
     safety.add_argument("--heartbeat-fd", type=int, help=argparse.SUPPRESS)
     safety.add_argument("--last-telemetry", help=argparse.SUPPRESS)
+    from show.outputs import add_output_arguments
     from show.render_job import add_render_arguments
 
     add_render_arguments(parser)
+    add_output_arguments(parser)  # video out: --out-ndi, --out-stream, ...
     state = parser.add_argument_group("state")
     state.add_argument("--state-in", metavar="PATH.npz",
                        help="start from this state (arrays position, velocity); sets the count")

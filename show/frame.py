@@ -136,6 +136,7 @@ class Show:
         self.modulated: dict[str, Any] = {}  # those modulation and bursts moved this frame
         self.speed_scale = 1.0  # the audio boost: 1 + level * audio_speed_boost
         self.status: dict[str, str] = {}  # extra HUD lines: shaders, a capped count, ...
+        self.outputs: Any = None  # video out (show/outputs.py): the live run opens and ends it
         # Musical time: tap tempo and the audio's beats here; the live run adds MIDI clock
         # and Link (show/live.py). Quantised actions wait in `_waiting` for a beat or a bar.
         self.tap = TapTempo()

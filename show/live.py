@@ -120,12 +120,14 @@ class LiveShow:
         self.show: Show | None = None
         self.loop: Loop | None = None
 
-    def build(self, ctx, size: tuple[int, int]) -> Show:
+    def build(self, ctx, size: tuple[int, int], rate: float | None = None) -> Show:
         """The show on `ctx` once the machine can hold it, its inputs open, --record-control's
-        recorder on it, and the loop that plays it."""
+        recorder on it, its video outputs (`rate`: the window's, told to their receivers) and
+        the loop that plays it."""
         from control.preset_bank import PresetBank
         from control.recovery import RecoveryWriter
         from control.track_recorder import open_recorder
+        from show.outputs import open_outputs
 
         self.options.count_limit = check_machine(ctx, self.args, self.params, size)
         # The recovery file is for open-ended shows: a bounded run (--frames) leaves the last
@@ -141,7 +143,9 @@ class LiveShow:
         if getattr(self.args, "link", False) and not self.args.safe_mode:
             open_link(show, self.params["bpm"])
         self.show = show
-        self.loop = Loop(show, WallClock(self.args.dt), after=self.each_frame)
+        show.outputs = open_outputs(self.args, ctx, rate)  # video out: one more sink
+        self.loop = Loop(show, WallClock(self.args.dt), after=self.each_frame,
+                         outputs=show.outputs)
         return show
 
     @property
@@ -218,11 +222,14 @@ class LiveShow:
         if show.recorder is not None:
             show.recorder.close(end=show.show_time)
             log.info(show.recorder.error or f"control track written to {args.record_control}")
+        if show.outputs is not None:  # their last frames sent, their pixel buffers freed
+            show.outputs.close()
         show.release()
 
 
 def run_headless(live: LiveShow) -> None:
     """Render offscreen (EGL) until --frames, Ctrl+C or SIGTERM."""
+    from show.outputs import DEFAULT_RATE
     from visual.gl import create_headless_context
 
     args = live.args
@@ -232,7 +239,10 @@ def run_headless(live: LiveShow) -> None:
     sink = Offscreen(show, size)
     log.info(f"headless: {show.swarm.count} agents, {args.neighbors} neighbours, "
              f"{size[0]}x{size[1]}, {ctx.info['GL_RENDERER']}")
-    live.loop.run(sink, frames=args.frames, stop=lambda: live.stopping)
+    # With video outputs a headless show plays in real time, at --fps (default 60) as a
+    # window would at its refresh rate; without, as fast as it renders.
+    cap = (args.fps or DEFAULT_RATE) if show.outputs else None
+    live.loop.run(sink, frames=args.frames, stop=lambda: live.stopping, cap=cap)
     live.finish((sink.pixels(), sink.size) if args.screenshot else None)
     ctx.release()
 
@@ -245,7 +255,7 @@ def run_window(live: LiveShow) -> None:
     window = open_window(args.screen, fullscreen=not args.windowed and args.size is None,
                          size=args.size)
     screen = LiveWindow(window, fps=args.fps)
-    show = live.build(screen.ctx, tuple(window.get_framebuffer_size()))
+    show = live.build(screen.ctx, tuple(window.get_framebuffer_size()), rate=screen.fps)
     width, height = window.get_framebuffer_size()
     log.info(f"window: {show.swarm.count} agents on screen {args.screen}, {width}x{height}"
              f"{' full-screen' if window.fullscreen else ''}, {screen.fps:g} fps cap, "

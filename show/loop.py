@@ -6,6 +6,8 @@ benchmarks, the soak) plays the same frame, with a clock and a sink given to it.
     frame    show.update(now); show.advance(dt) (steps times); show.draw(target)
     sink     where the frame goes: an offscreen framebuffer (headless, screenshots) or a video
              encoder; the window's swap is pyglet's, which calls `Loop.frame` from on_draw
+    outputs  video out (show/outputs.py): every drawn frame too, read back a frame or two late
+             and sent on the outputs' own threads (NDI, streams, Syphon, Spout, a camera)
 
 The show never reads a clock; the loop does (and times the frames for the HUD). Main thread.
 """
@@ -94,6 +96,12 @@ class Sink(Protocol):
         """The frame `index` is drawn: take it (encode it, keep it)."""
 
 
+class FrameTaker(Protocol):
+    def take(self, framebuffer: moderngl.Framebuffer, size: tuple[int, int],
+             now: float) -> None:
+        """The frame just drawn into `framebuffer` (`size` pixels), at wall time `now`."""
+
+
 class Offscreen:
     """An offscreen framebuffer of `size` (the renderer's): headless runs and screenshots."""
 
@@ -116,16 +124,19 @@ class Loop:
     """Plays frames of `show` by `clock`: `frame(target, size)` is one of them (the window
     calls it from on_draw), `run(sink, ...)` repeats it into a sink. `before(tick)` runs
     before the update (a render's recorded events), `after()` after the draw (heartbeat,
-    telemetry). The wall clock times each frame for the HUD and notes slow ones (live)."""
+    telemetry). The wall clock times each frame for the HUD and notes slow ones (live).
+    `outputs` (show/outputs.py) take every drawn frame too, before anything is drawn over it."""
 
     def __init__(self, show: Show, clock: Clock, *, before: Callable[[Tick], None] | None = None,
                  after: Callable[[], None] | None = None,
-                 wall: Callable[[], float] = time.perf_counter) -> None:
+                 wall: Callable[[], float] = time.perf_counter,
+                 outputs: FrameTaker | None = None) -> None:
         self.show = show
         self.clock = clock
         self.before = before
         self.after = after
         self.wall = wall
+        self.outputs = outputs
         self._next_slow_note = 0.0
 
     def frame(self, target: moderngl.Framebuffer, size: tuple[int, int] | None = None) -> None:
@@ -138,6 +149,8 @@ class Loop:
             show.advance(tick.dt)
         show.draw(target, size)
         wall = self.wall()
+        if self.outputs is not None:  # video out: never waits (visual/readback.py)
+            self.outputs.take(target, tuple(size or target.size), wall)
         if show.clock.tick(wall) and show.options.live and wall >= self._next_slow_note:
             self._next_slow_note = wall + 10.0  # at most a line every 10 s
             log.info(f"slow frame: {show.clock.last_slow_ms:.0f} ms at frame {show.frame} "
@@ -146,10 +159,20 @@ class Loop:
             self.after()
 
     def run(self, sink: Sink, *, frames: int | None = None,
-            stop: Callable[[], bool] = lambda: False) -> int:
-        """Frames into `sink` until `frames` are drawn or `stop()`; returns frames drawn."""
+            stop: Callable[[], bool] = lambda: False, cap: float | None = None) -> int:
+        """Frames into `sink` until `frames` are drawn or `stop()`; returns frames drawn.
+        `cap`: at most this many frames a second, as a window's refresh rate paces it (a
+        headless show feeding video outputs plays in real time); late frames are not made up
+        for with a burst."""
         drawn = 0
+        period = 1.0 / cap if cap else 0.0
+        due = self.wall()
         while (frames is None or drawn < frames) and not stop():
+            if period:
+                wait = due - self.wall()
+                if wait > 0:
+                    time.sleep(wait)
+                due = max(due + period, self.wall() - period)
             self.frame(*sink.target())
             sink.after(self.show, drawn)
             drawn += 1

@@ -140,6 +140,10 @@ def plan_render(args: argparse.Namespace, params: Params, routes: list
     if getattr(args, "osc", None):
         raise RenderProblem("--osc plays a live show; a render is driven by SONG and --control "
                             "(record a live set with --record-control, OSC included)")
+    from show.outputs import render_refusal
+
+    if render_refusal(args):  # --out-ndi, --out-stream, ...: a live picture, not a render's
+        raise RenderProblem(render_refusal(args))
     if getattr(args, "web", None):
         raise RenderProblem("--web plays a live show; a render is driven by SONG and --control "
                             "(record a live set with --record-control, the web remote's moves "

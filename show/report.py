@@ -135,6 +135,8 @@ def hud_lines(show: Show) -> list[str]:
     lines.append(f"preset: {show.looks.status_line(show.show_time)}")
     if show.looks.problem:
         lines.append(f"preset error: {show.looks.problem}")
+    if getattr(show, "outputs", None):  # video out: each output's state, sent and dropped
+        lines.append(f"outputs: {show.outputs.hud_line()}")
     lines += [f"{key}: {value}" for key, value in show.status.items()]
     lines.append(chosen_line(show))
     return [printable(line, 240) for line in lines]
