@@ -19,6 +19,7 @@ KINDS = MAPPABLE + (
     "pause",
     "save_preset",  # value: slot 1-9
     "lure",         # values: {"point": (x, y, z)}
+    "outputs",      # value: 1 on air, 0 off, None the other way; values {"output": n}: one
 )
 # What quantize (a parameter: off, beat, bar) holds back until the next beat or bar.
 QUANTIZABLE = ("respawn", "separation_burst", "recall_preset")
@@ -29,7 +30,9 @@ class Action:
     """kind: one of KINDS. value: "separation_burst" a strength in 0..1, "recall_preset" and
     "save_preset" a slot 1-9, "select" a step, "nudge" a fraction of the range, "tap" when it
     was tapped (seconds, the loop's clock; None: this frame); "downbeat" marks this beat as a
-    bar's first. param: for "learned". values: for "set" (parameter -> value) and "lure"."""
+    bar's first; "outputs" takes the video outputs (values {"output": n}: the n-th, from 1) on
+    air (value 1), off (0) or the other way (None). param: for "learned". values: for "set"
+    (parameter -> value), "lure" and "outputs"."""
 
     kind: str
     value: float | int | None = None

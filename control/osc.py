@@ -160,6 +160,16 @@ def interpret(address: str, args: list[Any]) -> Action:
             raise OscError(f"{printable(address)}: takes one strength in 0..1, got "
                            f"{', '.join(_show(a) for a in args)}")
         return Action("separation_burst", strength)
+    if path == "outputs":  # [N] 0|1, or nothing: the other way
+        if len(args) > 2:
+            raise OscError(f"{printable(address)}: takes [output number] 0|1, or nothing")
+        numbers = [_number(address, a) for a in args]
+        if any(not n.is_integer() for n in numbers) or (numbers and numbers[-1] not in (0, 1)) \
+                or (len(numbers) == 2 and not 1 <= numbers[0] <= 64):
+            raise OscError(f"{printable(address)}: takes [output number 1-64] 0|1, or "
+                           f"nothing; got {', '.join(_show(a) for a in args)}")
+        values = {"output": int(numbers[0])} if len(numbers) == 2 else {}
+        return Action("outputs", int(numbers[-1]) if numbers else None, values=values)
     if path == "preset":
         slot = _number(address, _one(address, args))
         if not slot.is_integer() or not 1 <= slot <= 9:
@@ -169,7 +179,7 @@ def interpret(address: str, args: list[Any]) -> Action:
     spec = BY_NAME.get(name)
     if spec is None or suffix not in ("", "norm"):
         raise _unknown(address, f"parameters: {PREFIX}<name>, {PREFIX}<name>/norm; "
-                                "also preset, respawn, burst, tap, downbeat")
+                                "also preset, respawn, burst, tap, downbeat, outputs")
     if suffix == "norm":  # a fader over the performance range, on the parameter's curve
         if spec.kind == "color":
             raise OscError(f"{printable(address)}: /norm takes one number; '{name}' is a colour")

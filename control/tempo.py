@@ -198,4 +198,5 @@ class Tempo:
         """Telemetry's `tempo` object."""
         return {"bpm": round(self.bpm, 3), "phase": round(self.phase, 4),
                 "bar_phase": round(self.bar_phase, 4), "source": self.source,
-                "held": self.held, "bar_from_clock": self.bar_from_clock, "beats": self.beats, "confidence": round(self.confidence, 3)}
+                "held": self.held, "bar_from_clock": self.bar_from_clock, "beats": self.beats,
+                "confidence": round(self.confidence, 3)}

@@ -313,6 +313,18 @@ class Show:
             self.paused = not self.paused
         elif kind == "lure":
             self.lure.move_to(action.values["point"], self.sim_time)
+        elif kind == "outputs":
+            self._switch_outputs(action)
+
+    def _switch_outputs(self, action: Action) -> None:
+        """O, OSC /swarm/outputs: the video outputs (all, or one) off air and back."""
+        if not self.outputs:
+            self.status["outputs"] = "none: --out-ndi, --out-stream ... add them at start"
+            return
+        on = None if action.value is None else bool(action.value)
+        said = self.outputs.switch(action.values.get("output"), on)
+        self.status.pop("outputs", None)
+        log.info(f"outputs: {said}")
 
     def _pick_up(self) -> None:
         """Knobs pick up values set another way (a recall, OSC, a key) instead of jumping."""

@@ -13,6 +13,7 @@ KEYS = {
     "DOWN": Action("select", 1),
     "L": Action("learn"),
     "D": Action("downbeat"),
+    "O": Action("outputs"),  # the video outputs off air and back
 }
 
 
@@ -21,7 +22,8 @@ def key_action(name: str, ctrl: bool = False, shift: bool = False,
     """1-9 recall a preset slot (Ctrl: save into it); Space pause, R respawn, Up/Down choose a
     parameter, Left/Right change it by NUDGE_FINE of its performance range (Shift:
     NUDGE_COARSE), L MIDI-learn it, T tap the tempo (at `now`, when the key went down), D
-    this beat is the bar's first. Other keys do nothing (None)."""
+    this beat is the bar's first, O the video outputs off air and back. Other keys do
+    nothing (None)."""
     if len(name) == 1 and name in "123456789":
         return Action("save_preset" if ctrl else "recall_preset", int(name))
     if name in ("LEFT", "RIGHT"):

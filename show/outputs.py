@@ -210,6 +210,20 @@ class Outputs:
         for output in self.outputs:
             output.take(self.ctx, framebuffer, size, now)
 
+    def switch(self, number: int | None, on: bool | None) -> str:
+        """Outputs on air (True), off (False) or the other way (None): all, or the `number`-th
+        (from 1, as the HUD lists them). Off, an output captures nothing (its receivers keep
+        its last frame); back on, it sends from the next frame. What was done, in a line."""
+        if number is not None and not 1 <= number <= len(self.outputs):
+            return f"no output {number} (there are {len(self.outputs)})"
+        chosen = self.outputs if number is None else [self.outputs[number - 1]]
+        if on is None:  # all the other way: on air if any is off
+            on = not all(output.live for output in chosen)
+        for output in chosen:
+            output.live = on
+        names = "all" if number is None else chosen[0].label
+        return f"{names} {'on air' if on else 'off air'}"
+
     def telemetry(self) -> dict[str, Any]:
         return {output.label: output.state_record() for output in self.outputs}
 
@@ -239,6 +253,8 @@ def output_line(output: FrameOutput) -> str:
     state = output.state if not output.error else f"{output.state}: {output.error}"
     if len(state) > 70:
         state = state[:67] + "..."
+    if not output.live:
+        state = f"OFF AIR ({state})"
     line = f"{output.label}: {state}, {output.sent:,} sent, {output.dropped:,} dropped"
     detail = output.detail() if output.state == "sending" else None
     return f"{line} ({detail})" if detail else line

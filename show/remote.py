@@ -72,6 +72,7 @@ class WebInput:
             },
             "preset": preset,
             "slots": self._slots,
+            "outputs": outputs_state(show),
             "values": {name: plain_value(value) for name, value in show.params.items()},
         }
 
@@ -99,6 +100,15 @@ class WebInput:
 
     def close(self) -> None:
         self.remote.close()
+
+
+def outputs_state(show: Show) -> list[dict[str, Any]]:
+    """The video outputs as the page lists them: on air or not, and how they do."""
+    outputs = getattr(show, "outputs", None)
+    if not outputs:
+        return []
+    return [{"label": output.label, "live": output.live, "state": output.state,
+             "sent": output.sent, "dropped": output.dropped} for output in outputs.outputs]
 
 
 def open_web(endpoint: tuple[str, int] | None) -> WebInput | None:

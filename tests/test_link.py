@@ -176,8 +176,8 @@ class Failed(Exception):
 def scenario() -> None:
     """A peer at 100 BPM, then the instrument's LinkClock opened at 120 BPM, with Tempo updated
     at 60 frames a second: once they see each other the instrument follows the peer's 100 BPM
-    within 1 s, on the peer's grid within 10 ms; its proposal of 130 BPM reaches the peer within 1 s; the peer leaves and Tempo holds
-    130 BPM. Prints the figures measured on the way."""
+    within 1 s, on the peer's grid within 10 ms; its proposal of 130 BPM reaches the peer
+    within 1 s; the peer leaves and Tempo holds 130 BPM. Prints the figures measured on the way."""
     import link
 
     peer = link.Link(100.0)

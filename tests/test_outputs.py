@@ -34,7 +34,7 @@ from show.frame import Show
 from show.loop import Loop, Offscreen, WallClock
 from show.options import ShowOptions
 from show.outputs import Outputs, parse_output
-from visual.outputs import FrameOutput, OutputFailed, RateGate
+from visual.outputs import RING_DEPTH, FrameOutput, OutputFailed, RateGate
 from visual.png import read_png, write_png
 from visual.readback import PixelReadback
 
@@ -366,6 +366,67 @@ def test_hud_and_telemetry_tell_each_output(ctx):
     assert record["rate"] == 10 and record["sent"] >= 5 and record["dropped"] >= 0
     assert json.dumps(played["telemetry"])  # JSON as --telemetry writes it
     assert backend.frames[0].shape == (72, 128, 4)
+
+
+def test_outputs_go_off_air_and_back_from_the_key_and_osc(ctx, said):
+    """O takes every output off air (nothing more is captured; what was in flight arrives),
+    OSC /swarm/outputs 1 puts them back, /swarm/outputs N 0|1 one of them; said each time."""
+    from control.osc import interpret
+    from show.keys import key_action
+
+    first, second = FakeBackend("one"), FakeBackend("two")
+    outputs = [FrameOutput(first, size=(64, 36), nominal_rate=20),
+               FrameOutput(second, size=(64, 36), nominal_rate=20)]
+    marks: dict = {}
+
+    def script(show) -> bool:
+        if "off" not in marks:
+            if len(first.frames) >= 5:
+                show.act(key_action("O"))
+                marks["off"] = (show.frame, len(first.frames), len(second.frames))
+        elif "on" not in marks:
+            if show.frame >= marks["off"][0] + 20:
+                marks["held"] = (len(first.frames), len(second.frames))
+                marks["record"] = show.telemetry()["outputs"]
+                marks["hud"] = next(line for line in show.hud_lines()
+                                    if line.startswith("outputs: "))
+                show.act(interpret("/swarm/outputs", [1]))
+                show.act(interpret("/swarm/outputs", [2, 0]))  # the second stays off
+                show.act(interpret("/swarm/outputs", [3, 1]))  # there is no third
+                marks["on"] = show.frame
+        return "on" in marks and len(first.frames) >= marks["held"][0] + 5
+
+    played = play(ctx, outputs, seconds=60.0, until=script)
+    assert "on" in marks, "the outputs never went off air and back"
+    off_frame, first_off, second_off = marks["off"]
+    # Off air: at most the frames already captured (the ring) still arrive, then nothing.
+    assert marks["held"][0] - first_off <= RING_DEPTH + 1
+    assert marks["held"][1] - second_off <= RING_DEPTH + 1
+    assert not any(r["live"] for r in marks["record"].values())
+    assert marks["hud"].count("OFF AIR") == 2
+    # Back on air: the first sends again, the second was kept off.
+    assert len(first.frames) >= marks["held"][0] + 5
+    assert len(second.frames) - marks["held"][1] <= RING_DEPTH + 1
+    record = played["telemetry"]["outputs"]
+    assert record["fake one"]["live"] and not record["fake two"]["live"]
+    assert any("outputs: all off air" in m for m in said)
+    assert any("outputs: all on air" in m for m in said)
+    assert any("outputs: fake two off air" in m for m in said)
+    assert any("outputs: no output 3 (there are 2)" in m for m in said)
+
+
+def test_outputs_switched_without_any_are_said_in_the_hud(ctx):
+    from control.osc import OscError, interpret
+
+    show = Show(ctx, Params(LIVELY), ShowOptions())
+    try:
+        show.act(interpret("/swarm/outputs", []))
+        assert "none: --out-ndi" in show.status["outputs"]
+    finally:
+        show.release()
+    for bad in ([2], [1, 0.5], [0, 1], [1, 1, 1], ["on"]):
+        with pytest.raises(OscError, match="outputs"):
+            interpret("/swarm/outputs", bad)
 
 
 # ---- the platform-only backends, through fakes and hooks -------------------------------------

@@ -253,6 +253,38 @@ def test_tap_downbeat_respawn_and_burst_reach_the_show(stage):
     assert stage.show._burst[0] == 1.0
 
 
+def test_the_outputs_go_off_air_and_back_from_the_page(stage):
+    """With video outputs the page lists them, lit while on air; a tap takes one off air
+    and another tap puts it back (OSC's /swarm/outputs N 0|1)."""
+    from test_outputs import FakeBackend
+
+    from show.outputs import Outputs
+    from visual.outputs import FrameOutput
+
+    assert stage.js("return document.getElementById('outputs-panel').hidden")  # none yet
+    outputs = [FrameOutput(FakeBackend(name), size=(32, 18), start=False)
+               for name in ("rig", "stream")]
+    stage.show.outputs = Outputs(stage.show.ctx, outputs)
+    try:
+        button = "#outputs .slot[data-output='2']"
+        assert stage.play_until(lambda: stage.js(
+            "return document.querySelectorAll('#outputs .slot').length") == 2
+            and not stage.js("return document.getElementById('outputs-panel').hidden"))
+        assert stage.element(button).get_attribute("aria-pressed") == "true"
+        assert "fake stream" in stage.element(button).text
+        stage.click(button)
+        assert stage.play_until(lambda: not outputs[1].live), "the tap did not reach the show"
+        assert outputs[0].live  # the other stays on air
+        assert stage.play_until(lambda: stage.element(button).get_attribute("aria-pressed")
+                                == "false" and "off air" in stage.element(button).text)
+        stage.click(button)
+        assert stage.play_until(lambda: outputs[1].live)
+    finally:
+        stage.show.outputs = None
+    assert stage.play_until(lambda: stage.js(
+        "return document.getElementById('outputs-panel').hidden"))
+
+
 def test_the_page_fits_a_phone_and_a_laptop(stage, tmp_path):
     """Large touch targets and nothing off the side of a phone; the perform panel beside the
     parameters on a laptop. Screenshots are kept in the test's folder to look at."""

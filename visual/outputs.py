@@ -128,6 +128,7 @@ class FrameOutput:
         self.dropped = 0
         self.captured = 0
         self.state = "starting"
+        self.live = True  # on air: off, frames are not captured (receivers keep the last)
         self.error: str | None = None
         self.failures = 0
         self._gate = RateGate(self.rate)
@@ -172,7 +173,7 @@ class FrameOutput:
         readback = self._readback
         for slot in readback.poll():
             self._hand_over(slot)
-        if not self._open:
+        if not self._open or not self.live:
             return
         if not self._gate.due(now):
             return
@@ -196,7 +197,8 @@ class FrameOutput:
         return {"kind": self.backend.kind, "target": self.backend.target,
                 "size": list(self.size) if self.size else None,
                 "rate": self.rate or self.nominal_rate, "every_frame": self.rate is None,
-                "state": self.state, "sent": self.sent, "dropped": self.dropped,
+                "state": self.state, "live": self.live, "sent": self.sent,
+                "dropped": self.dropped,
                 "error": self.error, "alpha": self.backend.carries_alpha,
                 "detail": self.detail()}
 

@@ -342,6 +342,7 @@ function update(state) {
     beat = {at: performance.now(), beat: m.beat || 0, bpm: m.bpm || 0, barPhase: m.bar_phase || 0};
   }
   if (state.slots) slots(state.slots, state.preset || {});
+  if (state.outputs) outputs(state.outputs);
   if (state.values) {
     const now = performance.now();
     for (const [name, value] of Object.entries(state.values)) {
@@ -381,6 +382,33 @@ function slots(names, preset) {
   const morph = preset.morph == null ? 0 : preset.morph; // none under way: an empty bar
   $("morph-bar").style.setProperty("--v", morph.toFixed(3));
   $("morph-bar").parentElement.classList.toggle("running", preset.morph != null);
+}
+
+// The video outputs (--out-ndi, --out-stream, ...): one button each, lit while on air; a tap
+// takes it off air or back (OSC's /swarm/outputs N 0|1).
+function outputs(list) {
+  $("outputs-panel").hidden = list.length === 0;
+  const grid = $("outputs");
+  while (grid.children.length > list.length) grid.lastChild.remove();
+  while (grid.children.length < list.length) {
+    const number = grid.children.length + 1;
+    const button = el("button", "slot output");
+    button.type = "button";
+    button.dataset.output = String(number);
+    button.append(el("span", "title", ""), el("span", "title detail", ""));
+    button.addEventListener("click", () => {
+      send("/swarm/outputs", number, button.getAttribute("aria-pressed") === "true" ? 0 : 1);
+    });
+    grid.append(button);
+  }
+  list.forEach((output, index) => {
+    const button = grid.children[index];
+    const [title, detail] = button.querySelectorAll(".title");
+    title.textContent = output.label;
+    detail.textContent = output.live
+      ? `${output.state}, ${output.sent} sent, ${output.dropped} dropped` : "off air";
+    button.setAttribute("aria-pressed", output.live ? "true" : "false");
+  });
 }
 
 // The beat between pushes: the show's beat moved on at its tempo.
