@@ -278,6 +278,14 @@ class SignalPlayer:
         start = np.min(times[played] - played * self.period / self.rate)
         return start + np.asarray(sample) / self.rate
 
+    def heard_at(self, sample: int | np.ndarray) -> float | np.ndarray:
+        """When an input connected to the player heard `sample`, as a capture device tells
+        it: JACK hands a cycle's samples to the inputs in the same cycle they went out, as one
+        block, and a capture device's block is delivered when its last sample was captured, so
+        the block's samples were heard during the period before it: one period before
+        `time_of`."""
+        return self.time_of(sample) - self.period / self.rate
+
     def _process(self, nframes: int, arg: object) -> int:
         now = time.monotonic()
         if self._armed and self._played < 0:

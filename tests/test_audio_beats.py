@@ -2,9 +2,11 @@
 174 BPM, through a real JACK port into the live input's worker process and offline, frame by
 frame, as a render reads a song.
 
-Through JACK: one player client (tests/jackd.py's SignalPlayer) plays the eight recordings at
-once, each into its own AudioInput (its own worker process and ring), while a 60 fps loop
-updates all eight; the tempo must be within 1 BPM after 8 s and the beats within 30 ms of the
+Through JACK: one player client (tests/jackd.py's SignalPlayer) plays four recordings at once
+(the click tracks, then the drum loops), each into its own AudioInput (its own worker process
+and ring), while a 60 fps loop updates all four, the server cycling every 2048 frames (see
+JACK_PERIOD: the dummy server's clock must keep time with ours for the clicks' times to be
+right; a run whose server clock slips more than 0.3 % is played again); the tempo must be within 1 BPM after 8 s and the beats within 30 ms of the
 clicks. aubio reads the 174 BPM click track at 174 and may fall to half time (87) once its
 context model locks after about 10 s (it did in some runs); the 174 BPM drum loop (snare on 2
 and 4) it reads at 87 once locked: drum and bass in half time, the beats on every other click.
@@ -105,17 +107,83 @@ def nearest(times: np.ndarray, at: float) -> tuple[int, float]:
 
 # -- through a real JACK port -----------------------------------------------------------------
 
+# Cycles of 2048 frames (43 ms): at 256 the dummy server's clock fell behind ours by 0.5-7 %
+# on two cores with the player and the inputs' workers each taking a cycle (its cycles ran late
+# and were never made up, so the clicks went out later than their samples say); at 2048 it
+# kept time within 0.01 %. The inputs then get 43 ms blocks, as a large audio buffer gives.
+JACK_PERIOD = 2048
+
+
 @pytest.fixture(scope="module")
 def jack():
-    with jack_server() as name:
+    with jack_server(period=JACK_PERIOD) as name:
         yield name
+
+
+MAX_CLOCK_SLIP = 0.003  # the dummy server's cycles against time.monotonic(): 0.3 %
+ATTEMPTS = 3
+
+
+def server_slip(player: SignalPlayer) -> float:
+    """How far the JACK server's cycles ran slower than their nominal period, as a fraction:
+    the line through the earliest cycles of each second (callbacks run late, never early)."""
+    times = player.cycle_times
+    played = np.flatnonzero(~np.isnan(times))
+    period = player.period / player.rate
+    per_second = max(1, round(1.0 / period))
+    lows = [(k[np.argmin(times[k] - k * period)]) for k in
+            np.array_split(played, max(1, len(played) // per_second))]
+    lows = np.array(lows)
+    slope = np.polyfit(lows, times[lows], 1)[0]
+    return slope / period - 1.0
+
+
+def play_through_jack(jack: str, recordings: list[np.ndarray]):
+    """The recordings played at once, each into its own AudioInput (its own worker process
+    and ring), updated at 60 fps: (the player, what each source's beat_info was each frame,
+    the cost of an update, blocks dropped). A run in which the dummy server's clock fell
+    behind time.monotonic() (its cycles late, a loaded machine: the clicks' times would be
+    wrong, not the tracker) is played again, up to ATTEMPTS times."""
+    for attempt in range(ATTEMPTS):
+        sources: list[AudioInput] = []
+        try:
+            with SignalPlayer(jack, recordings) as player:
+                for index in range(len(recordings)):
+                    before = set(player.input_ports())
+                    source = AudioInput(None)
+                    sources.append(source)
+                    assert source.state == "ok", source.message
+                    ports = sorted(set(player.input_ports()) - before)
+                    assert len(ports) == 2, ports  # the worker's stream: two channels
+                    for port in ports:
+                        player.connect(index, port)
+                infos: list[list[tuple[float, BeatInfo | None]]] = [[] for _ in recordings]
+                costs = []
+                player.play()
+                deadline = time.monotonic()
+                while not player.done:
+                    deadline += FRAME
+                    time.sleep(max(0.0, deadline - time.monotonic()))
+                    now = time.monotonic()
+                    for source, seen in zip(sources, infos):
+                        source.update(now)
+                        seen.append((now, source.beat_info))
+                    costs.append((time.monotonic() - now) / len(sources))
+                dropped = [s.telemetry()["blocks_dropped"] for s in sources]
+        finally:
+            for source in sources:
+                source.close()
+        slip = server_slip(player)
+        if abs(slip) <= MAX_CLOCK_SLIP:
+            return player, infos, costs, dropped
+        print(f"the JACK dummy server's clock slipped {slip:+.2%} against ours: "
+              "played again")
+    pytest.fail(f"the JACK dummy server's clock slipped {slip:+.2%} against time.monotonic() "
+                f"in {ATTEMPTS} runs: the machine is too loaded to time the beats")
 
 
 def test_beats_through_jack_within_1_bpm_and_30_ms(jack, monkeypatch):
     seconds = 10.5
-    cases = [(kind, bpm) for kind in ("clicks", "drums") for bpm in TEMPI]
-    recordings = [(click_track if kind == "clicks" else drum_loop)(bpm, seconds)
-                  for kind, bpm in cases]
     fed_from: set[str] = set()
     feed = BeatTracker.feed
 
@@ -124,49 +192,34 @@ def test_beats_through_jack_within_1_bpm_and_30_ms(jack, monkeypatch):
         feed(self, samples)
 
     monkeypatch.setattr(BeatTracker, "feed", watched)
-    sources: list[AudioInput] = []
-    try:
-        with SignalPlayer(jack, [x for x, _ in recordings]) as player:
-            for index in range(len(cases)):  # one input (one worker, one ring) each
-                before = set(player.input_ports())
-                source = AudioInput(None)
-                sources.append(source)
-                assert source.state == "ok", source.message
-                ports = sorted(set(player.input_ports()) - before)
-                assert len(ports) == 2, ports  # the worker's stream: system's two channels
-                for port in ports:
-                    player.connect(index, port)
-            infos: list[list[tuple[float, BeatInfo | None]]] = [[] for _ in cases]
-            costs = []
-            player.play()
-            deadline = time.monotonic()
-            while not player.done:
-                deadline += FRAME
-                time.sleep(max(0.0, deadline - time.monotonic()))
-                now = time.monotonic()
-                for source, seen in zip(sources, infos):
-                    source.update(now)
-                    seen.append((now, source.beat_info))
-                costs.append((time.monotonic() - now) / len(sources))
-            started = player.time_of(0)
-            dropped = [s.telemetry()["blocks_dropped"] for s in sources]
-    finally:
-        for source in sources:
-            source.close()
+    cases, recordings, players, infos, costs, dropped = [], [], [], [], [], []
+    for kind in ("clicks", "drums"):  # four inputs at a time: what two cores keep in time
+        group = [(kind, bpm) for bpm in TEMPI]
+        made = [(click_track if kind == "clicks" else drum_loop)(bpm, seconds)
+                for _, bpm in group]
+        player, seen, cost, lost = play_through_jack(jack, [x for x, _ in made])
+        cases += group
+        recordings += made
+        players += [player] * len(group)
+        infos += seen
+        costs += cost
+        dropped += lost
 
     assert fed_from == {threading.main_thread().name}
     assert dropped == [0] * len(cases)
     lines, failures = [], []
-    for (kind, bpm), (_, beats), seen in zip(cases, recordings, infos):
-        clicks = player.time_of(beats)
+    for (kind, bpm), (_, beats), seen, player in zip(cases, recordings, infos, players):
+        started = player.heard_at(0)
+        clicks = player.heard_at(beats)
         target = expected_bpm(kind, bpm)
         late = [info for now, info in seen if now - started >= 8.0]
         tempi = [info.bpm for info in late if info is not None]
         errors, spans = [], []
         last_click = None
         for _, at in beat_events(seen):
-            if at - started < (4.0 if target == bpm else 6.5):
-                continue  # aubio's first estimates (each 1.4 s) settle by 4 s, half time by 6.5
+            if at - started < 6.5:
+                continue  # aubio's first estimates (each 1.4 s) settle by 4 s, the phase
+                # (and half time at 174) by 6.5: beats are judged from there, the tempo at 8 s
             click, error = nearest(clicks, at)
             errors.append(error * 1000.0)
             if last_click is not None:
@@ -184,7 +237,7 @@ def test_beats_through_jack_within_1_bpm_and_30_ms(jack, monkeypatch):
         steps = {round(bpm / t) for t in targets}
         if len(errors) < 4 or max(abs(e) for e in errors) > 30.0 or not set(spans) <= steps:
             failures.append(f"{kind} {bpm:g}: beat errors {errors}, clicks apart {spans}")
-    print(f"\nbeats through JACK, {len(cases)} inputs at once, 60 fps: update() median "
+    print(f"\nbeats through JACK, four inputs at once, 60 fps: update() median "
           f"{statistics.median(costs) * 1000:.2f} ms, max {max(costs) * 1000:.2f} ms a "
           "source\n" + "\n".join(lines))
     assert not failures, failures
