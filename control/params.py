@@ -252,7 +252,7 @@ REGISTRY: tuple[Param, ...] = (
     _f("agent_size", 0.6, 0.01, 100, "length scale of each agent's cone, in swarm units",
        (0.1, 4), "exp"),
     _f("lod_pixels", 6, 0, 1000,
-       "agents smaller than this on screen (pixels) are one triangle instead of a cone; 0: "
+       "agents smaller than this on screen (pixels) are one point instead of their mesh; 0: "
        "always cones", (0, 20)),
     # ---- the look: agents ----
     Param("shape", "cone", "choice",

@@ -1,14 +1,13 @@
 // agent.vert: one agent's mesh, placed and oriented from the agent buffer (vertex pulling of the
-// agent data: nothing per agent comes in as a vertex attribute). Drawn by one indirect call of
-// two commands (see cull.comp): the near command's vertices are the shape's mesh (cone, dart, or
-// a quad for streaks and glows), the far command's a single triangle turned towards the camera
-// (or the quad). The far meshes come first in the vertex buffer (visual/meshes.py MeshSet), so
-// gl_VertexID < FAR_END tells the two apart without gl_DrawID (GL 4.6). gl_InstanceID indexes
-// the visible list of that command. Everything else comes from the FrameParams block (frame.*);
-// FAR_END and SPEED_RAMP are #defines from visual/renderer.py, and BILLBOARD (0 or 1) picks the
-// variant: lit meshes (cone, arrow: one flat colour out, what a far triangle needs) or quads
-// turned to the camera (streak, glow: the place on the quad too). Two programs, not a branch:
-// every value a vertex hands on costs the H200's modest raster front end at a million agents.
+// agent data: nothing per agent comes in as a vertex attribute). Drawn by the two indirect
+// commands cull.comp fills: the near one's vertices are the shape's mesh (cone, dart, or a quad
+// for streaks and glows), the far one's a single point a agent (POINTS, GL_POINTS, its size on
+// screen the agent's). gl_InstanceID indexes the visible list of that command. Everything else
+// comes from the FrameParams block (frame.*); SPEED_RAMP is a #define from visual/renderer.py,
+// and BILLBOARD (0 or 1) picks the variant: lit meshes (cone, arrow: one flat colour out) or
+// quads turned to the camera (streak, glow: the place on the quad too). Programs, not branches:
+// every value a vertex hands on costs the H200's modest raster front end at a million agents,
+// and a far triangle's three vertices were what held 4M agents' frames over 8 ms.
 // (Not common.glsl: its global_index() uses compute-only built-ins.)
 #include "agent.glsl"
 #include "frame_params.glsl"
@@ -20,13 +19,16 @@ in vec3 in_position;  // mesh vertex in agent space: x forward, y side, z up; |p
 in vec3 in_normal;    // its face normal (flat shading)
 
 flat out vec3 v_color;
-#if BILLBOARD
+#if BILLBOARD && !POINTS
 out vec2 v_uv;        // the place on a streak's or glow's quad, -1..1
 #endif
 
 void main() {
-    bool is_far = gl_VertexID < FAR_END;
-    uint index = visible[is_far ? frame.far_base + uint(gl_InstanceID) : uint(gl_InstanceID)];
+#if POINTS
+    uint index = visible[frame.far_base + uint(gl_InstanceID)];
+#else
+    uint index = visible[gl_InstanceID];
+#endif
     Agent agent = agents[index];
     vec3 p = agent.position.xyz;
     vec3 v = agent.velocity.xyz;
@@ -38,7 +40,14 @@ void main() {
     vec3 to_camera = normalize(frame.eye - p);
     vec3 world;
     vec3 normal = vec3(0.0);
-#if BILLBOARD
+#if POINTS
+    {
+        // Far: a point the agent's size on screen (at least a pixel), lit as a face turned to
+        // the camera.
+        world = p;
+        normal = to_camera;
+    }
+#elif BILLBOARD
     {
         // A quad facing the camera: a glow is round; a streak lies along the velocity as seen
         // on screen, longer the faster, its head at the agent.
@@ -60,19 +69,20 @@ void main() {
     }
 #else
     {
-        // Near: a roll that follows world up (stable as the camera moves). Far: the triangle's
-        // plane holds the camera direction, so it is never seen edge-on.
-        vec3 side = cross(forward, is_far ? to_camera : vec3(0.0, 1.0, 0.0));
+        // A roll that follows world up (stable as the camera moves).
+        vec3 side = cross(forward, vec3(0.0, 1.0, 0.0));
         if (dot(side, side) < 1e-8) side = cross(forward, vec3(0.0, 0.0, 1.0));
         side = normalize(side);
         vec3 up = cross(side, forward);
         mat3 basis = mat3(forward, side, up);
         world = p + basis * in_position * size;
         normal = basis * in_normal;
-        if (is_far) normal = dot(normal, to_camera) < 0.0 ? -normal : normal;
     }
 #endif
     gl_Position = frame.view_projection * vec4(world, 1.0);
+#if POINTS
+    gl_PointSize = clamp(frame.point_scale * size / max(gl_Position.w, 1e-6), 1.0, 64.0);
+#endif
 
     // The colour: the palette at a place chosen by color_by.
     float distance_to_camera = length(frame.eye - p);
@@ -99,7 +109,9 @@ void main() {
 #else
     // Cheap light: a little ambient, a diffuse term, a touch of rim so meshes read as 3D.
     float diffuse = max(dot(normal, frame.light), 0.0);
-    float rim = pow(1.0 - abs(dot(normal, to_camera)), 3.0);
+    // (max: pow of a base below zero, a rounding away from a face turned right at the camera
+    // as a far point's is, is undefined, and NaN came out white)
+    float rim = pow(max(1.0 - abs(dot(normal, to_camera)), 0.0), 3.0);
     vec3 lit = color * (0.42 + 0.75 * diffuse) + color * rim * 0.35;
 #endif
     lit = min(lit, vec3(1.0)) * frame.glow;  // the light of a lit face, then its glow (HDR)

@@ -1,8 +1,8 @@
 // cull.comp: seed 000's CSCull (part 6) for the indirect draw, plus the near-lure count.
 // Each agent is tested against the six frustum planes (a sphere of agent_size: the meshes lie
 // within 1 of the agent). Visible agents are appended to one of two lists by distance from the
-// camera (the level of detail): near ones to visible[0 ..), drawn as cones, far ones to
-// visible[far_base ..), drawn as one triangle. Appending uses ONE global atomic per list per
+// camera (the level of detail): near ones to visible[0 ..), drawn as the shape's mesh, far ones
+// to visible[far_base ..), drawn as one point. Appending uses ONE global atomic per list per
 // workgroup: invocations take a slot with an atomic on shared memory, one invocation adds the
 // workgroup's total to the global count, and everyone writes at that base + their slot. The
 // near-lure count (the seed's damage hook) is aggregated the same way, and so are the sums (in
@@ -20,13 +20,13 @@ layout(std430, binding = 1) writeonly buffer Visible { uint visible[]; };
 // Two DrawArraysIndirectCommand, padded to 5 uints each because moderngl's render_indirect
 // reads commands with a 20-byte stride:
 //     struct DrawArraysIndirectCommand {
-//         uint count;          // vertices of the mesh (cone or triangle)
+//         uint count;          // vertices of the mesh (the shape's, or 1: a point)
 //         uint instanceCount;  // visible agents of this level of detail: written here
 //         uint first;          // the mesh's first vertex in the shared mesh buffer
 //         uint baseInstance;   // 0
 //         uint pad;            // 0
 //     };
-// draw[0..4] is the near (cone) command, draw[5..9] the far (triangle) one. The renderer
+// draw[0..4] is the near (mesh) command, draw[5..9] the far (point) one. The renderer
 // resets the instance counts and the sums after them to 0 (a GPU copy) before this pass.
 layout(std430, binding = 2) buffer DrawState {
     uint draw[10];

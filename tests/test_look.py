@@ -103,9 +103,11 @@ def a_row(count: int) -> np.ndarray:
     return np.c_[np.linspace(-24.0, 24.0, count), np.zeros(count), np.zeros(count)]
 
 
-@pytest.mark.parametrize("palette", ["ember", "neon", "colors"])
-def test_agents_take_the_palette_colour_of_their_speed(ctx, renderer, palette):
-    values = look_values(palette=palette, color_by="speed")
+@pytest.mark.parametrize("palette,far", [("ember", False), ("neon", False),
+                                         ("colors", False), ("ember", True)])
+def test_agents_take_the_palette_colour_of_their_speed(ctx, renderer, palette, far):
+    """Near agents (a glow's quad) and far ones (a point, past the level of detail) alike."""
+    values = look_values(palette=palette, color_by="speed", lod_pixels=1e6 if far else 0.0)
     speeds = np.linspace(0.0, 1.2, 7) * values["max_speed"]
     position = a_row(len(speeds))
     velocity = np.c_[speeds, np.zeros(len(speeds)), np.zeros(len(speeds))]
@@ -117,6 +119,8 @@ def test_agents_take_the_palette_colour_of_their_speed(ctx, renderer, palette):
         want = expected(palette_stops(values), x)
         got = np.array([image[row, col] for col, row in centres(camera, position)])
         np.testing.assert_allclose(got, want, atol=3 / 255)
+        counts = renderer.read_counts_now()
+        assert (counts.far, counts.near) == ((len(speeds), 0) if far else (0, len(speeds)))
         if palette != "colors":
             assert len(palette_stops(values)) == len(PALETTES[palette])
     finally:

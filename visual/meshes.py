@@ -1,7 +1,7 @@
 """The agents' meshes and where one gives way to the other (the level of detail): a cone or a
-dart near the camera, a single triangle turned to face it far away, where the mesh is a few
-pixels and looks the same; streaks and glows are a quad the shader turns to the camera, near
-and far. `MeshSet` packs them all into one vertex buffer. Pure functions: any thread.
+dart near the camera (streaks and glows: a quad the shader turns to the camera), a single point
+far away, where the mesh is a few pixels and looks the same. `MeshSet` packs them all into one
+vertex buffer. Pure functions: any thread.
 """
 
 from __future__ import annotations
@@ -35,18 +35,9 @@ def cone_mesh(sides: int = 6, tip: float = 1.0, tail: float = -0.8, radius: floa
     return positions.astype(np.float32), np.array(normals, np.float32)
 
 
-def far_triangle() -> tuple[np.ndarray, np.ndarray]:
-    """The far level of detail: one triangle (x forward, y across); the shader turns its plane
-    to hold the view direction, and flips the +z normal towards the camera. Its outline is the
-    cone's seen side-on (tip 1, tail -0.8, half-width 0.28), so switching detail does not show."""
-    positions = np.array([[1.0, 0.0, 0.0], [-0.8, 0.28, 0.0], [-0.8, -0.28, 0.0]], np.float32)
-    normals = np.tile(np.array([0.0, 0.0, 1.0], np.float32), (3, 1))
-    return positions, normals
-
-
 def lod_distance(agent_size: float, lod_pixels: float, height: int, fov_y: float) -> float:
     """The distance beyond which an agent looks smaller than `lod_pixels` on a frame `height`
-    pixels tall: there a cone is a few pixels and one triangle looks the same, far cheaper."""
+    pixels tall: there a cone is a few pixels and one point looks the same, far cheaper."""
     if lod_pixels <= 0.0:
         return 1e30
     pixels_per_unit_at_1 = height / (2.0 * math.tan(math.radians(fov_y) / 2.0))
@@ -90,24 +81,23 @@ BILLBOARDS = frozenset({"streak", "glow"})  # quads the shader turns to the came
 
 
 class MeshSet:
-    """Every shape in one vertex buffer: far triangle, far quad, near quad, cone, arrow. The
-    far ones come first, so the shader tells far from near by gl_VertexID < `far_end`;
-    `commands(shape)` gives the near and far draws' (vertex count, first vertex)."""
+    """Every shape in one vertex buffer: the near meshes (quad, cone, arrow) and the far one, a
+    single point (drawn as GL_POINTS, its size on screen set by the shader: one vertex an agent
+    where a far triangle took three, what the H200's modest raster front end is short of at
+    millions). `commands(shape)` gives the near and far draws' (vertex count, first vertex)."""
 
     def __init__(self) -> None:
-        parts = {"far": far_triangle(), "far_quad": quad(), "quad": quad(),
-                 "cone": cone_mesh(), "arrow": arrow_mesh()}
+        point = (np.zeros((1, 3), np.float32), np.array([[0.0, 0.0, 1.0]], np.float32))
+        parts = {"quad": quad(), "cone": cone_mesh(), "arrow": arrow_mesh(), "point": point}
         self.ranges: dict[str, tuple[int, int]] = {}
         first = 0
         for name, (positions, _) in parts.items():
             self.ranges[name] = (len(positions), first)
             first += len(positions)
-        self.far_end = self.ranges["quad"][1]
         self.vertices = np.hstack([np.vstack([p for p, _ in parts.values()]),
                                    np.vstack([n for _, n in parts.values()])]).astype(np.float32)
 
     def commands(self, shape: str) -> tuple[tuple[int, int], tuple[int, int]]:
         """((near count, near first), (far count, far first)) for `shape`."""
-        if shape in BILLBOARDS:
-            return self.ranges["quad"], self.ranges["far_quad"]
-        return self.ranges[shape], self.ranges["far"]
+        near = self.ranges["quad"] if shape in BILLBOARDS else self.ranges[shape]
+        return near, self.ranges["point"]

@@ -47,13 +47,13 @@ from visual.gl import (
     is_software,
     resolve_shader_dir,
 )
-from visual.meshes import BILLBOARDS, SHAPES, MeshSet, cone_mesh, far_triangle, lod_distance
+from visual.meshes import BILLBOARDS, SHAPES, MeshSet, cone_mesh, lod_distance
 from visual.palettes import COLOR_BY, MAX_STOPS, palette_stops, srgb_to_linear
 from visual.post import PostChain, PostSettings, scene_color_for
 from visual.targets import Targets
 from visual.uniforms import FRAME_PARAMS, BlockBuffer
 
-__all__ = ["BACKGROUND", "CullCounts", "Renderer", "cone_mesh", "far_triangle", "lod_distance"]
+__all__ = ["BACKGROUND", "CullCounts", "Renderer", "cone_mesh", "lod_distance"]
 
 CULL_LOCAL_SIZE = 256
 BACKGROUND = (0.035, 0.04, 0.07)  # near black, a hint of blue (as shown: sRGB)
@@ -152,10 +152,12 @@ class Renderer(CountsView):
         try:
             built["cull"] = compute_program(ctx, "cull.comp", {"LOCAL_SIZE": CULL_LOCAL_SIZE},
                                             folder, FRAME_PARAMS)
-            for name, billboard in (("agent", 0), ("agent_billboard", 1)):
+            for name, billboard, points in (("agent", 0, 0), ("agent_billboard", 1, 0),
+                                            ("agent_points", 0, 1),
+                                            ("agent_points_billboard", 1, 1)):
                 built[name] = _program(ctx, "agent.vert", "agent.frag", folder, {
-                    "FAR_END": self.meshes.far_end, "SPEED_RAMP": _vec(SPEED_RAMP),
-                    "ADDITIVE_CROWD": f"{ADDITIVE_CROWD:.1f}", "BILLBOARD": billboard})
+                    "SPEED_RAMP": _vec(SPEED_RAMP), "ADDITIVE_CROWD": f"{ADDITIVE_CROWD:.1f}",
+                    "BILLBOARD": billboard, "POINTS": points})
             built["fade"] = _program(ctx, "fade.vert", "fade.frag", folder)
             built["lure"] = _program(ctx, "lure.vert", "lure.frag", folder,
                                      {"LURE_COLOR": _vec(LURE_COLOR)})
@@ -163,6 +165,8 @@ class Renderer(CountsView):
                 built["agent"], [(self._mesh, "3f 3f", "in_position", "in_normal")])
             built["agent_billboard_vao"] = ctx.vertex_array(  # in_normal unused: skipped
                 built["agent_billboard"], [(self._mesh, "3f 12x", "in_position")])
+            for name in ("agent_points", "agent_points_billboard"):  # a point: no mesh at all
+                built[name + "_vao"] = ctx.vertex_array(built[name], [])
             built["fade_vao"] = ctx.vertex_array(built["fade"], [])
             built["lure_vao"] = ctx.vertex_array(built["lure"], [])
         except Exception:
@@ -176,6 +180,8 @@ class Renderer(CountsView):
         self._cull = built["cull"]
         self._agent_vao, self._fade_vao = built["agent_vao"], built["fade_vao"]
         self._billboard_vao = built["agent_billboard_vao"]
+        self._points_vao = built["agent_points_vao"]
+        self._points_billboard_vao = built["agent_points_billboard_vao"]
         self._lure_vao = built["lure_vao"]
 
     def reload_shaders(self) -> None:
@@ -302,9 +308,14 @@ class Renderer(CountsView):
             ctx.blend_func = moderngl.ONE, moderngl.ONE
         else:
             ctx.enable(moderngl.DEPTH_TEST)
-        vao = self._billboard_vao if self.shape in BILLBOARDS else self._agent_vao
-        with self._draw_timer:
-            vao.render_indirect(self._draw_state, moderngl.TRIANGLES, count=2)
+        billboard = self.shape in BILLBOARDS
+        near = self._billboard_vao if billboard else self._agent_vao
+        far = self._points_billboard_vao if billboard else self._points_vao
+        with self._draw_timer:  # the near command's meshes, then the far one's points
+            near.render_indirect(self._draw_state, moderngl.TRIANGLES, count=1, first=0)
+            ctx.enable(moderngl.PROGRAM_POINT_SIZE)
+            far.render_indirect(self._draw_state, moderngl.POINTS, count=1, first=1)
+            ctx.disable(moderngl.PROGRAM_POINT_SIZE)
         ctx.disable(moderngl.DEPTH_TEST | moderngl.BLEND)
         if show_lure:
             self._draw_lure()
@@ -364,6 +375,7 @@ class Renderer(CountsView):
             "light": _light_direction(camera, eye),
             "lod_distance": lod_distance(agent_size, float(p["lod_pixels"]), size[1],
                                          camera.fov_y),
+            "point_scale": size[1] / (2.0 * math.tan(math.radians(camera.fov_y) / 2.0)),
             "lure": lure,
             "center": scales.center,
             "spread_max": scales.reach * scales.reach,
