@@ -95,26 +95,51 @@ Observer = Callable[[Any, int, float], None]
 
 class VideoSink:
     """The loop's sink for a render: an offscreen framebuffer whose every frame goes to the
-    encoder (its own thread, behind a queue), then to the progress line and `observe`."""
+    encoder (its own thread, behind a queue), then to the progress line and `observe`. Where
+    the size allows (visual/yuv.py), the GPU turns each frame into the video's 4:2:0 planes,
+    read back two frames late, so neither the frame loop nor the encoder's thread converts or
+    waits; elsewhere the frame is read back as RGB and converted by the encoder (swscale)."""
 
     def __init__(self, show: Show, job: RenderJob, encoder: Any, progress: Progress,
                  observe: Observer | None) -> None:
+        from visual.yuv import YuvReadback, supported
+
         self.offscreen = Offscreen(show, job.size)
         self.job = job
         self.encoder = encoder
         self.progress = progress
         self.observe = observe
-        self.last_pixels: bytes | None = None
+        self.yuv = (YuvReadback(show.ctx, job.size, shader_dir=show.renderer.shader_dir)
+                    if supported(job.size) else None)
 
     def target(self):
         return self.offscreen.target()
 
     def after(self, show: Show, index: int) -> None:
-        self.last_pixels = self.offscreen.pixels()
-        self.encoder.submit(self.last_pixels, index)
+        if self.yuv is not None:
+            texture = self.offscreen.framebuffer.color_attachments[0]
+            for tag, planes in self.yuv.capture(texture, index):
+                self.encoder.submit(planes, tag)
+        else:
+            self.encoder.submit(self.offscreen.pixels(), index)
         if self.observe is not None:
             self.observe(show, index, index / self.job.fps)
         self.progress.update(index + 1)
+
+    def flush(self) -> None:
+        """The frames still on their way back from the GPU, to the encoder (at the end)."""
+        if self.yuv is not None:
+            for tag, planes in self.yuv.flush():
+                self.encoder.submit(planes, tag)
+
+    def last_pixels(self) -> bytes:
+        """The last frame drawn, RGB rows bottom first (waits for the GPU: at the end only)."""
+        return self.offscreen.pixels()
+
+    def release(self) -> None:
+        if self.yuv is not None:
+            self.yuv.release()
+            self.yuv = None
 
 
 def render(job: RenderJob, params: Params, options: ShowOptions, routes: Sequence[Any], *,
@@ -187,6 +212,11 @@ def render(job: RenderJob, params: Params, options: ShowOptions, routes: Sequenc
         if console is not None:
             console.before.remove(progress.clear)
         try:
+            sink.flush()
+        except Exception as exc:  # noqa: BLE001 - the loop's own failure matters more
+            if failure is None:
+                failure = exc
+        try:
             stats = encoder.close()
         except Exception as exc:  # noqa: BLE001 - the loop's own failure matters more
             if failure is None:
@@ -206,6 +236,7 @@ def render(job: RenderJob, params: Params, options: ShowOptions, routes: Sequenc
                     "frames a second)")
             _finish_extras(show, sink.last_pixels, job)
     finally:
+        sink.release()
         show.release()
         if own_ctx:
             ctx.release()
@@ -265,14 +296,15 @@ def _preset_bank() -> Any:
     return PresetBank()
 
 
-def _finish_extras(show: Any, pixels: bytes | None, job: RenderJob) -> None:
+def _finish_extras(show: Any, last_pixels: Callable[[], bytes], job: RenderJob) -> None:
     """--screenshot (the last frame) and --state-out, as a headless run writes them."""
     args = job.args
     if args is None:
         return
-    if getattr(args, "screenshot", None) and pixels is not None:
+    if getattr(args, "screenshot", None) and show.frame > 0:
         from visual.png import write_png
 
+        pixels = last_pixels()
         width, height = job.size
         write_png(args.screenshot, np.frombuffer(pixels, np.uint8).reshape(height, width,
                                                                               3)[::-1])

@@ -17,6 +17,7 @@ import numpy as np
 from control.files import FileProblem
 from control.params import Params
 from visual.swarm import MAX_DT
+from visual.video import DEFAULT_CRF, DEFAULT_PRESET
 
 log = logging.getLogger(__name__)
 DEFAULT_FPS = 60.0
@@ -50,11 +51,12 @@ def add_render_arguments(parser: argparse.ArgumentParser) -> None:
                             "mapping")
     group.add_argument("--codec", metavar="NAME",
                        help="video codec (default libx264: H.264; mpeg4 where it is missing)")
-    group.add_argument("--crf", type=_crf, default=18.0, metavar="Q",
+    group.add_argument("--crf", type=_crf, default=DEFAULT_CRF, metavar="Q",
                        help="H.264 quality, 0 (lossless) to 51; lower is better and bigger "
-                            "(default 18: visually clean)")
-    group.add_argument("--encoder-preset", default="medium", metavar="NAME",
-                       help="x264 speed preset, ultrafast to veryslow (default medium)")
+                            f"(default {DEFAULT_CRF:g}: visually clean)")
+    group.add_argument("--encoder-preset", default=DEFAULT_PRESET, metavar="NAME",
+                       help="x264 speed preset, ultrafast to veryslow (default "
+                            f"{DEFAULT_PRESET})")
     group.add_argument("--record-control", metavar="TRACK.jsonl",
                        help="live: save the audio features, MIDI, parameter and preset "
                             "changes with their times, to re-render the set with --control")

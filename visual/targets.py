@@ -37,10 +37,11 @@ class Targets:
 
     def offscreen(self, size: tuple[int, int]) -> moderngl.Framebuffer:
         """An RGBA8 framebuffer with depth of `size`: one a size, kept until `release()`, so a
-        caller may hold several (a preview and a full-size render)."""
+        caller may hold several (a preview and a full-size render). Its colour is a texture,
+        so a render's frames can be turned into video on the GPU (visual/yuv.py)."""
         size = (int(size[0]), int(size[1]))
         if size not in self._offscreen:
-            color = self.ctx.renderbuffer(size, 4)
+            color = self.ctx.texture(size, 4)
             depth = self.ctx.depth_renderbuffer(size)
             self._offscreen[size] = (self.ctx.framebuffer([color], depth), [color, depth])
         return self._offscreen[size][0]
