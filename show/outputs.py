@@ -94,24 +94,23 @@ def urlscheme(url: str) -> str:
 
 
 def _size(text: str) -> tuple[int, int]:
-    match = re.fullmatch(r"\s*(\d+)\s*[xX]\s*(\d+)\s*", text)
-    if not match:
-        raise argparse.ArgumentTypeError(f"size={text}: expected WIDTHxHEIGHT, e.g. "
-                                         "size=1280x720")
-    width, height = int(match.group(1)), int(match.group(2))
-    if not (16 <= width <= 16384 and 16 <= height <= 16384):
-        raise argparse.ArgumentTypeError(f"size={text}: each side must be 16 to 16384 pixels")
-    return width, height
+    """`size=` as --size takes it (show/arguments.py), the message naming the setting."""
+    from show.arguments import _size as frame_size
+
+    try:
+        return frame_size(text)
+    except argparse.ArgumentTypeError as exc:
+        raise argparse.ArgumentTypeError(f"size={text}: {exc}") from None
 
 
 def _rate(text: str) -> float:
+    """`fps=` as --fps takes it (show/arguments.py), the message naming the setting."""
+    from show.arguments import _rate as frame_rate
+
     try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not 1 <= value <= 1000:
-        raise argparse.ArgumentTypeError(f"fps={text}: expected 1 to 1000 frames a second")
-    return value
+        return frame_rate(text)
+    except argparse.ArgumentTypeError as exc:
+        raise argparse.ArgumentTypeError(f"fps={text}: {exc}") from None
 
 
 def _bitrate(text: str) -> int:
