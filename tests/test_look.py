@@ -224,6 +224,20 @@ def test_every_shape_draws_where_the_agents_are(ctx, renderer, shape):
         agents.release()
 
 
+def test_streaks_stay_streaks_far_away_where_other_shapes_become_points(ctx, renderer):
+    position = np.array([[0.0, 0.0, -150.0]])  # far: a few pixels
+    agents = AgentBuffer(ctx, position, np.array([[6.0, 0.0, 0.0]]))
+    try:
+        camera = camera_on_z()
+        for shape, far in (("cone", 1), ("glow", 1), ("streak", 0)):
+            draw(ctx, renderer, agents, camera, look_values(shape=shape, lod_pixels=6.0,
+                                                            agent_size=1.0))
+            counts = renderer.read_counts_now()
+            assert (counts.far, counts.near) == (far, 1 - far), shape
+    finally:
+        agents.release()
+
+
 def test_post_is_off_by_default_on_software_gl_and_bloom_spreads_light_when_on(ctx, renderer):
     agents = AgentBuffer(ctx, np.zeros((1, 3)))
     try:

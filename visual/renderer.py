@@ -373,8 +373,10 @@ class Renderer(CountsView):
             "planes": camera.frustum(aspect),
             "eye": eye,
             "light": _light_direction(camera, eye),
-            "lod_distance": lod_distance(agent_size, float(p["lod_pixels"]), size[1],
-                                         camera.fov_y),
+            # A streak is a line several agent sizes long however small it is: a point would
+            # lose it, so streaks keep their quad at any distance.
+            "lod_distance": 1e30 if p.get("shape") == "streak" else lod_distance(
+                agent_size, float(p["lod_pixels"]), size[1], camera.fov_y),
             "point_scale": size[1] / (2.0 * math.tan(math.radians(camera.fov_y) / 2.0)),
             "lure": lure,
             "center": scales.center,
