@@ -30,9 +30,10 @@ from visual.uniforms import (
 BLOCKS = (SWARM_PARAMS, FRAME_PARAMS)
 INCLUDE = {SWARM_PARAMS.name: "swarm_params.glsl", FRAME_PARAMS.name: "frame_params.glsl"}
 # The GLSL type a parameter of each registry kind takes in a block.
-# Shaders that keep plain uniforms: a value per dispatch (the scan's level, the resize's counts)
-# and a sampler (bound to its unit by layout, never set).
-PLAIN_UNIFORMS = {"scan.comp", "resize.comp"}
+# Shaders that keep plain uniforms: a value per dispatch or pass (the scan's level, the resize's
+# counts, the GL 4.1 sort's stage) and a sampler (bound to its unit by layout, or on GLSL 4.10
+# from Python, never set per frame).
+PLAIN_UNIFORMS = {"scan.comp", "resize.comp", "gl41_sort.frag"}
 TYPES_FOR_KIND = {"float": {"float"}, "int": {"int", "uint"}, "bool": {"bool"},
                   "color": {"vec3"}, "choice": {"int"}}
 
