@@ -12,8 +12,17 @@
 #include "agent.glsl"
 #include "frame_params.glsl"
 
+#ifdef GL41
+// GL 4.1 (visual/renderer41.py): the agents from the state textures, the visible list's entry
+// as a per-instance attribute.
+#include "gl41_state.glsl"
+uniform sampler2D agent_positions;
+uniform sampler2D agent_velocities;
+in uint in_index;
+#else
 layout(std430, binding = 0) readonly buffer Agents { Agent agents[]; };
 layout(std430, binding = 1) readonly buffer Visible { uint visible[]; };
+#endif
 
 in vec3 in_position;  // mesh vertex in agent space: x forward, y side, z up; |p| <= 1
 in vec3 in_normal;    // its face normal (flat shading)
@@ -24,12 +33,16 @@ out vec2 v_uv;        // the place on a streak's or glow's quad, -1..1
 #endif
 
 void main() {
+#ifdef GL41
+    Agent agent = fetch_agent(agent_positions, agent_velocities, int(in_index));
+#else
 #if POINTS
     uint index = visible[frame.far_base + uint(gl_InstanceID)];
 #else
     uint index = visible[gl_InstanceID];
 #endif
     Agent agent = agents[index];
+#endif
     vec3 p = agent.position.xyz;
     vec3 v = agent.velocity.xyz;
     float speed = length(v);

@@ -112,6 +112,9 @@ class Renderer(CountsView):
     default `visual.gl.shader_dir()` when made.
     """
 
+    post_chain = PostChain  # the post chain's class (GL 4.1's: visual/post41.py)
+    backend = "4.3"
+
     def __init__(self, ctx: moderngl.Context, *, shader_dir: Path | None = None) -> None:
         self.ctx = ctx
         self.shader_dir = resolve_shader_dir(shader_dir)
@@ -133,7 +136,7 @@ class Renderer(CountsView):
         self._far_base = 0
 
         self._targets = Targets(ctx)
-        self._post = PostChain(ctx, shader_dir=self.shader_dir)
+        self._post = self.post_chain(ctx, shader_dir=self.shader_dir)
         self.post_on = False  # whether the last frame ran bloom and feedback (post_state)
 
         self._cull_timer = GpuTimer(ctx)
@@ -280,17 +283,8 @@ class Renderer(CountsView):
         scales = SumScales.for_frame(count, camera.target, float(p["contain_radius"]))
         self._write_params(p, camera, aspect, size, lure, scales)
 
-        # 1. cull: reset the commands' instance counts and the sums (a GPU-side copy), then
-        # test, append and count.
-        ctx.copy_buffer(self._draw_state, self._draw_template)
-        swarm.current.bind_to_storage_buffer(0)
-        self._visible_buffer.bind_to_storage_buffer(1)
-        self._draw_state.bind_to_storage_buffer(2)
-        with self._cull_timer:
-            dispatch_1d(self._cull, count, CULL_LOCAL_SIZE)
-        # 2. the draw reads the commands (COMMAND bit), the lists (SHADER_STORAGE bit) and the
-        # counter copy below reads the draw state (BUFFER_UPDATE bit).
-        ctx.memory_barrier(CULL_TO_DRAW_BARRIERS)
+        # 1-2. cull into the lists and the indirect commands
+        self._cull_agents(swarm, count)
 
         # 3. draw into the accumulation image: clear or fade, then the agents.
         background = self.scene_background(p)
@@ -327,6 +321,21 @@ class Renderer(CountsView):
         self._readback.push(self._draw_state, scales)
         self.gpu_ms = {"cull": self._cull_timer.last_ms, "draw": self._draw_timer.last_ms,
                        "post": self._post.gpu_ms}
+
+    def _cull_agents(self, swarm: Any, count: int) -> None:
+        """1. cull: reset the commands' instance counts and the sums (a GPU-side copy), then
+        test, append and count; 2. the barrier before the draw (visual/renderer41.py culls
+        without compute)."""
+        ctx = self.ctx
+        ctx.copy_buffer(self._draw_state, self._draw_template)
+        swarm.current.bind_to_storage_buffer(0)
+        self._visible_buffer.bind_to_storage_buffer(1)
+        self._draw_state.bind_to_storage_buffer(2)
+        with self._cull_timer:
+            dispatch_1d(self._cull, count, CULL_LOCAL_SIZE)
+        # The draw reads the commands (COMMAND bit), the lists (SHADER_STORAGE bit) and the
+        # counter copy reads the draw state (BUFFER_UPDATE bit).
+        ctx.memory_barrier(CULL_TO_DRAW_BARRIERS)
 
     def scene_background(self, p: Mapping[str, Any]) -> tuple[float, float, float]:
         """The background in the HDR image: the linear colour that this frame's exposure and

@@ -107,6 +107,8 @@ class Swarm:
     """The simulated swarm on the GPU. `shader_dir`: the shader folder to compile from (and
     reload from), default `visual.gl.shader_dir()` when made."""
 
+    backend = "4.3"  # compute shaders (visual/swarm41.py: the GL 4.1 backend)
+
     def __init__(self, ctx: moderngl.Context, values: Values, *, neighbors: str = "grid",
                  seed: int = 0, position: np.ndarray | None = None,
                  velocity: np.ndarray | None = None, shader_dir: Path | None = None,
