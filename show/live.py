@@ -233,12 +233,12 @@ def run_headless(live: LiveShow) -> None:
     from visual.gl import create_headless_context
 
     args = live.args
-    ctx = create_headless_context()
+    ctx = create_headless_context("4.1")  # at least: the show picks the backend (--gl)
     size = args.size or HEADLESS_SIZE
     show = live.build(ctx, size)
     sink = Offscreen(show, size)
     log.info(f"headless: {show.swarm.count} agents, {args.neighbors} neighbours, "
-             f"{size[0]}x{size[1]}, {ctx.info['GL_RENDERER']}")
+             f"{size[0]}x{size[1]}, {ctx.info['GL_RENDERER']}, GL {show.backend} backend")
     # With video outputs a headless show plays in real time, at --fps (default 60) as a
     # window would at its refresh rate; without, as fast as it renders.
     cap = (args.fps or DEFAULT_RATE) if show.outputs else None
@@ -253,7 +253,7 @@ def run_window(live: LiveShow) -> None:
 
     args = live.args
     window = open_window(args.screen, fullscreen=not args.windowed and args.size is None,
-                         size=args.size)
+                         size=args.size, gl=args.gl)
     screen = LiveWindow(window, fps=args.fps)
     show = live.build(screen.ctx, tuple(window.get_framebuffer_size()), rate=screen.fps)
     width, height = window.get_framebuffer_size()

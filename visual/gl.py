@@ -53,10 +53,11 @@ def resolve_shader_dir(given: Path | str | None) -> Path:
     return Path(given) if given is not None else shader_dir()
 
 
-def create_headless_context(gl: str = "4.3") -> moderngl.Context:
-    """A standalone OpenGL context through EGL: no display needed. `gl`: "4.3" (the compute
-    backend's, the default), "4.1" or "auto" (4.1 at least; pick_backend then chooses)."""
-    require = 430 if gl == "4.3" else 410
+def create_headless_context(minimum: str = "4.3") -> moderngl.Context:
+    """A standalone OpenGL context through EGL: no display needed. `minimum`: the version it
+    must have, "4.3" (the compute backend's, the default) or "4.1" (the show's: pick_backend
+    then chooses the backend, and says why where --gl asked for one it cannot have)."""
+    require = 430 if minimum == "4.3" else 410
     try:
         return moderngl.create_context(standalone=True, backend="egl", require=require)
     except Exception as exc:  # moderngl raises plain Exceptions for driver problems
