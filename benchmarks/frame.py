@@ -8,7 +8,8 @@ settles for a few simulated seconds, has the camera frame the swarm as the live 
 then renders frames with a fixed 1/60 s step. Whole frames are timed by the wall clock up to
 ctx.finish() (CPU work included), each pass by GL timer queries where the driver has them.
 The HUD is drawn with pyglet in a hidden headless window where pyglet can open one (else
-left out, and said).
+left out, and said). `--backend 4.3,4.1` times both backends' frames side by side (default:
+both where the driver has compute shaders, else 4.1), with a ratio line per count.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def make_context(size: tuple[int, int]):
     return ctx, hud, note.replace("text drawn", "HUD drawn").replace("no text", "HUD left out")
 
 
-def bench_count(ctx, hud, count: int, args: argparse.Namespace) -> dict:
+def bench_count(ctx, hud, count: int, args: argparse.Namespace, backend: str = "4.3") -> dict:
     from show.frame import Show
     from show.loop import FixedStep, Loop, Offscreen
     from show.options import ShowOptions
@@ -45,7 +46,7 @@ def bench_count(ctx, hud, count: int, args: argparse.Namespace) -> dict:
         params.update({"post": "on", "bloom": 0.8, "feedback": 0.85, "feedback_zoom": 0.01})
     else:
         params["post"] = "off"  # exposure and the tone map only
-    show = Show(ctx, params, ShowOptions(seed=1, fixed_dt=1 / 60, live=False))
+    show = Show(ctx, params, ShowOptions(seed=1, fixed_dt=1 / 60, live=False, gl=backend))
     sink = Offscreen(show, args.size)
     framebuffer = sink.framebuffer
     for _ in range(round(args.settle * 30)):
@@ -76,7 +77,8 @@ def bench_count(ctx, hud, count: int, args: argparse.Namespace) -> dict:
             break
     counts = show.renderer.read_counts_now()
     row = {
-        "count": count, "frames": len(frames), "frame_ms": statistics.median(frames),
+        "count": count, "backend": backend, "frames": len(frames),
+        "frame_ms": statistics.median(frames),
         "frame_ms_max": max(frames),
         "passes_ms": {k: statistics.median(v) if v else None for k, v in passes.items()},
         "visible": counts.visible, "near": counts.near, "far": counts.far,
@@ -97,34 +99,49 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=30.0, help="wall seconds per count")
     parser.add_argument("--post", choices=("full", "off"), default="full",
                         help="full: bloom and feedback on (default); off: tone map only")
+    parser.add_argument("--backend", default=None,
+                        help="4.3,4.1: the backends to time (default: both where the driver "
+                             "has compute shaders, else 4.1)")
     args = parser.parse_args(argv)
     args.size = tuple(int(v) for v in args.size.lower().split("x"))
 
     ctx, hud, note = make_context(args.size)
-    from visual.gl import is_software
+    from visual.gl import BACKENDS, compute_missing, is_software
 
+    missing = compute_missing(ctx)
+    available = ["4.1"] if missing else list(BACKENDS)
+    backends = [b for b in (args.backend or ",".join(available)).split(",") if b]
+    if not set(backends) <= set(available):
+        parser.error(f"--backend {args.backend}: this context offers {', '.join(available)}")
     renderer = ctx.info["GL_RENDERER"]
     timing = "frames: wall time to ctx.finish(); passes: " + (
         "n/a (software GL)" if is_software(ctx) else "GL timer queries")
     print(f"# {renderer}; {timing}; {args.size[0]}x{args.size[1]}; {note}", flush=True)
-    print(f"{'agents':>10} {'frame ms':>9} {'sim':>7} {'cull':>7} {'draw':>7} {'post':>7} "
-          f"{'visible':>9} {'far':>9}", flush=True)
-    rows = []
+    print(f"{'agents':>10} {'gl':>4} {'frame ms':>9} {'sim':>7} {'cull':>7} {'draw':>7} "
+          f"{'post':>7} {'visible':>9} {'far':>9}", flush=True)
+
+    def ms(v):
+        return f"{v:7.3f}" if v is not None else "      -"
+
+    rows, ratios = [], []
     for count in args.counts:
-        row = bench_count(ctx, hud, count, args)
-        rows.append(row)
-        p = row["passes_ms"]
-
-        def ms(v):
-            return f"{v:7.3f}" if v is not None else "      -"
-
-        print(f"{count:>10} {row['frame_ms']:9.3f} {ms(p['simulate'])} {ms(p['cull'])} "
-              f"{ms(p['draw'])} {ms(p['post'])} {row['visible']:>9} {row['far']:>9}",
-              flush=True)
+        made = {}
+        for backend in backends:
+            row = made[backend] = bench_count(ctx, hud, count, args, backend)
+            rows.append(row)
+            p = row["passes_ms"]
+            print(f"{count:>10} {backend:>4} {row['frame_ms']:9.3f} {ms(p['simulate'])} "
+                  f"{ms(p['cull'])} {ms(p['draw'])} {ms(p['post'])} {row['visible']:>9} "
+                  f"{row['far']:>9}", flush=True)
+        if "4.1" in made and "4.3" in made:
+            ratio = made["4.1"]["frame_ms"] / made["4.3"]["frame_ms"]
+            ratios.append({"count": count, "ratio": ratio})
+            print(f"{count:>10} 4.1 / 4.3: {ratio:.2f}x the frame time", flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps({
             "benchmark": "whole frame", "renderer": renderer, "timing": timing,
-            "size": args.size, "hud": note, "post": args.post, "python": platform.python_version(),
+            "size": args.size, "hud": note, "post": args.post, "backends": backends,
+            "ratios_41_over_43": ratios, "python": platform.python_version(),
             "date": time.strftime("%Y-%m-%d %H:%M:%S"), "results": rows}, indent=2))
     return 0
 

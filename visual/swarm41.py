@@ -59,9 +59,11 @@ MAX_CELLS_41 = 1 << 24  # cells the table may take (16 bytes each: 256 MB at mos
 CELLS_PER_AGENT_41 = 4  # the table is 16 bytes a cell (a compute grid's is 8)
 MIN_CELLS_41 = 1 << 15
 # Below this many agents "grid" runs the all-pairs pass: the sort's passes cost more than the
-# pairs there. Measured with benchmarks/swarm.py --backend 4.1 on llvmpipe (2 cores,
-# 2026-12-02): see the README's GL 4.1 section.
-BRUTE_BELOW = 2048
+# pairs there. Measured with benchmarks/swarm.py --backend 4.1 --variant g:brute_below=0 on
+# llvmpipe (2 shared cores, 2026-12-01): all pairs 2.6 ms a step at 512 agents where the grid
+# took 12.5; at 1,024 the two within the machine's noise (9.8-12.3 and 6.5-18 ms); at 1,536 the
+# grid 1.6-3x faster. A GPU's crossover is for benchmarks/swarm.py to say (README).
+BRUTE_BELOW = 1024
 STATE_UNITS = {"agent_positions": 0, "agent_velocities": 1, "pairs": 2, "cell_table": 3}
 
 
