@@ -44,7 +44,7 @@ from visual.swarm import TUNING, Swarm, cell_budget, grid_shape, spawn_state  # 
 from visual.swarm41 import Swarm41  # noqa: E402
 
 SWARMS = {"4.3": Swarm, "4.1": Swarm41}
-TUNING_KEYS = {"4.3": set(TUNING), "4.1": {"brute_below"}}  # what --variant may set on each
+TUNING_KEYS = {"4.3": set(TUNING), "4.1": {"brute_below", "sort_stages"}}  # what --variant may set on each
 
 SEED_COUNT = 16384
 DENSITIES = ("spawn", "settled")

@@ -13,7 +13,7 @@ from test_swarm import assert_matches, crowded_state
 import visual.gl
 from control.params import Params
 from visual.swarm import spawn_state
-from visual.swarm41 import BRUTE_BELOW, STATE_WIDTH, Swarm41, sort_stages
+from visual.swarm41 import BRUTE_BELOW, STATE_WIDTH, Swarm41, sort_passes, sort_stages
 
 
 @pytest.fixture(autouse=True)
@@ -28,39 +28,51 @@ def _textures(swarm: Swarm41) -> tuple[np.ndarray, np.ndarray]:
     return position.copy(), velocity.copy()
 
 
-def test_the_bitonic_network_sorts_every_input_of_its_size():
-    """The passes' (block, stride) list, run on the CPU as the fragment pass runs it, sorts
-    (0-1 principle: every 0/1 input of 8 entries, and random inputs of 1024)."""
+def test_the_bitonic_passes_sort_every_input_of_their_size():
+    """The passes' (block, stride, stages) list, run on the CPU as gl41_sort.frag runs it (each
+    entry's group of 2^stages read, the stages run on it, its own kept), sorts (0-1 principle:
+    every 0/1 input of 16 entries; random inputs of 1024), with 1, 2 or 3 stages a pass."""
 
-    def run(values: np.ndarray) -> np.ndarray:
+    def run(values: np.ndarray, most: int) -> np.ndarray:
+        """`values`: (inputs, entries), each row sorted as the passes sort it."""
         values = values.copy()
-        index = np.arange(len(values))
-        for block, stride in sort_stages(len(values)):
-            partner = index ^ stride
+        index = np.arange(values.shape[1])
+        for block, stride, stages in sort_passes(values.shape[1], most):
+            low = stride >> (stages - 1)
+            span = (stride << 1) - low
+            group = 1 << stages
+            base = index & ~span
+            v = [values[:, base + k * low] for k in range(group)]
             up = (index & block) == 0
-            lower = index < partner
-            smaller = np.minimum(values, values[partner])
-            larger = np.maximum(values, values[partner])
-            values = np.where(up == lower, smaller, larger)
+            for t in range(stages):
+                half = group >> (t + 1)
+                for k in range(group):
+                    if not k & half:
+                        a, b = v[k], v[k + half]
+                        swap = np.where(up, b < a, a < b)
+                        v[k], v[k + half] = np.where(swap, b, a), np.where(swap, a, b)
+            values = np.stack(v)[(index & span) // low, :, index].T
         return values
 
-    for bits in range(256):
-        values = np.array([(bits >> k) & 1 for k in range(8)])
-        assert np.all(np.diff(run(values)) >= 0), bits
+    every = (np.arange(1 << 16)[:, None] >> np.arange(16)) & 1  # every 0/1 input of 16
     rng = np.random.default_rng(0)
-    for _ in range(5):
-        values = rng.integers(0, 50, 1024)
-        np.testing.assert_array_equal(run(values), np.sort(values))
-    assert len(sort_stages(65536)) == 136
+    for most in (1, 2, 3):
+        assert np.all(np.diff(run(every, most), axis=1) >= 0), most
+        values = rng.integers(0, 50, (4, 1024))
+        np.testing.assert_array_equal(run(values, most), np.sort(values, axis=1))
+    assert len(sort_stages(65536)) == 136 and len(sort_passes(65536)) == 51
+    assert sum(stages for _, _, stages in sort_passes(65536)) == 136
 
 
-def test_a_grid_step_leaves_the_agents_in_cell_order_by_their_previous_place(ctx, monkeypatch):
+@pytest.mark.parametrize("stages", [1, 2, 3])
+def test_a_grid_step_leaves_the_agents_in_cell_order_by_their_previous_place(ctx, stages):
     """After a step the textures hold the agents in the cell order of the positions the step
-    started from, inside a cell in the order they had before it (the sort's second key)."""
-    monkeypatch.setattr(visual.swarm41, "BRUTE_BELOW", 0)
+    started from, inside a cell in the order they had before it (the sort's second key),
+    whether the sort's passes run one, two or three stages each."""
     params = Params({"count": 2500})
     position, velocity = crowded_state(2500, params, seed=8)
-    swarm = Swarm41(ctx, params, position=position, velocity=velocity)
+    swarm = Swarm41(ctx, params, position=position, velocity=velocity,
+                    tuning={"brute_below": 0, "sort_stages": stages})
     try:
         swarm.step(1 / 60)
         for _ in range(2):

@@ -11,9 +11,9 @@ the textures on the GPU (`Texture.write` from a buffer: a pixel unpack). With
 
     key      each agent's cell and its place: (key, k) pairs in an RG32UI texture, padded with
              keys that sort last to a power of two
-    sort     a bitonic sort of the pairs, one fragment pass a stage: log2(P)(log2(P)+1)/2
-             passes for P entries (136 at 65,536); the order is by key, then place: the same
-             input, the same order, every run
+    sort     a bitonic sort of the pairs in fragment passes of up to three of its stages each
+             (51 passes for the 136 stages of 65,536 entries, 77 for 2^20's 210); the order is
+             by key, then place: the same input, the same order, every run
     gather   the agents written in that order (two render targets: position, velocity)
     cells    each cell's [first, last) in that order, one point an agent at its cell's texel
              (only a cell's first and last agents are not clipped), stamped with the step, so
@@ -64,6 +64,7 @@ MIN_CELLS_41 = 1 << 15
 # took 12.5; at 1,024 the two within the machine's noise (9.8-12.3 and 6.5-18 ms); at 1,536 the
 # grid 1.6-3x faster. A GPU's crossover is for benchmarks/swarm.py to say (README).
 BRUTE_BELOW = 1024
+SORT_STAGES = 3  # bitonic stages a sort pass runs (1 to 3; benchmarks/swarm.py --variant)
 STATE_UNITS = {"agent_positions": 0, "agent_velocities": 1, "pairs": 2, "cell_table": 3}
 
 
@@ -82,7 +83,7 @@ def sort_rows(count: int) -> int:
 
 
 def sort_stages(entries: int) -> list[tuple[int, int]]:
-    """(block, stride) of each pass of the bitonic network over `entries` (a power of two)."""
+    """(block, stride) of each stage of the bitonic network over `entries` (a power of two)."""
     stages = []
     block = 2
     while block <= entries:
@@ -92,6 +93,22 @@ def sort_stages(entries: int) -> list[tuple[int, int]]:
             stride //= 2
         block *= 2
     return stages
+
+
+def sort_passes(entries: int, most: int = 3) -> list[tuple[int, int, int]]:
+    """(block, first stride, stages) of each fragment pass: a block's stages, `most` at a time
+    (shaders/gl41_sort.frag runs up to three in one pass: 77 passes at 2^20 entries where one
+    a stage would be 210)."""
+    passes = []
+    block = 2
+    while block <= entries:
+        stride = block // 2
+        while stride >= 1:
+            stages = min(most, stride.bit_length())  # strides stride .. 1 remain
+            passes.append((block, stride, stages))
+            stride >>= stages
+        block *= 2
+    return passes
 
 
 def program_410(ctx: moderngl.Context, vertex: str, fragment: str | None, folder: Path,
@@ -168,7 +185,7 @@ class Swarm41:
         self.shader_dir = resolve_shader_dir(shader_dir)
         self._neighbors = neighbors
         self.steps = 0
-        self.tuning = {"brute_below": BRUTE_BELOW, **(tuning or {})}
+        self.tuning = {"brute_below": BRUTE_BELOW, "sort_stages": SORT_STAGES, **(tuning or {})}
         self.pass_timer: PassTimer | None = None
         self.obstacles: list[tuple[float, float, float, float]] = []
         self.max_cells: int | None = None  # None: cell_budget_41(count)
@@ -202,8 +219,10 @@ class Swarm41:
                                           {**defines, "GRID": grid}, varyings=outputs,
                                           separate=True)
             built["key"] = program_410(ctx, "gl41_pass.vert", "gl41_key.frag", folder, defines)
-            built["sort"] = program_410(ctx, "gl41_pass.vert", "gl41_sort.frag", folder,
-                                        defines, block=None)
+            for stages in (1, 2, 3):
+                built[f"sort{stages}"] = program_410(ctx, "gl41_pass.vert", "gl41_sort.frag",
+                                                     folder, {**defines, "STAGES": stages},
+                                                     block=None)
             built["gather"] = program_410(ctx, "gl41_pass.vert", "gl41_gather.frag", folder,
                                           defines)
             for name, first in (("cells_first", 1), ("cells_last", 0)):
@@ -213,8 +232,8 @@ class Swarm41:
                                          defines)
             built["guard"] = program_410(ctx, "gl41_guard.vert", "gl41_guard.frag", folder,
                                          defines, block=None)
-            for name in ("brute", "grid", "key", "sort", "gather", "cells_first", "cells_last",
-                         "spawn"):
+            for name in ("brute", "grid", "key", "sort1", "sort2", "sort3", "gather",
+                         "cells_first", "cells_last", "spawn"):
                 built[name + "_vao"] = ctx.vertex_array(built[name], [])
         except Exception:
             for obj in reversed(list(built.values())):
@@ -431,16 +450,17 @@ class Swarm41:
             first_target.use()
             programs["key_vao"].render(moderngl.TRIANGLES, vertices=3)
         entries = STATE_WIDTH * first_texture.height
-        sort = programs["sort"]
-        block_uniform, stride_uniform = sort["u_block"], sort["u_stride"]
+        uniforms = {stages: (programs[f"sort{stages}"]["u_block"],
+                             programs[f"sort{stages}"]["u_stride"]) for stages in (1, 2, 3)}
         reading, writing = (first_texture, first_target), (second_texture, second_target)
         with timed("sort"):
-            for block, stride in sort_stages(entries):
+            for block, stride, stages in sort_passes(entries, self.tuning["sort_stages"]):
                 reading[0].use(STATE_UNITS["pairs"])
                 writing[1].use()
+                block_uniform, stride_uniform = uniforms[stages]
                 block_uniform.value = block
                 stride_uniform.value = stride
-                programs["sort_vao"].render(moderngl.TRIANGLES, vertices=3)
+                programs[f"sort{stages}_vao"].render(moderngl.TRIANGLES, vertices=3)
                 reading, writing = writing, reading
         pairs = reading[0]
         pairs.use(STATE_UNITS["pairs"])
