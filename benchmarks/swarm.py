@@ -39,12 +39,18 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
 from control.params import Params  # noqa: E402
-from visual.gl import BACKENDS, compute_missing, create_headless_context, is_software  # noqa: E402
+from visual.gl import (  # noqa: E402
+    BACKENDS,
+    compute_missing,
+    create_headless_context,
+    is_software,
+)
 from visual.swarm import TUNING, Swarm, cell_budget, grid_shape, spawn_state  # noqa: E402
 from visual.swarm41 import Swarm41  # noqa: E402
 
 SWARMS = {"4.3": Swarm, "4.1": Swarm41}
-TUNING_KEYS = {"4.3": set(TUNING), "4.1": {"brute_below", "sort_stages"}}  # what --variant may set on each
+# What --variant may set on each backend.
+TUNING_KEYS = {"4.3": set(TUNING), "4.1": {"brute_below", "sort_stages"}}
 
 SEED_COUNT = 16384
 DENSITIES = ("spawn", "settled")
