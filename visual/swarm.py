@@ -65,14 +65,42 @@ NEIGHBOR_MODES = ("grid", "brute")
 KERNELS = {"brute": "simulate_brute.comp", "grid": "simulate_grid.comp", "bin": "bin.comp",
            "scatter": "scatter.comp", "order": "order.comp", "resize": "resize.comp"}
 # simulate_grid.comp's settings (benchmarks/swarm.py --variant times others): invocations an
-# agent and the workgroup size. On the H200 (2026-12-01) four lanes took 0.23 ms a step where
-# one took 0.89 (16,384 agents settled around the lure, 777 candidates an agent) and 0.56 ms
-# where one took 0.41 (1,048,576 spread agents, 104 candidates): the crowded case is the one a
-# single invocation an agent loses badly.
-TUNING = {"lanes": 4, "local_size": 128}
+# agent ("auto": chosen each step, below) and the workgroup size.
+TUNING = {"lanes": "auto", "local_size": 128}
 # Software GL (llvmpipe) runs invocations on CPU cores, which have no latency to hide: a lane an
 # agent there (lanes=4 took 1.7-2x longer a step at 2,000 and 16,384 agents on two cores).
 SOFTWARE_TUNING = {**TUNING, "lanes": 1}
+AUTO_LANES = (1, 4)
+# How often the grid kernel measures the crowd (mean candidates an agent), and how many steps
+# later that is read back: late enough that the GPU is done with it (so reading does not wait),
+# a fixed number of steps so that the same run makes the same choices (--dt, --render repeat).
+CROWD_EVERY = 8
+CROWD_LAG = 4
+CROWD_UNIT = 32  # simulate_grid.comp adds up visited candidates / 32 (a uint holds 4M x 4095)
+# Where one lane an agent beats four, by mean candidates, against log2(count): measured on the
+# H200 (2026-12-01, benchmarks/swarm.py, l1 against l4, simulate pass): four lanes win wherever
+# the GPU has few agents to spread (0.21 against 0.74 ms at 16,384 settled, 776 candidates), one
+# wins a spread crowd of a million or more (0.35 against 0.50 ms at 1M, 104 candidates; 1.29
+# against 2.04 at 4M), and four win again as it crowds (0.81 against 1.04 ms at 1M, 192); the
+# break-even points below are where the two lines cross at 262,144, 1,048,576 and 4,194,304.
+CROWD_BREAK_EVEN = ((17.0, 0.0), (18.0, 110.0), (20.0, 140.0), (22.0, 265.0))
+
+
+def choose_lanes(count: int, mean_candidates: float | None) -> int:
+    """Invocations an agent for the grid kernel: 1 for a big spread swarm, else 4. Before the
+    first measurement a swarm of 2^18 or more is taken to be spread (the spawn)."""
+    if mean_candidates is None:
+        return 1 if count >= 1 << 18 else 4
+    points = CROWD_BREAK_EVEN
+    x = math.log2(max(count, 1))
+    if x <= points[0][0]:
+        return 4
+    threshold = points[-1][1]
+    for (x0, y0), (x1, y1) in zip(points, points[1:]):
+        if x <= x1:
+            threshold = y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+            break
+    return 1 if mean_candidates < threshold else 4
 
 
 def spawn_state(count: int, params: Values, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -119,11 +147,17 @@ class Swarm:
         self._neighbors = neighbors
         self.steps = 0
         self.tuning = {**(SOFTWARE_TUNING if is_software(ctx) else TUNING), **(tuning or {})}
+        auto = self.tuning["lanes"] == "auto"
+        self.lanes = 4 if auto else int(self.tuning["lanes"])  # the grid kernel's, this step
+        self.mean_candidates: float | None = None  # the crowd last measured ("auto" lanes)
+        self._crowd_due: tuple[int, int] | None = None  # (step to read it at, ring slot)
         self.pass_timer: PassTimer | None = None
         self.obstacles: list[tuple[float, float, float, float]] = []
         self._programs = self._build_programs()
         self._params = BlockBuffer(ctx, SWARM_PARAMS)
         self._stats = zeroed(ctx, 16)
+        self._zero = zeroed(ctx, 4)  # copied over the crowd counter before a measured step
+        self._crowd_ring = zeroed(ctx, 8)  # two measured steps' crowd, copied off the GPU's
         self._cells = CellGrid(ctx)
         self._sorted: GridShape | None = None  # the grid `current` is in cell order for
         self.max_cells: int | None = None  # None: cell_budget(count)
@@ -143,8 +177,12 @@ class Swarm:
             for name, file in KERNELS.items():
                 defines = {"LOCAL_SIZE": LOCAL_SIZE, "SCAN_BLOCK": SCAN_BLOCK}
                 if name == "grid":
-                    defines.update(LOCAL_SIZE=tuning["local_size"], LANES=tuning["lanes"])
+                    continue
                 built[name] = compute_program(ctx, file, defines, folder, SWARM_PARAMS)
+            for lanes in self._lane_choices():
+                built[f"grid{lanes}"] = compute_program(
+                    ctx, KERNELS["grid"], {"LOCAL_SIZE": tuning["local_size"], "LANES": lanes,
+                                           "SCAN_BLOCK": SCAN_BLOCK}, folder, SWARM_PARAMS)
             built["scan"] = compute_program(
                 ctx, "scan.comp", {"LOCAL_SIZE": SCAN_LOCAL_SIZE, "ITEMS": SCAN_ITEMS}, folder)
         except Exception:
@@ -152,6 +190,9 @@ class Swarm:
                 program.release()
             raise
         return built
+
+    def _lane_choices(self) -> tuple[int, ...]:
+        return AUTO_LANES if self.tuning["lanes"] == "auto" else (int(self.tuning["lanes"]),)
 
     def reload_shaders(self) -> None:
         """Recompile from the shader folder; on an error (ShaderError, raised) the running
@@ -277,9 +318,12 @@ class Swarm:
         if grid:
             budget = self.max_cells if self.max_cells is not None else cell_budget(self._count)
             shape = grid_shape(p, budget)
-        self._write_params(p, dt, target, speed_scale, shape)
+        measure = grid and self.tuning["lanes"] == "auto" and self._measure_crowd()
+        if measure:
+            self.ctx.copy_buffer(self._stats, self._zero, 4, write_offset=4)
+        self._write_params(p, dt, target, speed_scale, shape, measure)
         timed = self.pass_timer or UNTIMED
-        simulate = self._programs[self.neighbors]
+        simulate = self._programs[f"grid{self.lanes}" if grid else self.neighbors]
         if not grid:
             self._current.bind_to_storage_buffer(0)
             self._scratch.bind_to_storage_buffer(1)
@@ -298,16 +342,32 @@ class Swarm:
             self._cell_rank.bind_to_storage_buffer(4)
             self._stats.bind_to_storage_buffer(5)
             with timed("simulate"):
-                dispatch_1d(simulate, self._count * self.tuning["lanes"],
-                            self.tuning["local_size"])
+                dispatch_1d(simulate, self._count * self.lanes, self.tuning["local_size"])
                 storage_barrier(self.ctx)
+            if measure:  # a copy to read later: the counter itself stays in GPU memory
+                self.ctx.memory_barrier(moderngl.BUFFER_UPDATE_BARRIER_BIT)
+                slot = (self.steps // CROWD_EVERY) % 2
+                self.ctx.copy_buffer(self._crowd_ring, self._stats, 4, read_offset=4,
+                                     write_offset=4 * slot)
+                self._crowd_due = (self.steps + CROWD_LAG, slot)
             # The new states, in the old order, back into `current` in cell order.
             self._cells.sort(self._programs, self._scratch, self._current, self._cell_rank,
                              self._slots, self._count, timed)
         self.steps += 1
 
+    def _measure_crowd(self) -> bool:
+        """Read the crowd measured CROWD_LAG steps ago (when due) and choose this step's lanes;
+        whether this step measures it again."""
+        if self._crowd_due is not None and self.steps >= self._crowd_due[0]:
+            slot = self._crowd_due[1]
+            crowd = int(np.frombuffer(self._crowd_ring.read(4, offset=4 * slot), np.uint32)[0])
+            self.mean_candidates = crowd * CROWD_UNIT / self._count
+            self._crowd_due = None
+        self.lanes = choose_lanes(self._count, self.mean_candidates)
+        return self._crowd_due is None and self.steps % CROWD_EVERY == 0
+
     def _write_params(self, p: Values, dt: float, target: Sequence[float], speed_scale: float,
-                      shape: GridShape | None) -> None:
+                      shape: GridShape | None, measure: bool = False) -> None:
         """SwarmParams for this step, written once and bound for every pass that follows."""
         self._params.write(p, {
             "target": target,
@@ -319,6 +379,7 @@ class Swarm:
             "rules": sum(bit for name, bit in RULE_BITS.items() if p[name]),
             "wrap": p["boundary"] == "wrap",
             "step_index": self.steps,
+            "measure_crowd": int(measure),
             "obstacle_count": len(self.obstacles),
             "obstacles": self.obstacles,
         })
@@ -337,9 +398,11 @@ class Swarm:
         for program in self._programs.values():
             program.release()
         self._programs = {}
-        for buffer in (self._current, self._scratch, self._cell_rank, self._slots, self._stats):
+        for buffer in (self._current, self._scratch, self._cell_rank, self._slots, self._stats,
+                       self._zero, self._crowd_ring):
             if buffer is not None:
                 buffer.release()
         self._params.release()
         self._cells.release()
         self._current = self._scratch = self._cell_rank = self._slots = self._stats = None
+        self._zero = self._crowd_ring = None
