@@ -35,7 +35,7 @@ def make_context(size: tuple[int, int]):
     return ctx, hud, note.replace("text drawn", "HUD drawn").replace("no text", "HUD left out")
 
 
-def bench_count(ctx, hud, count: int, args: argparse.Namespace) -> dict:
+def bench_count(ctx, hud, count: int, args: argparse.Namespace, far: str) -> dict:
     from show.frame import Show
     from show.loop import FixedStep, Loop, Offscreen
     from show.options import ShowOptions
@@ -46,6 +46,7 @@ def bench_count(ctx, hud, count: int, args: argparse.Namespace) -> dict:
     else:
         params["post"] = "off"  # exposure and the tone map only
     show = Show(ctx, params, ShowOptions(seed=1, fixed_dt=1 / 60, live=False))
+    show.renderer.far_draw = far
     sink = Offscreen(show, args.size)
     framebuffer = sink.framebuffer
     for _ in range(round(args.settle * 30)):
@@ -76,7 +77,7 @@ def bench_count(ctx, hud, count: int, args: argparse.Namespace) -> dict:
             break
     counts = show.renderer.read_counts_now()
     row = {
-        "count": count, "frames": len(frames), "frame_ms": statistics.median(frames),
+        "count": count, "far_draw": far, "frames": len(frames), "frame_ms": statistics.median(frames),
         "frame_ms_max": max(frames),
         "passes_ms": {k: statistics.median(v) if v else None for k, v in passes.items()},
         "visible": counts.visible, "near": counts.near, "far": counts.far,
@@ -97,6 +98,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=30.0, help="wall seconds per count")
     parser.add_argument("--post", choices=("full", "off"), default="full",
                         help="full: bloom and feedback on (default); off: tone map only")
+    parser.add_argument("--far", default="splat",
+                        help="how far agents are drawn: splat (compute, the default), points "
+                             "(GL points), or both: splat,points (each count timed both ways)")
     args = parser.parse_args(argv)
     args.size = tuple(int(v) for v in args.size.lower().split("x"))
 
@@ -107,20 +111,24 @@ def main(argv: list[str] | None = None) -> int:
     timing = "frames: wall time to ctx.finish(); passes: " + (
         "n/a (software GL)" if is_software(ctx) else "GL timer queries")
     print(f"# {renderer}; {timing}; {args.size[0]}x{args.size[1]}; {note}", flush=True)
-    print(f"{'agents':>10} {'frame ms':>9} {'sim':>7} {'cull':>7} {'draw':>7} {'post':>7} "
-          f"{'visible':>9} {'far':>9}", flush=True)
+    fars = args.far.split(",")
+    if not fars or any(far not in ("splat", "points") for far in fars):
+        parser.error(f"--far: splat, points or splat,points, not {args.far!r}")
+    print(f"{'agents':>10} {'far draw':>8} {'frame ms':>9} {'sim':>7} {'cull':>7} {'draw':>7} "
+          f"{'post':>7} {'visible':>9} {'far':>9}", flush=True)
     rows = []
+
+    def ms(v):
+        return f"{v:7.3f}" if v is not None else "      -"
+
     for count in args.counts:
-        row = bench_count(ctx, hud, count, args)
-        rows.append(row)
-        p = row["passes_ms"]
-
-        def ms(v):
-            return f"{v:7.3f}" if v is not None else "      -"
-
-        print(f"{count:>10} {row['frame_ms']:9.3f} {ms(p['simulate'])} {ms(p['cull'])} "
-              f"{ms(p['draw'])} {ms(p['post'])} {row['visible']:>9} {row['far']:>9}",
-              flush=True)
+        for far in fars:
+            row = bench_count(ctx, hud, count, args, far)
+            rows.append(row)
+            p = row["passes_ms"]
+            print(f"{count:>10} {far:>8} {row['frame_ms']:9.3f} {ms(p['simulate'])} "
+                  f"{ms(p['cull'])} {ms(p['draw'])} {ms(p['post'])} {row['visible']:>9} "
+                  f"{row['far']:>9}", flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps({
             "benchmark": "whole frame", "renderer": renderer, "timing": timing,
