@@ -9,9 +9,10 @@
 // the same bits). More lanes give the GPU more independent work where an agent has hundreds
 // or thousands of candidates (a settled swarm crowding the lure), fewer waste less where it
 // has a hundred (a spread swarm). visual/swarm.py picks LANES per step from the count and how
-// crowded the swarm is: on a measured step (swarm.measure_crowd) each workgroup adds up the
-// candidates its agents visit (each capped at CROWD_CAP) and adds the sum / CROWD_UNIT to
-// SwarmStats.crowd, read back a few steps later.
+// crowded the swarm is: on a measured step (the MEASURE variant, a program of its own so that
+// the others carry none of it) each workgroup adds up the candidates its agents visit (each
+// capped at CROWD_CAP) and adds the sum / CROWD_UNIT to SwarmStats.crowd, read back a few
+// steps later.
 #define GRID_STARTS
 #define GRID_COUNTS
 #include "boids.glsl"
@@ -19,6 +20,9 @@
 
 #ifndef LANES
 #define LANES 1
+#endif
+#ifndef MEASURE
+#define MEASURE 0
 #endif
 #define CROWD_CAP 4095u
 #define CROWD_UNIT 32u
@@ -34,7 +38,9 @@ const ivec2 ROWS[9] = ivec2[9](ivec2(0, 0), ivec2(-1, 0), ivec2(1, 0), ivec2(0, 
                                ivec2(0, 1), ivec2(-1, -1), ivec2(1, -1), ivec2(-1, 1),
                                ivec2(1, 1));
 
+#if MEASURE
 shared uint s_crowd;
+#endif
 #if LANES > 1
 shared vec4 part_sep[LOCAL_SIZE];  // w: neighbours (a float: exact below 2^24)
 shared vec3 part_ali[LOCAL_SIZE];
@@ -117,17 +123,18 @@ void main() {
     self.velocity = vec4(0.0);
     if (in_range) self = agents_in[i];
     uint budget = in_range ? first_budget() : 0u;
-    bool measure = swarm.measure_crowd != 0u;  // the same for every invocation of the dispatch
-    if (measure && t == 0u) s_crowd = 0u;
+#if MEASURE
+    if (t == 0u) s_crowd = 0u;
+#endif
 
     uint visited = 0u;
     Gather g = gather_lane(self, i, budget, lane, visited);
-    if (measure) {
-        barrier();
-        if (lane == 0u && in_range) atomicAdd(s_crowd, min(visited, CROWD_CAP));
-        barrier();
-        if (t == 0u) atomicAdd(crowd, s_crowd / CROWD_UNIT);
-    }
+#if MEASURE
+    barrier();
+    if (lane == 0u && in_range) atomicAdd(s_crowd, min(visited, CROWD_CAP));
+    barrier();
+    if (t == 0u) atomicAdd(crowd, s_crowd / CROWD_UNIT);
+#endif
 #if LANES > 1
     share_lane(g, t);
     barrier();

@@ -168,7 +168,6 @@ SWARM_PARAMS = Block("SwarmParams", binding=6, instance="swarm", fields=[
     derived("rules", "uint", "RULE_* bits of the rules switched on"),
     derived("wrap", "bool", "boundary is wrap: seed 002's box"),
     derived("step_index", "uint", "steps so far: seeds the guard's respawn"),
-    derived("measure_crowd", "uint", "1: simulate_grid.comp adds up the candidates it visits"),
     derived("obstacle_count", "int"),
     derived("obstacles", "vec4", "xyz centre, w radius", length=MAX_OBSTACLES),
 ])
