@@ -26,6 +26,7 @@ from typing import Any
 import moderngl
 import numpy as np
 
+from visual.fence import ReadbackRing
 from visual.gl import (
     compute_program,
     dispatch_1d,
@@ -74,11 +75,11 @@ AUTO_LANES = (1, 4)
 # Their workgroup sizes: one lane an agent ran 5 % faster in groups of 64 at 4M settled (2.69
 # against 2.84 ms), four share groups of 128 (32 agents).
 AUTO_LOCAL_SIZE = {1: 64, 4: 128}
-# How often the grid kernel measures the crowd (mean candidates an agent), and how many steps
-# later that is read back: late enough that the GPU is done with it (so reading does not wait),
-# a fixed number of steps so that the same run makes the same choices (--dt, --render repeat).
+# How often the grid kernel measures the crowd (mean candidates an agent). A measurement is
+# read once the GPU is done with it (a fence: never waiting), or, with `fixed_lag` (--dt,
+# --render: the same run makes the same choices), at the step after the next measurement,
+# waiting if the GPU is further behind than that.
 CROWD_EVERY = 8
-CROWD_LAG = 4
 CROWD_UNIT = 32  # simulate_grid.comp adds up visited candidates / 32 (a uint holds 4M x 4095)
 # Where one lane an agent beats four, by mean candidates, against log2(count): measured on the
 # H200 (2026-12-01, benchmarks/swarm.py, l1 against l4, simulate pass): four lanes win wherever
@@ -153,14 +154,13 @@ class Swarm:
         auto = self.tuning["lanes"] == "auto"
         self.lanes = 4 if auto else int(self.tuning["lanes"])  # the grid kernel's, this step
         self.mean_candidates: float | None = None  # the crowd last measured ("auto" lanes)
-        self._crowd_due: tuple[int, int] | None = None  # (step to read it at, ring slot)
         self.pass_timer: PassTimer | None = None
         self.obstacles: list[tuple[float, float, float, float]] = []
         self._programs = self._build_programs()
         self._params = BlockBuffer(ctx, SWARM_PARAMS)
         self._stats = zeroed(ctx, 16)
         self._zero = zeroed(ctx, 4)  # copied over the crowd counter before a measured step
-        self._crowd_ring = zeroed(ctx, 8)  # two measured steps' crowd, copied off the GPU's
+        self._crowd = ReadbackRing(ctx, 16, depth=2)  # the stats of measured steps, copied
         self._cells = CellGrid(ctx)
         self._sorted: GridShape | None = None  # the grid `current` is in cell order for
         self.max_cells: int | None = None  # None: cell_budget(count)
@@ -359,25 +359,30 @@ class Swarm:
                 storage_barrier(self.ctx)
             if measure:  # a copy to read later: the counter itself stays in GPU memory
                 self.ctx.memory_barrier(moderngl.BUFFER_UPDATE_BARRIER_BIT)
-                slot = (self.steps // CROWD_EVERY) % 2
-                self.ctx.copy_buffer(self._crowd_ring, self._stats, 4, read_offset=4,
-                                     write_offset=4 * slot)
-                self._crowd_due = (self.steps + CROWD_LAG, slot)
+                self._crowd.push(self._stats, self._count)
             # The new states, in the old order, back into `current` in cell order.
             self._cells.sort(self._programs, self._scratch, self._current, self._cell_rank,
                              self._slots, self._count, timed)
         self.steps += 1
 
+    @property
+    def fixed_lag(self) -> bool:
+        """Read each crowd measurement at a fixed step, waiting if need be: runs repeat."""
+        return self._crowd.fixed_lag
+
+    @fixed_lag.setter
+    def fixed_lag(self, value: bool) -> None:
+        self._crowd.fixed_lag = bool(value)
+
     def _measure_crowd(self) -> bool:
-        """Read the crowd measured CROWD_LAG steps ago (when due) and choose this step's lanes;
-        whether this step measures it again."""
-        if self._crowd_due is not None and self.steps >= self._crowd_due[0]:
-            slot = self._crowd_due[1]
-            crowd = int(np.frombuffer(self._crowd_ring.read(4, offset=4 * slot), np.uint32)[0])
-            self.mean_candidates = crowd * CROWD_UNIT / self._count
-            self._crowd_due = None
+        """Take the newest crowd measurement the GPU has finished and choose this step's lanes
+        from it; whether this step measures again."""
+        done = self._crowd.poll()
+        if done is not None:
+            data, count = done
+            self.mean_candidates = int(np.frombuffer(data, np.uint32)[1]) * CROWD_UNIT / count
         self.lanes = choose_lanes(self._count, self.mean_candidates)
-        return self._crowd_due is None and self.steps % CROWD_EVERY == 0
+        return self.steps % CROWD_EVERY == 0
 
     def _write_params(self, p: Values, dt: float, target: Sequence[float], speed_scale: float,
                       shape: GridShape | None) -> None:
@@ -411,10 +416,11 @@ class Swarm:
             program.release()
         self._programs = {}
         for buffer in (self._current, self._scratch, self._cell_rank, self._slots, self._stats,
-                       self._zero, self._crowd_ring):
+                       self._zero):
             if buffer is not None:
                 buffer.release()
         self._params.release()
         self._cells.release()
         self._current = self._scratch = self._cell_rank = self._slots = self._stats = None
-        self._zero = self._crowd_ring = None
+        self._zero = None
+        self._crowd.release()
