@@ -6,12 +6,14 @@
 // spot of glows and streaks). Per pixel, `splat` holds:
 //     opaque    one uint: ~(the nearest depth's float bits with the agent's low index bits
 //               below them); SPLAT_DEPTH keeps the largest (atomicMax: the nearest), then
-//               SPLAT_COLOR writes the colour of the agent that won into the image
+//               SPLAT_COLOR: the agent that won writes its colour into the image and sets the
+//               pixel back to 0 (empty; only the winner's key ever matches it)
 //     additive  three uints: the light of every agent there in fixed point (SPLAT_SCALE a
 //               unit), added in any order with the same result; splat_resolve.comp adds
-//               them into the image
-// and splat_resolve.comp sets it back to 0 (empty) for the next frame. Near agents are drawn
-// after, by the rasteriser, over what this wrote (nearer than any far agent on that pixel).
+//               them into the image and sets them back to 0
+// Dispatched indirectly, over the far list only (splat_args.comp sizes the dispatches from
+// the count cull.comp wrote). Near agents are drawn after, by the rasteriser, over what this
+// wrote (nearer than any far agent on that pixel).
 #include "common.glsl"
 #include "frame_params.glsl"
 #include "agent_color.glsl"
@@ -69,7 +71,10 @@ void main() {
             float light = 1.0;
 #endif
 #if SPLAT_COLOR
-            if (splat[pixel] == key) imageStore(u_image, ivec2(x, y), vec4(color * light, 1.0));
+            if (splat[pixel] == key) {
+                imageStore(u_image, ivec2(x, y), vec4(color * light, 1.0));
+                splat[pixel] = 0u;
+            }
 #else
             uvec3 fixed_point = uvec3(color * light * SPLAT_SCALE + 0.5);
             if (fixed_point.r != 0u) atomicAdd(splat[3u * pixel], fixed_point.r);

@@ -1,6 +1,6 @@
-// splat_resolve.comp: after splat.comp, one invocation a pixel: the added light (additive:
-// three fixed-point uints a pixel) goes into the image, and the pixel's splat state is set
-// back to empty (0) for the next frame, in both modes.
+// splat_resolve.comp: after splat.comp with added light, one invocation a pixel (dispatched
+// only when there are far agents: splat_args.comp): the three fixed-point sums of a pixel go
+// into the image, and are set back to 0 (empty) for the next frame.
 #include "frame_params.glsl"
 
 layout(local_size_x = 16, local_size_y = 16) in;
@@ -13,7 +13,6 @@ void main() {
     ivec2 size = ivec2(frame.viewport);
     if (any(greaterThanEqual(xy, size))) return;
     uint pixel = uint(xy.y * size.x + xy.x);
-#if SPLAT_ADDITIVE
     uvec3 sum = uvec3(splat[3u * pixel], splat[3u * pixel + 1u], splat[3u * pixel + 2u]);
     if (any(notEqual(sum, uvec3(0u)))) {
         vec4 shown = imageLoad(u_image, xy);
@@ -22,7 +21,4 @@ void main() {
         splat[3u * pixel + 1u] = 0u;
         splat[3u * pixel + 2u] = 0u;
     }
-#else
-    if (splat[pixel] != 0u) splat[pixel] = 0u;
-#endif
 }

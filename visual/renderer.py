@@ -322,10 +322,12 @@ class Renderer(CountsView):
         near = self._billboard_vao if billboard else self._agent_vao
         far = self._points_billboard_vao if billboard else self._points_vao
         with self._draw_timer:
-            if self.far_draw == "splat":  # the far agents first, the near meshes over them
+            # Streaks have no far agents (a point would lose the line): nothing to splat.
+            if self.far_draw == "splat" and self.shape != "streak":
+                # The far agents first, the near meshes over them.
                 self._splat.draw(swarm.current, self._visible_buffer, self._draw_state,
-                                 target.color_attachments[0], self._capacity,
-                                 additive=additive, billboard=billboard)
+                                 target.color_attachments[0], additive=additive,
+                                 billboard=billboard)
                 target.use()
                 near.render_indirect(self._draw_state, moderngl.TRIANGLES, count=1, first=0)
             else:  # the near command's meshes, then the far one's points
