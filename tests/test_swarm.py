@@ -534,6 +534,12 @@ def test_auto_lanes_read_the_crowd_as_soon_as_the_gpu_is_done(ctx):
         ctx.finish()
         swarm.step(1 / 60)
         assert swarm.mean_candidates is not None and swarm.mean_candidates > 10
+        # A new state (a respawn, a load): what was measured before no longer holds.
+        swarm.step(1 / 60)
+        swarm.set_state(position, velocity)
+        ctx.finish()
+        swarm.step(1 / 60)
+        assert swarm.mean_candidates is None
     finally:
         swarm.release()
 

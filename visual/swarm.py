@@ -267,6 +267,7 @@ class Swarm:
             self._allocate(len(position))
         self._current.write(pack_agents(position, velocity).tobytes())
         self._sorted = None  # re-sort on the next step
+        self._forget_crowd()
 
     def resize(self, count: int, values: Values | None = None) -> None:
         """Change the number of agents on the GPU: agents with ids below `count` stay where
@@ -289,6 +290,7 @@ class Swarm:
         storage_barrier(self.ctx)
         old.release()
         self._sorted = None  # in id order now: re-sort on the next step
+        self._forget_crowd()
 
     def read_state(self) -> tuple[np.ndarray, np.ndarray]:
         """(position, velocity), (N, 3) float32, in id order. Waits for the GPU: not per frame."""
@@ -373,6 +375,13 @@ class Swarm:
     @fixed_lag.setter
     def fixed_lag(self, value: bool) -> None:
         self._crowd.fixed_lag = bool(value)
+
+    def _forget_crowd(self) -> None:
+        """A new state (a load, a respawn, a resize): the crowd measured before it is stale
+        (a spawn after a settled swarm ran four lanes on a spread million until measured)."""
+        self.mean_candidates = None
+        if getattr(self, "_crowd", None) is not None:
+            self._crowd.drop()
 
     def _measure_crowd(self) -> bool:
         """Take the newest crowd measurement the GPU has finished and choose this step's lanes
