@@ -156,7 +156,9 @@ def time_path(ctx, swarm: Swarm, state, args: argparse.Namespace, dt: float) -> 
     pass_ms = {name: statistics.median(Timing.ms(record)) for name, record in passes.items()}
     return {"median_ms": statistics.median(step_ms), "min_ms": min(step_ms),
             "steps": len(step_ms), "cpu_ms": cpu_ms, "passes_ms": pass_ms,
-            "passes_sum_ms": sum(pass_ms.values())}
+            "passes_sum_ms": sum(pass_ms.values()),
+            "lanes": swarm.lanes if swarm.neighbors == "grid" else None,
+            "measured_candidates": swarm.mean_candidates}
 
 
 def parse_variant(text: str) -> tuple[str, dict]:
@@ -260,7 +262,7 @@ def print_row(row: dict) -> None:
               f"{timed['min_ms']:>9.3f} {cpu:>8} {cand['mean']:>7.0f} {cand['max']:>6} "
               f"{extra}  {passes}", flush=True)
 
-    line("grid", grid)
+    line("grid", grid, f"lanes {grid['lanes']}" if grid else "")
     line("brute", brute, f"{row['speedup']:.0f}x" if "speedup" in row else "")
     for name, timed in row.get("variants", {}).items():
         line(name, timed)

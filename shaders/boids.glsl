@@ -16,6 +16,7 @@ bool guard_fired = false;
 #else
 layout(std430, binding = 5) buffer SwarmStats {
     uint guarded;  // agents put back by the non-finite guard, since the counter was cleared
+    uint crowd;    // candidates the grid kernel visited, / CROWD_UNIT, on a measured step
 };
 #define COUNT_GUARDED() atomicAdd(guarded, 1u)
 #endif

@@ -128,6 +128,7 @@ class Show:
         self.swarm = swarm_class(ctx, values, neighbors=options.neighbors, seed=options.seed,
                                  shader_dir=shaders,
                                  position=options.position, velocity=options.velocity)
+        self.swarm.fixed_lag = options.reproducible  # its lanes from the crowd, a fixed step late
         if options.obstacles:
             self.swarm.set_obstacles(options.obstacles)
         self.renderer = renderer_class(ctx, shader_dir=shaders)

@@ -86,6 +86,9 @@ def telemetry(show: Show) -> dict[str, Any]:
         "counts_lag": (None if renderer.counts_frame is None
                        else renderer.frames - 1 - renderer.counts_frame),
         "readback": renderer.readback,
+        "grid": {"neighbors": show.swarm.neighbors, "lanes": show.swarm.lanes,
+                 "mean_candidates": _round(show.swarm.mean_candidates)},
+        "far_draw": renderer.far_draw,
         "paused": show.paused,
         "params": params,
         "audio": show.audio.telemetry(),

@@ -502,3 +502,77 @@ def test_the_buffer_is_in_cell_order_stable_inside_a_cell(ctx):
             assert np.all(np.diff(rank)[same] > 0), "a cell out of its previous order"
     finally:
         swarm.release()
+
+
+def test_auto_lanes_measure_the_crowd_and_follow_it(ctx, monkeypatch):
+    """With lanes "auto" the grid kernel counts, every CROWD_EVERY steps, the candidates its
+    agents visit; with `fixed_lag` (reproducible runs) the swarm reads a measurement at the
+    step after the next one (the same mean as counting the 27 cells around each agent on the
+    CPU) and picks the kernel it runs from it. Each kernel is the seed's step, and the same
+    start makes the same choices and the same bits."""
+    from benchmarks.swarm import candidates
+
+    import visual.swarm as swarm_module
+
+    params = Params({"count": 3000})
+    position, velocity = crowded_state(3000, params, seed=21)
+    expected = candidates(position, params)["mean"]
+    threshold = expected / 2  # crowded enough for four lanes, once it has been measured
+    monkeypatch.setattr(swarm_module, "choose_lanes",
+                        lambda count, mean: 1 if mean is None or mean < threshold else 4)
+    runs = []
+    for _ in range(2):
+        swarm = Swarm(ctx, params, position=position, velocity=velocity,
+                      tuning={"lanes": "auto"})
+        swarm.fixed_lag = True
+        try:
+            lanes = []
+            for _ in range(swarm_module.CROWD_EVERY + 1):
+                swarm.step(1 / 60, target=(4.0, 2.0, -1.0))
+                lanes.append(swarm.lanes)
+            assert swarm.mean_candidates is None  # step 0's is read at step CROWD_EVERY + 1
+            x, v = swarm.read_state()
+            rx, rv, margin = reference.step(x, v, params, 1 / 60, target=(4.0, 2.0, -1.0))
+            swarm.step(1 / 60, target=(4.0, 2.0, -1.0))
+            lanes.append(swarm.lanes)
+            assert swarm.mean_candidates == pytest.approx(expected, abs=0.5)
+            assert lanes == [1] * (swarm_module.CROWD_EVERY + 1) + [4]
+            assert_matches(swarm.read_state(), (rx, rv), margin, "the step after the switch")
+            runs.append(np.frombuffer(swarm.current.read(), np.float32))
+        finally:
+            swarm.release()
+    np.testing.assert_array_equal(runs[0], runs[1])
+
+
+def test_auto_lanes_read_the_crowd_as_soon_as_the_gpu_is_done(ctx):
+    """A live swarm (no fixed lag) never waits for a measurement: it takes it at the first
+    step after the GPU has finished it (a fence)."""
+    params = Params({"count": 3000})
+    position, velocity = crowded_state(3000, params, seed=21)
+    swarm = Swarm(ctx, params, position=position, velocity=velocity, tuning={"lanes": "auto"})
+    try:
+        assert swarm._crowd.fences is not None, "EGL offers fences: the live path uses them"
+        swarm.step(1 / 60)  # measures
+        assert swarm.mean_candidates is None
+        ctx.finish()
+        swarm.step(1 / 60)
+        assert swarm.mean_candidates is not None and swarm.mean_candidates > 10
+        # A new state (a respawn, a load): what was measured before no longer holds.
+        swarm.step(1 / 60)
+        swarm.set_state(position, velocity)
+        ctx.finish()
+        swarm.step(1 / 60)
+        assert swarm.mean_candidates is None
+    finally:
+        swarm.release()
+
+
+def test_the_lane_rule_follows_the_h200_measurements():
+    """Four lanes where the GPU has few agents or they crowd, one for a spread million."""
+    from visual.swarm import choose_lanes
+
+    assert choose_lanes(16384, 95) == 4 and choose_lanes(16384, 776) == 4
+    assert choose_lanes(262144, 102) == 1 and choose_lanes(262144, 244) == 4
+    assert choose_lanes(1 << 20, 104) == 1 and choose_lanes(1 << 20, 192) == 4
+    assert choose_lanes(1 << 22, 171) == 1 and choose_lanes(1 << 22, 400) == 4
+    assert choose_lanes(1 << 20, None) == 1 and choose_lanes(65536, None) == 4

@@ -16,7 +16,8 @@ agents in its state textures). Its cull (`_cull_agents`), every frame:
 Nothing waits for the GPU: the indirect commands are filled on the GPU, and the counts are read
 back a few frames late as on the compute backend (visual/counts.py). The draw is the compute
 backend's: shaders/agent.vert (GL41: the agent from the textures, the list's entry as a
-per-instance attribute, divisor 1), one render_indirect a list. The post chain is
+per-instance attribute, divisor 1), one render_indirect a list; far agents are GL points (the
+compute backend's splat, visual/splat.py, is a compute pass). The post chain is
 visual/post41.py's. Main thread only.
 """
 
@@ -30,7 +31,7 @@ import numpy as np
 from visual.counts import DRAW_STATE_UINTS
 from visual.gl import bind_blocks, bind_samplers
 from visual.post41 import PostChain41
-from visual.renderer import ADDITIVE_CROWD, LURE_COLOR, SPEED_RAMP, Renderer, _vec
+from visual.renderer import LURE_COLOR, Renderer, _vec
 from visual.swarm41 import STATE_WIDTH, program_410
 from visual.uniforms import FRAME_PARAMS
 
@@ -43,6 +44,7 @@ class Renderer41(Renderer):
     """Culls and draws a `Swarm41` each frame (see the module's comment); owns what it makes."""
 
     post_chain = PostChain41
+    far_splat = None  # the splat is a compute pass: far agents are GL points here
     backend = "4.1"
 
     def __init__(self, ctx: moderngl.Context, **kwargs: Any) -> None:
@@ -72,8 +74,7 @@ class Renderer41(Renderer):
                                             ("agent_points", 0, 1),
                                             ("agent_points_billboard", 1, 1)):
                 built[name] = program_410(ctx, "agent.vert", "agent.frag", folder, {
-                    **state, "SPEED_RAMP": _vec(SPEED_RAMP),
-                    "ADDITIVE_CROWD": f"{ADDITIVE_CROWD:.1f}", "BILLBOARD": billboard,
+                    **state, **self._agent_defines(), "BILLBOARD": billboard,
                     "POINTS": points}, block=FRAME_PARAMS, units=UNITS)
             built["fade"] = program_410(ctx, "fade.vert", "fade.frag", folder,
                                         block=FRAME_PARAMS, units=UNITS)

@@ -173,6 +173,9 @@ class Swarm41:
     """The simulated swarm on a GL 4.1 core context (see the module's comment)."""
 
     backend = "4.1"
+    lanes = 1  # one vertex an agent (the compute grid chooses its lanes per step)
+    mean_candidates: float | None = None  # the compute grid's crowd measure: not taken here
+    fixed_lag = False  # the show sets it for reproducible runs; nothing here reads late
 
     def __init__(self, ctx: moderngl.Context, values: Values, *, neighbors: str = "grid",
                  seed: int = 0, position: np.ndarray | None = None,

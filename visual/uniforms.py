@@ -210,6 +210,7 @@ FRAME_PARAMS = Block("FrameParams", binding=7, instance="frame", fields=[
     derived("palette_stops", "int", "stops used in palette_colors[] (2..5)"),
     derived("additive", "int", "1: agents add light (no depth), 0: opaque"),
     derived("depth_range", "vec2", "color by depth: the distances of 0 and 1"),
+    derived("viewport", "vec2", "the frame's size in pixels (splat.comp)"),
     derived("palette_colors", "vec4", "the palette's colours, rgb (w unused)", length=5),
 ])
 
