@@ -62,9 +62,9 @@ def create_headless_context(minimum: str = "4.3") -> moderngl.Context:
         return moderngl.create_context(standalone=True, backend="egl", require=require)
     except Exception as exc:  # moderngl raises plain Exceptions for driver problems
         raise RuntimeError(
-            f"could not create a headless OpenGL {require // 100}.{require // 10 % 10} context "
-            f"through EGL ({exc}); install Mesa's EGL (Debian: libegl1 libgl1-mesa-dri) or a "
-            "GPU driver"
+            f"could not create a headless OpenGL {require // 100}.{require // 10 % 10} core "
+            f"context through EGL ({exc}): the instrument needs 4.1 at least (4.3 for compute "
+            "shaders); install Mesa's EGL (Debian: libegl1 libgl1-mesa-dri) or a GPU driver"
         ) from exc
 
 
