@@ -1,5 +1,7 @@
 // gl41_counts.vert: what cull.comp counts with atomics, added up by blending instead: one point
-// an agent onto the single texel of two RGBA32F targets (blending ONE, ONE). in_near and
+// an agent onto texel k % COUNT_LANES of two RGBA32F targets COUNT_LANES wide (blending ONE,
+// ONE; spread over texels so that a million blends do not queue on one pixel, and summed in
+// order by gl41_words.frag). in_near and
 // in_far are the two lists' entries k (cleared to 0xffffffff before the cull pass, so an entry
 // the cull appended is one that is not that): their number is the lists' lengths, exactly.
 // Every agent adds whether it is near the lure, its squared distance from frame.center
@@ -28,6 +30,7 @@ void main() {
     v_counts = vec4(in_near != 0xffffffffu ? 1.0 : 0.0, in_far != 0xffffffffu ? 1.0 : 0.0,
                     lure, d2 * frame.spread_scale);
     v_offset = vec4(offset, 0.0);
-    gl_Position = vec4(0.0, 0.0, 0.0, 1.0);
+    float lane = float(gl_VertexID % COUNT_LANES) + 0.5;
+    gl_Position = vec4(lane / float(COUNT_LANES) * 2.0 - 1.0, 0.0, 0.0, 1.0);
     gl_PointSize = 1.0;
 }

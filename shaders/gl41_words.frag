@@ -7,16 +7,20 @@
 //     draw[0..4] near (the mesh), draw[5..9] far (a point), near_lure, spread, offset[3], pad
 #include "frame_params.glsl"
 
-uniform sampler2D cull_counts;    // near, far, near the lure, spread (summed)
-uniform sampler2D cull_offsets;   // offsets from frame.center (summed)
+uniform sampler2D cull_counts;    // near, far, near the lure, spread: COUNT_LANES partial sums
+uniform sampler2D cull_offsets;   // offsets from frame.center: as many
 uniform usampler2D draw_template; // the commands with no instances (16 words)
 
 out uint f_word;
 
 void main() {
     int word = int(gl_FragCoord.x);
-    vec4 counts = texelFetch(cull_counts, ivec2(0), 0);
-    vec3 offsets = texelFetch(cull_offsets, ivec2(0), 0).xyz;
+    vec4 counts = vec4(0.0);
+    vec3 offsets = vec3(0.0);
+    for (int lane = 0; lane < COUNT_LANES; lane++) {  // in order: the same sums every run
+        counts += texelFetch(cull_counts, ivec2(lane, 0), 0);
+        offsets += texelFetch(cull_offsets, ivec2(lane, 0), 0).xyz;
+    }
     uint value = texelFetch(draw_template, ivec2(word, 0), 0).x;
     float agents = float(frame.agent_count);
     if (word == 1) value = uint(counts.x + 0.5);

@@ -6,8 +6,8 @@ agents in its state textures). Its cull (`_cull_agents`), every frame:
     lists    shaders/gl41_cull.vert + .geom, one point an agent, twice (near, far): the geometry
              shader passes on the points of that list and transform feedback appends their
              indices, in agent order (the order is the GL's: the same frame, the same lists)
-    counts   shaders/gl41_counts.vert: one point an agent blended (ONE, ONE) into one texel of
-             two RGBA32F targets: the lists' lengths (their entries that are not 0xffffffff),
+    counts   shaders/gl41_counts.vert: one point an agent blended (ONE, ONE) into one of
+             COUNT_LANES texels of two RGBA32F targets: the lists' lengths (their entries that are not 0xffffffff),
              the agents near the lure and the sums that frame the camera
     words    shaders/gl41_words.frag: the 16 words of cull.comp's draw state, from the template
              and the counts, into a 16x1 R32UI texture copied into the draw state buffer on the
@@ -38,6 +38,7 @@ from visual.uniforms import FRAME_PARAMS
 UNITS = {"agent_positions": 0, "agent_velocities": 1, "cull_counts": 4, "cull_offsets": 5,
          "draw_template": 6}
 EMPTY = 0xFFFFFFFF  # a list entry the cull did not write
+COUNT_LANES = 256  # texels the counts are blended into (gl41_counts.vert)
 
 
 class Renderer41(Renderer):
@@ -52,7 +53,7 @@ class Renderer41(Renderer):
         self._template_texture = ctx.texture((DRAW_STATE_UINTS, 1), 1, dtype="u4")
         self._words = ctx.texture((DRAW_STATE_UINTS, 1), 1, dtype="u4")
         self._words_target = ctx.framebuffer([self._words])
-        self._count_textures = [ctx.texture((1, 1), 4, dtype="f4") for _ in range(2)]
+        self._count_textures = [ctx.texture((COUNT_LANES, 1), 4, dtype="f4") for _ in range(2)]
         self._counts_target = ctx.framebuffer(self._count_textures)
         for texture in (self._template_texture, self._words, *self._count_textures):
             texture.filter = (moderngl.NEAREST, moderngl.NEAREST)
@@ -62,7 +63,7 @@ class Renderer41(Renderer):
 
     def _build_programs(self) -> dict[str, Any]:
         ctx, folder, built = self.ctx, self.shader_dir, {}
-        state = {"STATE_WIDTH": STATE_WIDTH}
+        state = {"STATE_WIDTH": STATE_WIDTH, "COUNT_LANES": COUNT_LANES}
         try:
             for name, near in (("cull_near", 1), ("cull_far", 0)):
                 built[name] = self._cull_program(near)
