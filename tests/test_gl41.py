@@ -212,3 +212,26 @@ def test_the_readme_says_how_to_make_such_a_context():
     flat = " ".join(text.split())
     assert all(f"{name}={value}" in flat or f'{name}="{value}"' in flat
                for name, value in MAC_GL.items())
+
+
+def test_a_headless_context_asks_for_4_3_before_4_1(monkeypatch):
+    """NVIDIA's EGL gives exactly the version asked for: asking 4.1 there made an H200 run the
+    4.1 backend. 4.3 is asked first; 4.1 only where 4.3 cannot be had."""
+    import moderngl
+
+    from visual.gl import create_headless_context
+
+    asked = []
+
+    def driver(*, standalone, backend, require):
+        asked.append(require)
+        if require > 410:
+            raise Exception("requested version not supported")  # as a 4.1 driver answers
+        return f"a {require} context"
+
+    monkeypatch.setattr(moderngl, "create_context", driver)
+    assert create_headless_context("4.1") == "a 410 context" and asked == [430, 410]
+    asked.clear()
+    with pytest.raises(RuntimeError, match="OpenGL 4.3 core"):
+        create_headless_context("4.3")
+    assert asked == [430]

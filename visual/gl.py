@@ -56,16 +56,20 @@ def resolve_shader_dir(given: Path | str | None) -> Path:
 def create_headless_context(minimum: str = "4.3") -> moderngl.Context:
     """A standalone OpenGL context through EGL: no display needed. `minimum`: the version it
     must have, "4.3" (the compute backend's, the default) or "4.1" (the show's: pick_backend
-    then chooses the backend, and says why where --gl asked for one it cannot have)."""
-    require = 430 if minimum == "4.3" else 410
-    try:
-        return moderngl.create_context(standalone=True, backend="egl", require=require)
-    except Exception as exc:  # moderngl raises plain Exceptions for driver problems
-        raise RuntimeError(
-            f"could not create a headless OpenGL {require // 100}.{require // 10 % 10} core "
-            f"context through EGL ({exc}): the instrument needs 4.1 at least (4.3 for compute "
-            "shaders); install Mesa's EGL (Debian: libegl1 libgl1-mesa-dri) or a GPU driver"
-        ) from exc
+    then chooses the backend, and says why where --gl asked for one it cannot have). 4.3 is
+    always asked for first: NVIDIA's EGL gives exactly the version asked for (a 4.1 context
+    there has no compute shaders, and the show then ran the 4.1 backend on an H200), where
+    Mesa gives its newest whatever is asked."""
+    requires = (430,) if minimum == "4.3" else (430, 410)
+    for require in requires:
+        try:
+            return moderngl.create_context(standalone=True, backend="egl", require=require)
+        except Exception as exc:  # moderngl raises plain Exceptions for driver problems
+            failure = exc
+    raise RuntimeError(
+        f"could not create a headless OpenGL {minimum} core context through EGL "
+        f"({failure}): the instrument needs 4.1 at least (4.3 for compute shaders); install "
+        "Mesa's EGL (Debian: libegl1 libgl1-mesa-dri) or a GPU driver") from failure
 
 
 def gl_version(ctx: moderngl.Context) -> str:
