@@ -15,6 +15,7 @@ from typing import Protocol
 import moderngl
 
 from visual.hud import Hud
+from visual.screens import list_screens
 
 QUIT_WINDOW_S = 1.0
 
@@ -41,23 +42,23 @@ class WindowError(RuntimeError):
     """The window could not be opened; the message says why and what to try."""
 
 
-def list_screens() -> list:
-    import pyglet
+def screens_or_error() -> list:
+    """The display's screens (visual/screens.py), or WindowError when it cannot be reached."""
+    try:
+        return list_screens()
+    except Exception as exc:
+        raise WindowError(f"cannot reach the display ({exc}); use --headless") from None
 
-    return list(pyglet.display.get_display().get_screens())
 
-
-def open_window(screen_index: int, fullscreen: bool, size: tuple[int, int] | None):
+def open_window(screen_index: int, fullscreen: bool, size: tuple[int, int] | None,
+                option: str = "--screen"):
     """A pyglet window with an OpenGL 4.3 core context, or WindowError."""
     import pyglet
 
-    try:
-        screens = list_screens()
-    except Exception as exc:
-        raise WindowError(f"cannot reach the display ({exc}); use --headless") from None
+    screens = screens_or_error()
     if not 0 <= screen_index < len(screens):
         names = ", ".join(f"{i}: {s.width}x{s.height}" for i, s in enumerate(screens))
-        raise WindowError(f"--screen {screen_index}: no such screen (screens: {names})")
+        raise WindowError(f"{option} {screen_index}: no such screen (screens: {names})")
     screen = screens[screen_index]
     config = pyglet.gl.Config(major_version=4, minor_version=3, forward_compatible=True,
                               double_buffer=True, depth_size=24)
@@ -75,8 +76,11 @@ def open_window(screen_index: int, fullscreen: bool, size: tuple[int, int] | Non
                 window.set_location(screen.x, screen.y)
                 return window
         width, height = size or (1280, 720)
-        return pyglet.window.Window(width, height, screen=screen, config=config, vsync=True,
-                                    caption=caption, resizable=True)
+        window = pyglet.window.Window(width, height, screen=screen, config=config, vsync=True,
+                                      caption=caption, resizable=True)
+        if screen_index:  # on the screen asked for (X places a new window at 0, 0)
+            window.set_location(screen.x, screen.y)
+        return window
     except (pyglet.window.NoSuchConfigException, pyglet.gl.ContextException) as exc:
         raise WindowError(f"no OpenGL 4.3 core context on this display ({exc}); update the "
                           "GPU driver, or use --headless") from None
@@ -110,8 +114,11 @@ class LiveWindow:
     (full-screen), H (the HUD) and Esc (twice to quit) for itself and hands every other key,
     the mouse and the wheel on. pyglet's clock calls `on_draw` at the frame-rate cap."""
 
-    def __init__(self, window, *, fps: float | None) -> None:
+    def __init__(self, window, *, fps: float | None, overlay: bool = True) -> None:
         self.window = window
+        # overlay False: the projector's picture with nothing drawn over it (the HUD and its
+        # notices are on the control window then, visual/control_window.py)
+        self.overlay = overlay
         # GPU objects are released by their owners (Swarm, Renderer), once, as headless runs
         # do: no moderngl gc_mode. ("context_gc" broke ctx.gc() on preset recall: an object
         # released by hand and later collected leaves an InvalidObject, moderngl issue #695.)
@@ -139,7 +146,7 @@ class LiveWindow:
             # next key (F again) went nowhere and the show stayed stuck in that state.
             self.window.activate()
         elif symbol == key.H:
-            self.hud.visible = not self.hud.visible
+            self.hud.visible = not self.hud.visible  # nothing to show without the overlay
         elif self.performer is not None:
             name = key.symbol_string(symbol).lstrip("_")  # "_1" -> "1", "LEFT", "SPACE"
             self.performer.key(name, bool(modifiers & key.MOD_CTRL),
@@ -172,8 +179,9 @@ class LiveWindow:
             return
         self.window.switch_to()
         lines = self.performer.frame(*self.screen())
-        self.hud.draw(lines, "press Esc again to quit" if self.escape.armed(time.monotonic())
-                      else "")
+        if self.overlay:
+            self.hud.draw(lines, "press Esc again to quit"
+                          if self.escape.armed(time.monotonic()) else "")
         if self.performer.done():
             self.last_image = self.read_screen()
             self.quit()
