@@ -226,6 +226,11 @@ def test_sliders_thumbnails_and_save_in_the_control_window(two_screens, tmp_path
                            == pytest.approx(expected, rel=1e-6) and r, "max_speed to move",
                            process)
         assert record["selected"] == "max_speed"  # a slider clicked is the chosen one
+        # The keys work here as on the picture: Right nudges the chosen parameter.
+        xdo("windowfocus", "--sync", window, "key", "Right")
+        nudged = param("max_speed").nudge(record["params"]["max_speed"], 0.01)
+        _wait_for(lambda: (r := _last(telemetry)) and r["params"]["max_speed"]
+                  == pytest.approx(nudged), "Right to nudge max_speed", process)
 
         # Three clicks of the wheel up over cohesion_weight: three hundredths of its range.
         weight = param("cohesion_weight")
@@ -381,3 +386,58 @@ def test_a_knob_waiting_for_pickup_shows_its_ghost_and_a_click_learns(two_screen
                 process.kill()
                 process.wait()
             knobs.unplug()
+
+
+class _Bank:
+    """The preset bank's slot_path, over files the test writes."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def slot_path(self, slot: int) -> Path | None:
+        path = self.folder / f"slot-{slot}.json"
+        return path if path.exists() else None
+
+
+def test_thumbnails_are_the_presets_played_and_played_again_when_saved(ctx, tmp_path):
+    """Each filled slot's thumbnail is its preset as the contact sheet plays it (the same
+    pixels, copied on the GPU), an empty slot has none, and a slot whose file changes is
+    played again."""
+    from audio.synth import drum_loop
+    from control.presets import load_preset
+    from show.contact_sheet import AUDIO_RATE, SHEET_BPM, SheetSettings, render_look
+    from show.control import ThumbnailJob
+
+    (tmp_path / "slot-2.json").write_text((ROOT / "presets" / "2-murmuration.json")
+                                          .read_text())
+    (tmp_path / "slot-5.json").write_text((ROOT / "presets" / "8-neon-streaks.json")
+                                          .read_text())
+    settings = SheetSettings(size=(64, 36), seconds=0.3, fps=30.0, count_cap=512)
+    job = ThumbnailJob(ctx, _Bank(tmp_path), settings, frames_per_step=4)
+    try:
+        job.check(0.0)
+        assert job.queue == [2, 5]  # the empty slots have nothing to play
+        finished = [slot for _ in range(20) if (slot := job.step()) is not None]
+        assert finished == [2, 5] and job.ready == {2, 5}
+        song = drum_loop(SHEET_BPM, settings.seconds + 1.0, AUDIO_RATE)
+        for slot in (2, 5):
+            expected = render_look(ctx, load_preset(tmp_path / f"slot-{slot}.json"), settings,
+                                   song)
+            texture = job.images.images[slot].texture
+            pixels = np.frombuffer(texture.read(), np.uint8).reshape(36, 64, 4)[::-1, :, :3]
+            assert np.array_equal(pixels, expected), f"slot {slot}'s thumbnail"
+            assert (expected.max(axis=2) > 40).mean() > 0.02  # a picture, not black
+        job.check(0.5)  # nothing changed, and too soon to look anyway
+        assert job.queue == []
+        (tmp_path / "slot-2.json").write_text((ROOT / "presets" / "6-bass-pulse.json")
+                                              .read_text())
+        job.check(2.0)
+        assert job.queue == [2]
+        finished = [slot for _ in range(10) if (slot := job.step()) is not None]
+        assert finished == [2] and job.rendered == 3
+        texture = job.images.images[2].texture
+        again = np.frombuffer(texture.read(), np.uint8).reshape(36, 64, 4)[::-1, :, :3]
+        assert np.array_equal(again, render_look(ctx, load_preset(tmp_path / "slot-2.json"),
+                                                 settings, song))
+    finally:
+        job.release()

@@ -287,7 +287,8 @@ class ControlWindow:
         from pyglet.window import key
 
         self._keys = key.KeyStateHandler()  # Shift with the wheel: a tenth of the range
-        window.push_handlers(self, self._keys)
+        window.push_handlers(self)
+        window.push_handlers(self._keys)  # above: it sees every key, then passes it on
 
     # ---- pictures ---------------------------------------------------------------------------
 
