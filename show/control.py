@@ -340,8 +340,9 @@ class ControlSurface:
                 "draws": self.window.draws}
 
     def close(self) -> None:
-        """The window first (it borrows the textures), then the textures."""
-        self.window.close()
+        """The textures and framebuffers (the output's context is current: Show.release),
+        then the window that borrowed the textures, never drawn again."""
         if self.thumbnails is not None:
             self.thumbnails.release()
         self.preview.release()
+        self.window.close()

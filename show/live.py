@@ -326,6 +326,10 @@ def run_window(live: LiveShow) -> None:
              f"{screen.ctx.info['GL_RENDERER']}. Keys: F full-screen, H HUD, Space pause, "
              "R respawn, Esc twice to quit")
     screen.run(live)
+    # pyglet's loop may have drawn the control window last: the output's context again, for
+    # the screenshot and for every GPU object the show releases (framebuffers and vertex
+    # arrays belong to one context)
+    window.switch_to()
     image = screen.last_image
     if args.screenshot and image is None:
         image = screen.read_screen()

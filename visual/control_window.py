@@ -726,9 +726,14 @@ class ControlWindow:
     def close(self) -> None:
         """Sprites deleted and borrowed texture names let go (never deleted here), then the
         window closed."""
+        import pyglet
+
+        before = pyglet.gl.current_context
         with self._current():
             self._close_here()
         self.window.close()
+        if before is not None and before is not self.window.context:
+            before.set_current()  # the output's, for whatever moderngl releases next
 
     def _close_here(self) -> None:
         for sprite in self._sprites.values():
