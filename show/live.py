@@ -315,7 +315,7 @@ def run_window(live: LiveShow) -> None:
     for note in plan.notes:
         log.info(note)
     window = open_window(plan.output, fullscreen=not args.windowed and args.size is None,
-                         size=args.size)
+                         size=args.size, screens=screens)
     screen = LiveWindow(window, fps=args.fps, overlay=not plan.separate)
     show = live.build(screen.ctx, tuple(window.get_framebuffer_size()), rate=screen.fps)
     if plan.control is not None:

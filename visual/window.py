@@ -51,11 +51,12 @@ def screens_or_error() -> list:
 
 
 def open_window(screen_index: int, fullscreen: bool, size: tuple[int, int] | None,
-                option: str = "--screen"):
-    """A pyglet window with an OpenGL 4.3 core context, or WindowError."""
+                option: str = "--screen", screens: list | None = None):
+    """A pyglet window with an OpenGL 4.3 core context, or WindowError. `screens`: the list
+    already asked of the display (asked again, pyglet makes new screen objects)."""
     import pyglet
 
-    screens = screens_or_error()
+    screens = screens if screens is not None else screens_or_error()
     if not 0 <= screen_index < len(screens):
         names = ", ".join(f"{i}: {s.width}x{s.height}" for i, s in enumerate(screens))
         raise WindowError(f"{option} {screen_index}: no such screen (screens: {names})")
