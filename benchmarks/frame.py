@@ -9,6 +9,10 @@ then renders frames with a fixed 1/60 s step. Whole frames are timed by the wall
 ctx.finish() (CPU work included), each pass by GL timer queries where the driver has them.
 The HUD is drawn with pyglet in a hidden headless window where pyglet can open one (else
 left out, and said).
+ `--backend 4.3,4.1` times both
+backends' frames side by side (default: both where the driver has compute shaders, else 4.1),
+with a ratio line per count and far draw (the 4.1 backend draws far agents as points only:
+the splat is a compute pass; its row is timed once, and compared with each 4.3 far draw).
 """
 
 from __future__ import annotations
@@ -35,7 +39,8 @@ def make_context(size: tuple[int, int]):
     return ctx, hud, note.replace("text drawn", "HUD drawn").replace("no text", "HUD left out")
 
 
-def bench_count(ctx, hud, count: int, args: argparse.Namespace) -> dict:
+def bench_count(ctx, hud, count: int, args: argparse.Namespace, far: str,
+                backend: str = "4.3") -> dict:
     from show.frame import Show
     from show.loop import FixedStep, Loop, Offscreen
     from show.options import ShowOptions
@@ -45,7 +50,9 @@ def bench_count(ctx, hud, count: int, args: argparse.Namespace) -> dict:
         params.update({"post": "on", "bloom": 0.8, "feedback": 0.85, "feedback_zoom": 0.01})
     else:
         params["post"] = "off"  # exposure and the tone map only
-    show = Show(ctx, params, ShowOptions(seed=1, fixed_dt=1 / 60, live=False))
+    show = Show(ctx, params, ShowOptions(seed=1, fixed_dt=1 / 60, live=False, gl=backend))
+    if backend == "4.3":
+        show.renderer.far_draw = far
     sink = Offscreen(show, args.size)
     framebuffer = sink.framebuffer
     for _ in range(round(args.settle * 30)):
@@ -76,7 +83,8 @@ def bench_count(ctx, hud, count: int, args: argparse.Namespace) -> dict:
             break
     counts = show.renderer.read_counts_now()
     row = {
-        "count": count, "frames": len(frames), "frame_ms": statistics.median(frames),
+        "count": count, "backend": backend, "far_draw": show.renderer.far_draw,
+        "frames": len(frames), "frame_ms": statistics.median(frames),
         "frame_ms_max": max(frames),
         "passes_ms": {k: statistics.median(v) if v else None for k, v in passes.items()},
         "visible": counts.visible, "near": counts.near, "far": counts.far,
@@ -97,34 +105,59 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=30.0, help="wall seconds per count")
     parser.add_argument("--post", choices=("full", "off"), default="full",
                         help="full: bloom and feedback on (default); off: tone map only")
+    parser.add_argument("--far", default="splat",
+                        help="how far agents are drawn: splat (compute, the default), points "
+                             "(GL points), or both: splat,points (each count timed both ways)")
+    parser.add_argument("--backend", default=None,
+                        help="4.3,4.1: the backends to time (default: both where the driver "
+                             "has compute shaders, else 4.1)")
     args = parser.parse_args(argv)
     args.size = tuple(int(v) for v in args.size.lower().split("x"))
 
     ctx, hud, note = make_context(args.size)
-    from visual.gl import is_software
+    from visual.gl import BACKENDS, compute_missing, is_software
 
+    missing = compute_missing(ctx)
+    available = ["4.1"] if missing else list(BACKENDS)
+    backends = [b for b in (args.backend or ",".join(available)).split(",") if b]
+    if not set(backends) <= set(available):
+        parser.error(f"--backend {args.backend}: this context offers {', '.join(available)}")
     renderer = ctx.info["GL_RENDERER"]
     timing = "frames: wall time to ctx.finish(); passes: " + (
         "n/a (software GL)" if is_software(ctx) else "GL timer queries")
     print(f"# {renderer}; {timing}; {args.size[0]}x{args.size[1]}; {note}", flush=True)
-    print(f"{'agents':>10} {'frame ms':>9} {'sim':>7} {'cull':>7} {'draw':>7} {'post':>7} "
-          f"{'visible':>9} {'far':>9}", flush=True)
-    rows = []
+    fars = args.far.split(",")
+    if not fars or any(far not in ("splat", "points") for far in fars):
+        parser.error(f"--far: splat, points or splat,points, not {args.far!r}")
+    print(f"{'agents':>10} {'gl':>4} {'far draw':>8} {'frame ms':>9} {'sim':>7} {'cull':>7} "
+          f"{'draw':>7} {'post':>7} {'visible':>9} {'far':>9}", flush=True)
+    rows, ratios = [], []
+
+    def ms(v):
+        return f"{v:7.3f}" if v is not None else "      -"
+
     for count in args.counts:
-        row = bench_count(ctx, hud, count, args)
-        rows.append(row)
-        p = row["passes_ms"]
-
-        def ms(v):
-            return f"{v:7.3f}" if v is not None else "      -"
-
-        print(f"{count:>10} {row['frame_ms']:9.3f} {ms(p['simulate'])} {ms(p['cull'])} "
-              f"{ms(p['draw'])} {ms(p['post'])} {row['visible']:>9} {row['far']:>9}",
-              flush=True)
+        made = []
+        for backend in backends:
+            for far in (fars if backend == "4.3" else ["points"]):
+                row = bench_count(ctx, hud, count, args, far, backend)
+                rows.append(row)
+                made.append(row)
+                p = row["passes_ms"]
+                print(f"{count:>10} {backend:>4} {row['far_draw']:>8} {row['frame_ms']:9.3f} "
+                      f"{ms(p['simulate'])} {ms(p['cull'])} {ms(p['draw'])} {ms(p['post'])} "
+                      f"{row['visible']:>9} {row['far']:>9}", flush=True)
+        for gl41 in (r for r in made if r["backend"] == "4.1"):
+            for gl43 in (r for r in made if r["backend"] == "4.3"):
+                ratio = gl41["frame_ms"] / gl43["frame_ms"]
+                ratios.append({"count": count, "far_draw_43": gl43["far_draw"], "ratio": ratio})
+                print(f"{count:>10} 4.1 / 4.3 ({gl43['far_draw']}): {ratio:.2f}x the frame time",
+                      flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps({
             "benchmark": "whole frame", "renderer": renderer, "timing": timing,
-            "size": args.size, "hud": note, "post": args.post, "python": platform.python_version(),
+            "size": args.size, "hud": note, "post": args.post, "backends": backends,
+            "ratios_41_over_43": ratios, "python": platform.python_version(),
             "date": time.strftime("%Y-%m-%d %H:%M:%S"), "results": rows}, indent=2))
     return 0
 

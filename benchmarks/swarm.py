@@ -14,8 +14,12 @@ the CPU's and the GPU's work). Software GL (no meaningful timer queries) falls b
 around ctx.finish(). "candidates" are the agents in the 27 cells around an agent (the grid's
 work an agent), mean and max. Prints a table and optionally writes JSON.
 
-`--variant NAME:key=value,...` also times the grid with other simulate_grid.comp settings
-(visual/swarm.py TUNING) from the same states.
+`--variant NAME:key=value,...` also times the grid with other settings from the same states:
+simulate_grid.comp's (visual/swarm.py TUNING: lanes, local_size) on the compute backend, the
+GL 4.1 backend's (visual/swarm41.py: brute_below=0 times its grid below BRUTE_BELOW too).
+
+`--backend 4.3,4.1` times both backends side by side from the same states (default: both where
+the driver has compute shaders, else 4.1), with a ratio line per count (4.1 / 4.3, same run).
 """
 
 from __future__ import annotations
@@ -35,8 +39,18 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
 from control.params import Params  # noqa: E402
-from visual.gl import create_headless_context, is_software  # noqa: E402
-from visual.swarm import Swarm, cell_budget, grid_shape, spawn_state  # noqa: E402
+from visual.gl import (  # noqa: E402
+    BACKENDS,
+    compute_missing,
+    create_headless_context,
+    is_software,
+)
+from visual.swarm import TUNING, Swarm, cell_budget, grid_shape, spawn_state  # noqa: E402
+from visual.swarm41 import Swarm41  # noqa: E402
+
+SWARMS = {"4.3": Swarm, "4.1": Swarm41}
+# What --variant may set on each backend.
+TUNING_KEYS = {"4.3": set(TUNING), "4.1": {"brute_below", "sort_stages"}}
 
 SEED_COUNT = 16384
 DENSITIES = ("spawn", "settled")
@@ -142,7 +156,9 @@ def time_path(ctx, swarm: Swarm, state, args: argparse.Namespace, dt: float) -> 
     pass_ms = {name: statistics.median(Timing.ms(record)) for name, record in passes.items()}
     return {"median_ms": statistics.median(step_ms), "min_ms": min(step_ms),
             "steps": len(step_ms), "cpu_ms": cpu_ms, "passes_ms": pass_ms,
-            "passes_sum_ms": sum(pass_ms.values())}
+            "passes_sum_ms": sum(pass_ms.values()),
+            "lanes": swarm.lanes if swarm.neighbors == "grid" else None,
+            "measured_candidates": swarm.mean_candidates}
 
 
 def parse_variant(text: str) -> tuple[str, dict]:
@@ -155,7 +171,7 @@ def parse_variant(text: str) -> tuple[str, dict]:
 
 
 def timed_swarm(ctx, params: Params, state, path: str, tuning: dict | None,
-                args: argparse.Namespace, dt: float) -> dict:
+                args: argparse.Namespace, dt: float, backend: str = "4.3") -> dict:
     """Time a fresh swarm made from `state` (the driver may leave a buffer the CPU has read back
     in system memory: the swarm that settled is never the one timed), after --warm-up seconds
     of untimed steps, issued back to back (the kernels' first runs, and the GPU's clocks up
@@ -163,7 +179,8 @@ def timed_swarm(ctx, params: Params, state, path: str, tuning: dict | None,
     same pass on the same state then ran up to 2x slower from one run to the next). The timed
     steps start from `state` again."""
     kwargs = {"tuning": tuning} if tuning else {}
-    swarm = Swarm(ctx, params, neighbors=path, position=state[0], velocity=state[1], **kwargs)
+    swarm = SWARMS[backend](ctx, params, neighbors=path, position=state[0], velocity=state[1],
+                            **kwargs)
     try:
         started = time.perf_counter()
         steps = 0
@@ -184,31 +201,51 @@ def bench_count(ctx, count: int, args: argparse.Namespace) -> list[dict]:
     rows = []
     spawn = spawn_state(count, params, 1)
     for density in args.densities:
-        row: dict = {"count": count, "density": density,
-                     "contain_radius": params["contain_radius"]}
+        base: dict = {"count": count, "density": density,
+                      "contain_radius": params["contain_radius"]}
         state = spawn
-        if density == "settled":
-            swarm = Swarm(ctx, params, neighbors="grid", position=spawn[0], velocity=spawn[1])
+        if density == "settled":  # settled once, by the first backend: both time that state
+            swarm = SWARMS[args.backends[0]](ctx, params, neighbors="grid", position=spawn[0],
+                                             velocity=spawn[1])
             t0 = time.perf_counter()
             for _ in range(round(args.settle * 30)):
                 swarm.step(1 / 30)
             ctx.finish()
-            row["settle_seconds"] = args.settle
-            row["settle_wall_s"] = time.perf_counter() - t0
+            base["settle_seconds"] = args.settle
+            base["settle_wall_s"] = time.perf_counter() - t0
             state = swarm.read_state()
             swarm.release()
-        row["candidates"] = candidates(state[0], params)
-        for path in args.paths:
-            if path == "brute" and (count > args.brute_max or density != args.densities[-1]):
-                continue
-            row[path] = timed_swarm(ctx, params, state, path, None, args, dt)
-        for name, tuning in args.variants:
-            row.setdefault("variants", {})[name] = timed_swarm(ctx, params, state, "grid",
-                                                                tuning, args, dt)
-        if row.get("grid") and row.get("brute"):
-            row["speedup"] = row["brute"]["median_ms"] / row["grid"]["median_ms"]
-        rows.append(row)
+        base["candidates"] = candidates(state[0], params)
+        for backend in args.backends:
+            row = {**base, "backend": backend}
+            for path in args.paths:
+                if path == "brute" and (count > args.brute_max
+                                        or density != args.densities[-1]):
+                    continue
+                row[path] = timed_swarm(ctx, params, state, path, None, args, dt, backend)
+            for name, tuning in args.variants:
+                if set(tuning) <= TUNING_KEYS[backend]:
+                    row.setdefault("variants", {})[name] = timed_swarm(
+                        ctx, params, state, "grid", tuning, args, dt, backend)
+            if row.get("grid") and row.get("brute"):
+                row["speedup"] = row["brute"]["median_ms"] / row["grid"]["median_ms"]
+            rows.append(row)
     return rows
+
+
+def ratios(rows: list[dict]) -> list[dict]:
+    """4.1 / 4.3 step time of each count, density and path timed on both (same run)."""
+    found = []
+    by_key = {(r["count"], r["density"], r["backend"]): r for r in rows}
+    for (count, density, backend), row in by_key.items():
+        other = by_key.get((count, density, "4.3"))
+        if backend != "4.1" or other is None:
+            continue
+        for path in ("grid", "brute"):
+            if row.get(path) and other.get(path):
+                found.append({"count": count, "density": density, "path": path,
+                              "ratio": row[path]["median_ms"] / other[path]["median_ms"]})
+    return found
 
 
 def print_row(row: dict) -> None:
@@ -220,11 +257,12 @@ def print_row(row: dict) -> None:
             return
         cpu = f"{timed['cpu_ms']:.3f}" if timed["cpu_ms"] is not None else "-"
         passes = " ".join(f"{k} {v:.3f}" for k, v in timed["passes_ms"].items())
-        print(f"{row['count']:>10} {row['density']:>8} {label:>12} {timed['median_ms']:>9.3f} "
+        print(f"{row['count']:>10} {row['density']:>8} {row['backend']:>4} {label:>12} "
+              f"{timed['median_ms']:>9.3f} "
               f"{timed['min_ms']:>9.3f} {cpu:>8} {cand['mean']:>7.0f} {cand['max']:>6} "
               f"{extra}  {passes}", flush=True)
 
-    line("grid", grid)
+    line("grid", grid, f"lanes {grid['lanes']}" if grid else "")
     line("brute", brute, f"{row['speedup']:.0f}x" if "speedup" in row else "")
     for name, timed in row.get("variants", {}).items():
         line(name, timed)
@@ -251,6 +289,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="skip brute force above this count (default 1048576)")
     parser.add_argument("--variant", action="append", default=[], metavar="NAME:K=V,...",
                         help="also time the grid with these TUNING settings")
+    parser.add_argument("--backend", default=None,
+                        help="4.3,4.1: the backends to time (default: both where the driver "
+                             "has compute shaders, else 4.1)")
     args = parser.parse_args(argv)
     args.paths = [p for p in args.paths.split(",") if p]
     given = [d for d in args.densities.split(",") if d]
@@ -259,22 +300,34 @@ def main(argv: list[str] | None = None) -> int:
     args.densities = [d for d in DENSITIES if d in given]  # spawn first: settled starts there
     args.variants = [parse_variant(v) for v in args.variant]
 
-    ctx = create_headless_context()
+    ctx = create_headless_context("4.1")
+    missing = compute_missing(ctx)
+    available = ["4.1"] if missing else list(BACKENDS)
+    args.backends = [b for b in (args.backend or ",".join(available)).split(",") if b]
+    if not set(args.backends) <= set(available):
+        parser.error(f"--backend {args.backend}: this context offers {', '.join(available)}"
+                     + (f" ({missing})" if missing else ""))
     renderer = ctx.info["GL_RENDERER"]
     timing = "wall time around ctx.finish()" if is_software(ctx) else "GL timer queries"
-    print(f"# {renderer}; {timing}; settled: {args.settle} s simulated", flush=True)
-    print(f"{'agents':>10} {'density':>8} {'path':>12} {'median ms':>9} {'min ms':>9} "
-          f"{'cpu ms':>8} {'cand':>7} {'max':>6}  passes (median ms)", flush=True)
+    print(f"# {renderer}; {timing}; settled: {args.settle} s simulated; backends "
+          f"{', '.join(args.backends)}", flush=True)
+    print(f"{'agents':>10} {'density':>8} {'gl':>4} {'path':>12} {'median ms':>9} "
+          f"{'min ms':>9} {'cpu ms':>8} {'cand':>7} {'max':>6}  passes (median ms)", flush=True)
     rows = []
     for count in args.counts:
-        for row in bench_count(ctx, count, args):
+        made = bench_count(ctx, count, args)
+        for row in made:
             rows.append(row)
             print_row(row)
+        for ratio in ratios(made):
+            print(f"{ratio['count']:>10} {ratio['density']:>8}  4.1 / 4.3 {ratio['path']:>5}: "
+                  f"{ratio['ratio']:.2f}x the step time", flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps({
             "benchmark": "swarm step", "renderer": renderer, "timing": timing,
             "gl_version": ctx.version_code, "python": platform.python_version(),
-            "date": time.strftime("%Y-%m-%d %H:%M:%S"), "results": rows}, indent=2))
+            "date": time.strftime("%Y-%m-%d %H:%M:%S"), "backends": args.backends,
+            "results": rows, "ratios_41_over_43": ratios(rows)}, indent=2))
     ctx.release()
     return 0
 

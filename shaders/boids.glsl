@@ -8,9 +8,18 @@
 // and MAX_OBSTACLES from visual/uniforms.py. swarm.speed_limit is max_speed after the audio
 // boost; dt is already clamped to 1/30 by the caller, as the seed does.
 
+#ifdef GL41
+// GL 4.1 has no storage buffers: the simulate pass hands this on per agent (a varying) and
+// visual/swarm41.py adds the flags up on the GPU.
+bool guard_fired = false;
+#define COUNT_GUARDED() guard_fired = true
+#else
 layout(std430, binding = 5) buffer SwarmStats {
     uint guarded;  // agents put back by the non-finite guard, since the counter was cleared
+    uint crowd;    // candidates the grid kernel visited, / CROWD_UNIT, on a measured step
 };
+#define COUNT_GUARDED() atomicAdd(guarded, 1u)
+#endif
 
 struct Gather {
     vec3 sep;
@@ -131,7 +140,7 @@ Agent steer_and_integrate(Agent self, Gather g) {
 
     uint id = uint(self.position.w);
     if (!all_finite(p) || !all_finite(v)) {
-        atomicAdd(guarded, 1u);
+        COUNT_GUARDED();
         return respawn(id);
     }
     Agent o;

@@ -1,11 +1,14 @@
-// common.glsl: the agent record and helpers every swarm kernel (compute only) shares.
+// common.glsl: the agent record and helpers every swarm kernel shares (the compute kernels,
+// and the GL 4.1 backend's vertex and fragment passes, compiled with GL41 defined).
 #include "agent.glsl"
 
+#ifndef GL41
 // The 1D index of this invocation when a large dispatch is folded into y (see dispatch_1d).
 // Every kernel defines LOCAL_SIZE (from Python) as its local_size_x.
 uint global_index() {
     return gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * gl_NumWorkGroups.x * uint(LOCAL_SIZE);
 }
+#endif
 
 // True unless a component is NaN or infinite. Tests the exponent bits, which no fast-math
 // optimisation can remove (isnan() may be compiled away).

@@ -3,6 +3,13 @@
 // frame's values from the PostParams block (post.*, visual/uniforms.py).
 #include "post_params.glsl"
 
+// A sampler's texture unit: in its layout, or on GLSL 4.10 (no `binding =`) set from Python.
+#ifdef GL41
+#define SAMPLER_AT(unit)
+#else
+#define SAMPLER_AT(unit) layout(binding = unit)
+#endif
+
 // A value safe to filter and store: NaN and negatives become 0, +inf becomes HDR_MAX.
 vec3 safe_hdr(vec3 color) {
     bvec3 bad = isnan(color);

@@ -4,9 +4,9 @@
 #include "post_common.glsl"
 #include "post_tonemap.glsl"
 
-layout(binding = 0) uniform sampler2D u_scene;  // HDR, pixel for pixel
+SAMPLER_AT(0) uniform sampler2D u_scene;  // HDR, pixel for pixel
 #if BLOOM
-layout(binding = 1) uniform sampler2D u_bloom;  // bloom level 0, half resolution
+SAMPLER_AT(1) uniform sampler2D u_bloom;  // bloom level 0, half resolution
 #endif
 
 in vec2 v_uv;

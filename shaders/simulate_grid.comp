@@ -8,7 +8,11 @@
 // the lanes' partial sums are then added in lane order (a fixed order: the same input gives
 // the same bits). More lanes give the GPU more independent work where an agent has hundreds
 // or thousands of candidates (a settled swarm crowding the lure), fewer waste less where it
-// has a hundred (a spread swarm).
+// has a hundred (a spread swarm). visual/swarm.py picks LANES per step from the count and how
+// crowded the swarm is: on a measured step (the MEASURE variant, a program of its own so that
+// the others carry none of it) each workgroup adds up the candidates its agents visit (each
+// capped at CROWD_CAP) and adds the sum / CROWD_UNIT to SwarmStats.crowd, read back a few
+// steps later.
 #define GRID_STARTS
 #define GRID_COUNTS
 #include "boids.glsl"
@@ -17,6 +21,11 @@
 #ifndef LANES
 #define LANES 1
 #endif
+#ifndef MEASURE
+#define MEASURE 0
+#endif
+#define CROWD_CAP 4095u
+#define CROWD_UNIT 32u
 
 layout(local_size_x = LOCAL_SIZE) in;
 
@@ -29,6 +38,9 @@ const ivec2 ROWS[9] = ivec2[9](ivec2(0, 0), ivec2(-1, 0), ivec2(1, 0), ivec2(0, 
                                ivec2(0, 1), ivec2(-1, -1), ivec2(1, -1), ivec2(-1, 1),
                                ivec2(1, 1));
 
+#if MEASURE
+shared uint s_crowd;
+#endif
 #if LANES > 1
 shared vec4 part_sep[LOCAL_SIZE];  // w: neighbours (a float: exact below 2^24)
 shared vec3 part_ali[LOCAL_SIZE];
@@ -57,13 +69,14 @@ uint first_budget() {
 }
 
 // This lane's share of agent i's candidates: every LANES-th of each row from `lane` on.
-Gather gather_lane(Agent self, uint i, uint budget, uint lane) {
+Gather gather_lane(Agent self, uint i, uint budget, uint lane, inout uint visited) {
     float r2 = swarm.neighbor_radius * swarm.neighbor_radius;
     float s2 = swarm.separation_radius * swarm.separation_radius;
     ivec3 c = grid_cell(self.position.xyz);
     Gather g = gather_begin();
     for (int row = 0; row < 9; row++) {
         uvec2 range = row_range(c, row, budget);
+        visited += range.y - range.x;
         for (uint j = range.x + lane; j < range.y; j += uint(LANES)) {
             if (j == i) continue;
             if (gather_position(g, self.position.xyz, agents_in[j].position.xyz, r2, s2))
@@ -110,8 +123,18 @@ void main() {
     self.velocity = vec4(0.0);
     if (in_range) self = agents_in[i];
     uint budget = in_range ? first_budget() : 0u;
+#if MEASURE
+    if (t == 0u) s_crowd = 0u;
+#endif
 
-    Gather g = gather_lane(self, i, budget, lane);
+    uint visited = 0u;
+    Gather g = gather_lane(self, i, budget, lane, visited);
+#if MEASURE
+    barrier();
+    if (lane == 0u && in_range) atomicAdd(s_crowd, min(visited, CROWD_CAP));
+    barrier();
+    if (t == 0u) atomicAdd(crowd, s_crowd / CROWD_UNIT);
+#endif
 #if LANES > 1
     share_lane(g, t);
     barrier();

@@ -11,6 +11,7 @@ from typing import NoReturn
 from control.params import MAX_COUNT
 from show.console import error
 from show.options import HEADLESS_SIZE
+from visual.gl import GL_CHOICES
 from visual.swarm import MAX_DT, NEIGHBOR_MODES
 from visual.uniforms import MAX_OBSTACLES
 
@@ -122,10 +123,19 @@ class Parser(argparse.ArgumentParser):
         return f" (did you mean {close[0]}?)" if close else ""
 
 
+GL_NOTES = (
+    "GPU backends (--gl): 4.3 runs the simulation and the cull in compute shaders; 4.1 "
+    "(macOS stops at OpenGL 4.1 core) in transform feedback and float textures. auto, the "
+    "default, takes 4.3 where the driver has compute shaders (asked of the context's version "
+    "and extensions, never by compiling one) and 4.1 otherwise; the HUD and telemetry say "
+    "which runs. The look, the parameters, presets and every input are the same on both.")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="instrument.py",
-        description="A live swarm of GPU boids driven by sound and MIDI.")
+        description="A live swarm of GPU boids driven by sound and MIDI.",
+        epilog=GL_NOTES)
     run = parser.add_argument_group("running")
     run.add_argument("--headless", action="store_true",
                      help="render offscreen (EGL) without a window; no display needed")
@@ -133,6 +143,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="run N frames, then exit")
     run.add_argument("--dt", type=_time_step, metavar="SECONDS",
                      help="advance exactly this step each frame instead of following the clock")
+    run.add_argument("--gl", choices=GL_CHOICES, default="auto",
+                     help="GPU backend: 4.3 (compute shaders), 4.1 (transform feedback: macOS) "
+                          "or auto (default: 4.3 where the driver has compute)")
     run.add_argument("--seed", type=_seed, metavar="S",
                      help="random seed of the spawn: same seed, same start (default 0, or the "
                           "control track's with --control)")

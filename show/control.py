@@ -187,8 +187,14 @@ class ThumbnailJob:
                     log.info(f"control: slot {slot}'s thumbnail: {exc}")
                     self.ready.discard(slot)
                     continue
-                self.run, self.running = LookRun(self.ctx, preset, self.settings,
-                                                 self.song), slot
+                frame_log = logging.getLogger("show.frame")
+                level = frame_log.level
+                frame_log.setLevel(logging.WARNING)  # not "GL 4.3 backend" once a thumbnail
+                try:
+                    run = LookRun(self.ctx, preset, self.settings, self.song)
+                finally:
+                    frame_log.setLevel(level)
+                self.run, self.running = run, slot
             if self.run is None:
                 return None
         self.run.step(self.frames_per_step)

@@ -238,12 +238,12 @@ def run_headless(live: LiveShow) -> None:
             getattr(args, "control_screen", None) is not None:
         log.info("--output-screen, --control-screen: a headless show has no screens; no "
                  "control window")
-    ctx = create_headless_context()
+    ctx = create_headless_context("4.1")  # at least: the show picks the backend (--gl)
     size = args.size or HEADLESS_SIZE
     show = live.build(ctx, size)
     sink = Offscreen(show, size)
     log.info(f"headless: {show.swarm.count} agents, {args.neighbors} neighbours, "
-             f"{size[0]}x{size[1]}, {ctx.info['GL_RENDERER']}")
+             f"{size[0]}x{size[1]}, {ctx.info['GL_RENDERER']}, GL {show.backend} backend")
     # With video outputs a headless show plays in real time, at --fps (default 60) as a
     # window would at its refresh rate; without, as fast as it renders.
     cap = (args.fps or DEFAULT_RATE) if show.outputs else None
@@ -315,7 +315,7 @@ def run_window(live: LiveShow) -> None:
     for note in plan.notes:
         log.info(note)
     window = open_window(plan.output, fullscreen=not args.windowed and args.size is None,
-                         size=args.size, screens=screens)
+                         size=args.size, gl=args.gl, screens=screens)
     screen = LiveWindow(window, fps=args.fps, overlay=not plan.separate)
     show = live.build(screen.ctx, tuple(window.get_framebuffer_size()), rate=screen.fps)
     if plan.control is not None:
@@ -349,10 +349,12 @@ def open_control(live: LiveShow, screen, where, plan: ScreenPlan) -> None:
     from visual.preview import Preview
 
     show, args = live.show, live.args
+    version = (4, 3) if screen.ctx.version_code >= 430 else (4, 1)  # as the output's
     try:
         window = open_control_window(where, fullscreen=plan.separate and not args.windowed,
-                                     size=None)
-    except (pyglet.window.WindowException, pyglet.gl.ContextException) as exc:
+                                     size=None, version=version)
+    except (pyglet.window.WindowException, pyglet.window.NoSuchConfigException,
+            pyglet.gl.ContextException) as exc:
         screen.window.switch_to()
         log.info(f"control window: cannot open it ({exc}); the show goes on without it")
         return

@@ -40,6 +40,9 @@ class ShowOptions:
     # Where the shaders come from: None, $SWARM_SHADERS or the bundled ones; safe mode: the
     # bundled ones whatever the environment says.
     shader_dir: Path | None = None
+    # --gl: the simulation and culling backend, "auto" (4.3's compute where the driver has it,
+    # else 4.1's transform feedback), "4.3" or "4.1".
+    gl: str = "auto"
 
 
 def options_from_args(args: argparse.Namespace, params: Params, *, render: bool = False
@@ -60,5 +63,6 @@ def options_from_args(args: argparse.Namespace, params: Params, *, render: bool 
         obstacles=getattr(args, "obstacle", None) or (), position=position, velocity=velocity,
         reproducible=render or fixed_dt is not None, live=not render,
         shader_dir=BUNDLED_SHADERS if getattr(args, "safe_mode", False) else None,
+        gl=getattr(args, "gl", None) or "auto",
         pinned=frozenset({"count"}) if args.count is not None or position is not None
         else frozenset())

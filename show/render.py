@@ -109,8 +109,9 @@ class VideoSink:
         self.encoder = encoder
         self.progress = progress
         self.observe = observe
+        # The planes are a compute pass: on the GL 4.1 backend the frame is read back as RGB.
         self.yuv = (YuvReadback(show.ctx, job.size, shader_dir=show.renderer.shader_dir)
-                    if supported(job.size) else None)
+                    if supported(job.size) and show.backend == "4.3" else None)
 
     def target(self):
         return self.offscreen.target()
@@ -161,7 +162,7 @@ def render(job: RenderJob, params: Params, options: ShowOptions, routes: Sequenc
     show = None
     try:
         if own_ctx:
-            ctx = create_headless_context()
+            ctx = create_headless_context("4.1")  # at least: the show picks (--gl)
         if job.samples is not None:
             audio = OfflineAudio(job.samples, job.rate, name=job.song.name)
         else:
@@ -187,7 +188,7 @@ def render(job: RenderJob, params: Params, options: ShowOptions, routes: Sequenc
     log.info(f"render: {source}, {job.duration:.2f} s -> {job.out}: {job.frames} frames at "
         f"{job.fps:g} fps ({job.substeps} step{'s' if job.substeps > 1 else ''} of "
         f"{job.step * 1000:.2f} ms each), {width}x{height}, {job.codec}, "
-        f"{show.swarm.count} agents, {ctx.info['GL_RENDERER']}")
+        f"{show.swarm.count} agents, {ctx.info['GL_RENDERER']}, GL {show.backend} backend")
     track = job.track if job.track is not None and not job.track.from_midi_file else None
     previous = [-math.inf]
 

@@ -79,11 +79,16 @@ def telemetry(show: Show) -> dict[str, Any]:
         "slow_frames": show.clock.slow_frames,
         "gpu_ms": {k: _round(v) for k, v in show.gpu_ms.items()},
         "agents": show.swarm.count,
+        "backend": {"gl": show.backend, "why": show.backend_why,
+                    "context": show.ctx.info.get("GL_VERSION", "")},
         "visible": renderer.visible,
         "near_lure": renderer.near_lure,
         "counts_lag": (None if renderer.counts_frame is None
                        else renderer.frames - 1 - renderer.counts_frame),
         "readback": renderer.readback,
+        "grid": {"neighbors": show.swarm.neighbors, "lanes": show.swarm.lanes,
+                 "mean_candidates": _round(show.swarm.mean_candidates)},
+        "far_draw": renderer.far_draw,
         "paused": show.paused,
         "params": params,
         "audio": show.audio.telemetry(),
@@ -123,7 +128,9 @@ def hud_lines(show: Show) -> list[str]:
         f"draw {ms(gpu['draw'])}  post {ms(gpu.get('post'))}",
         f"agents {show.swarm.count:,}  visible {'-' if visible is None else f'{visible:,}'}"
         f"  near lure {'-' if renderer.near_lure is None else renderer.near_lure}",
-        f"{show.swarm.neighbors} neighbours  {'PAUSED' if show.paused else ''}".rstrip(),
+        f"{show.swarm.neighbors} neighbours  GL {show.backend} "
+        f"({'compute' if show.backend == '4.3' else 'transform feedback'})"
+        f"  {'PAUSED' if show.paused else ''}".rstrip(),
         f"audio: {audio_line(show.audio)}",
         f"tempo: {tempo_line(show)}",
         f"look: {look_line(show)}",

@@ -13,10 +13,11 @@ import numpy as np
 from control.params import Params
 from visual.camera import OrbitCamera
 from visual.renderer import Renderer
+from visual.renderer41 import Renderer41
 
 
-class Drawn(Renderer):
-    """`Renderer` drawing with `params`, a frame's `values` on top where a test gives them."""
+class _Drawing:
+    """A renderer drawing with `params`, a frame's `values` on top where a test gives them."""
 
     def __init__(self, ctx: moderngl.Context, params: Params | None = None, **kwargs: Any):
         super().__init__(ctx, **kwargs)
@@ -26,6 +27,14 @@ class Drawn(Renderer):
                values: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         super().render(swarm, camera, framebuffer, {**self.params.as_dict(), **(values or {})},
                        **kwargs)
+
+
+class Drawn(_Drawing, Renderer):
+    """`Renderer` (compute) drawing with `params`."""
+
+
+class Drawn41(_Drawing, Renderer41):
+    """`Renderer41` (GL 4.1) drawing with `params`."""
 
 
 def render_offscreen(ctx: moderngl.Context, renderer: Drawn, swarm: Any, camera: OrbitCamera,

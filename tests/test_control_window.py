@@ -441,3 +441,20 @@ def test_thumbnails_are_the_presets_played_and_played_again_when_saved(ctx, tmp_
                                                  settings, song))
     finally:
         job.release()
+
+
+def test_the_control_window_on_gl_4_1(two_screens, tmp_path):
+    """On a GL 4.1 core context (macOS's; Mesa told to be one, as tests/test_gl41.py does)
+    the control window opens in a 4.1 context beside the picture and shows its preview."""
+    from test_gl41 import MAC_GL
+
+    telemetry = tmp_path / "t.jsonl"
+    env = with_display(two_screens, SWARM_PRESETS_DIR=str(tmp_path / "presets"), **MAC_GL)
+    result = instrument("--output-screen", "1", "--frames", "30", "--count", "500",
+                        "--no-midi", "--telemetry", str(telemetry), env=env)
+    assert result.returncode == 0, result.stderr
+    assert "control window: screen 0, 960x600" in result.stdout
+    record = _last(telemetry)
+    assert record["backend"]["gl"] == "4.1"
+    control = record["control"][0]
+    assert control["preview_frames"] == 30 and control["draws"] > 0

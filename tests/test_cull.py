@@ -1,19 +1,21 @@
 """The camera maths and the GPU cull pass: frustum planes, picking, the indirect command's counts,
 the near/far lists of the level of detail, the near-lure count and its late read-back.
 
-GPU tests compare the cull pass with the same test done in numpy on the same planes.
+GPU tests compare the cull pass with the same test done in numpy on the same planes; those that
+take the `backend` fixture run on both backends (compute, and GL 4.1's transform feedback cull).
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from drawing import Drawn
+from drawing import Drawn, Drawn41
 
 import visual.gl
 from control.params import Params
 from visual.camera import OrbitCamera, frustum_planes, look_at, perspective, sphere_visible
 from visual.swarm import Swarm, pack_agents
+from visual.swarm41 import STATE_WIDTH, Swarm41, state_rows
 
 SIZE = (64, 48)  # the cull tests only need a draw to happen, not to look at it
 
@@ -25,20 +27,43 @@ def strict_uniforms(monkeypatch):
 
 
 class AgentBuffer:
-    """Stands in for a Swarm: agents written straight into Swarm's GPU layout."""
+    """Stands in for a Swarm on either backend: agents written straight into Swarm's GPU
+    layout (`current`) and into Swarm41's state textures (`positions`, `velocities`)."""
 
     def __init__(self, ctx, position: np.ndarray, velocity: np.ndarray | None = None) -> None:
         position = np.asarray(position, np.float32)
         if velocity is None:
             velocity = np.tile(np.array([1.0, 0.0, 0.0], np.float32), (len(position), 1))
         self.count = len(position)
-        self.current = ctx.buffer(pack_agents(position, velocity).tobytes())
+        self.current = ctx.buffer(reserve=self.count * 32)
+        size = (STATE_WIDTH, state_rows(self.count))
+        self.positions = ctx.texture(size, 4, dtype="f4")
+        self.velocities = ctx.texture(size, 4, dtype="f4")
+        self.write(position, velocity)
 
     def write(self, position: np.ndarray, velocity: np.ndarray) -> None:
-        self.current.write(pack_agents(position, velocity).tobytes())
+        agents = pack_agents(position, velocity)
+        self.current.write(agents.tobytes())
+        texels = np.zeros((self.positions.width * self.positions.height, 8), np.float32)
+        texels[:len(agents)] = agents
+        self.positions.write(np.ascontiguousarray(texels[:, :4]).tobytes())
+        self.velocities.write(np.ascontiguousarray(texels[:, 4:]).tobytes())
 
     def release(self) -> None:
-        self.current.release()
+        for obj in (self.current, self.positions, self.velocities):
+            obj.release()
+
+
+BACKENDS = {"4.3": (Drawn, Swarm), "4.1": (Drawn41, Swarm41)}
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request, monkeypatch):
+    """The test runs on this backend: `Drawn` and `Swarm` here are its classes."""
+    drawn, swarm = BACKENDS[request.param]
+    monkeypatch.setitem(globals(), "Drawn", drawn)
+    monkeypatch.setitem(globals(), "Swarm", swarm)
+    return request.param
 
 
 def clear_of_planes(points: np.ndarray, planes: np.ndarray, radius: float,
@@ -153,7 +178,7 @@ def test_screen_point_maps_onto_the_plane_facing_the_camera():
 
 # ---- the cull pass on the GPU ---------------------------------------------------------------
 
-def test_visible_count_in_the_indirect_command_matches_numpy(ctx):
+def test_visible_count_in_the_indirect_command_matches_numpy(ctx, backend):
     params = Params({"agent_size": 0.6,
                      "lod_pixels": 0.6 * SIZE[1] / (2 * np.tan(np.radians(50.0) / 2)) / 120.0})
     camera = OrbitCamera(time=11.0)
@@ -185,7 +210,7 @@ def test_visible_count_in_the_indirect_command_matches_numpy(ctx):
         agents.release()
 
 
-def test_indirect_commands_hold_the_mesh_and_the_counts(ctx):
+def test_indirect_commands_hold_the_mesh_and_the_counts(ctx, backend):
     points = np.zeros((300, 3), np.float32)
     agents = AgentBuffer(ctx, points)
     renderer = Drawn(ctx, Params({"lod_pixels": 0}))  # every agent a cone
@@ -203,7 +228,7 @@ def test_indirect_commands_hold_the_mesh_and_the_counts(ctx):
         agents.release()
 
 
-def test_nothing_visible_draws_nothing(ctx):
+def test_nothing_visible_draws_nothing(ctx, backend):
     camera = OrbitCamera()
     behind = np.asarray(camera.eye) * 1.5  # behind the camera
     agents = AgentBuffer(ctx, np.tile(behind, (1000, 1)))
@@ -216,7 +241,7 @@ def test_nothing_visible_draws_nothing(ctx):
         agents.release()
 
 
-def test_near_lure_count_matches_numpy_and_ignores_visibility(ctx):
+def test_near_lure_count_matches_numpy_and_ignores_visibility(ctx, backend):
     params = Params({"lure_radius": 12.0})
     rng = np.random.default_rng(3)
     points = rng.uniform(-30, 30, size=(8000, 3)).astype(np.float32)
@@ -242,7 +267,7 @@ def test_near_lure_count_matches_numpy_and_ignores_visibility(ctx):
         agents.release()
 
 
-def test_swarm_centre_and_radius_match_numpy(ctx):
+def test_swarm_centre_and_radius_match_numpy(ctx, backend):
     rng = np.random.default_rng(5)
     centre = np.array([30.0, -20.0, 10.0])
     points = (centre + rng.normal(scale=12.0, size=(7000, 3))).astype(np.float32)
@@ -277,7 +302,7 @@ def test_swarm_centre_and_radius_match_numpy(ctx):
         agents.release()
 
 
-def test_counts_arrive_once_the_gpu_has_finished_their_frame(ctx):
+def test_counts_arrive_once_the_gpu_has_finished_their_frame(ctx, backend):
     camera = OrbitCamera()
     agents = AgentBuffer(ctx, np.zeros((1000, 3), np.float32))
     renderer = Drawn(ctx, Params({"lure_radius": 1.0}))
@@ -307,7 +332,7 @@ def test_counts_arrive_once_the_gpu_has_finished_their_frame(ctx):
         agents.release()
 
 
-def test_fixed_lag_reads_exactly_two_frames_late(ctx):
+def test_fixed_lag_reads_exactly_two_frames_late(ctx, backend):
     """--dt and --render: the camera follows counts of a fixed frame, so runs repeat."""
     agents = AgentBuffer(ctx, np.zeros((300, 3), np.float32))
     renderer = Drawn(ctx, Params())
@@ -345,7 +370,7 @@ class _StuckFences:
         self.live.remove(token)
 
 
-def test_counts_are_never_read_before_the_gpu_is_done(ctx):
+def test_counts_are_never_read_before_the_gpu_is_done(ctx, backend):
     """With the GPU behind, frames go on without counts (nothing reads an unfinished copy),
     a full ring drops its oldest copy, and the fences are all freed."""
     agents = AgentBuffer(ctx, np.zeros((500, 3), np.float32))
@@ -367,7 +392,7 @@ def test_counts_are_never_read_before_the_gpu_is_done(ctx):
         agents.release()
 
 
-def test_cull_reads_a_stepped_swarm(ctx):
+def test_cull_reads_a_stepped_swarm(ctx, backend):
     params = Params({"count": 2000})
     swarm = Swarm(ctx, params, seed=4)
     renderer = Drawn(ctx, params)

@@ -1,5 +1,6 @@
 """The HDR post chain (visual/post.py): tone mapping against numpy, the bloom's reach and energy,
-the feedback's bound and decay, the fast path, resizes, reloads and releases.
+the feedback's bound and decay, the fast path, resizes, reloads and releases; on both backends
+(`chain_class`: compute passes, or GL 4.1's fragment passes, visual/post41.py).
 
 Images are small (llvmpipe renders in software); the HDR results are read back as floats from
 `PostChain.composite` (the image `run` tone maps) or from an RGBA32F output target.
@@ -24,6 +25,7 @@ from visual.post import (
     bloom_level_sizes,
     feedback_step,
 )
+from visual.post41 import PostChain41
 
 FLAT = {"dither": False}  # the display values exactly, no noise
 
@@ -34,9 +36,14 @@ def strict_uniforms(monkeypatch):
     monkeypatch.setattr(visual.gl, "STRICT", True)
 
 
+@pytest.fixture(params=[PostChain, PostChain41], ids=["4.3", "4.1"])
+def chain_class(request):
+    return request.param
+
+
 @pytest.fixture
-def chain(ctx):
-    made = PostChain(ctx)
+def chain(ctx, chain_class):
+    made = chain_class(ctx)
     yield made
     made.release()
 
@@ -343,10 +350,10 @@ def test_a_new_size_remakes_the_images_and_runs_clean(ctx, chain, gpu):
         assert chain._levels[0].texture.size == bloom_level_sizes(size)[0]
 
 
-def test_a_broken_shader_on_reload_keeps_the_running_programs(ctx, gpu, tmp_path):
+def test_a_broken_shader_on_reload_keeps_the_running_programs(ctx, gpu, tmp_path, chain_class):
     folder = tmp_path / "shaders"
     shutil.copytree(visual.gl.BUNDLED_SHADERS, folder)
-    chain = PostChain(ctx, shader_dir=folder)
+    chain = chain_class(ctx, shader_dir=folder)
     try:
         (folder / "post_display.frag").write_text("void main() { this is not GLSL }\n")
         with pytest.raises(ShaderError, match="post_display.frag"):

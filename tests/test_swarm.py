@@ -1,4 +1,7 @@
-"""The GPU swarm against the numpy reference of seed 000's kernel, both neighbour paths."""
+"""The GPU swarm against the numpy reference of seed 000's kernel, both neighbour paths, on both
+backends: compute (GL 4.3) and transform feedback (GL 4.1, visual/swarm41.py). A test that takes
+the `backend` fixture runs on both; the others test the compute backend's own machinery (its
+lanes, scan levels and buffers; tests/test_swarm41.py has the 4.1 backend's)."""
 
 from __future__ import annotations
 
@@ -8,7 +11,9 @@ import reference
 
 import visual.gl
 from control.params import Params
+import visual.swarm41
 from visual.swarm import MAX_CELLS, Swarm, cell_budget, grid_shape, pack_agents, spawn_state
+from visual.swarm41 import Swarm41
 
 PATHS = ("grid", "brute")
 TOL = 2e-4  # positions and velocities are O(1..100); float32 rounding differs in sum order
@@ -57,6 +62,25 @@ def path(request):
     return request.param
 
 
+SWARMS = {"4.3": Swarm, "4.1": Swarm41}
+
+
+@pytest.fixture(params=SWARMS)
+def backend(request, monkeypatch):
+    """The test runs on this backend: `Swarm` here is its class. On 4.1 "grid" runs the grid
+    at every count (BRUTE_BELOW 0), so small tests exercise it."""
+    monkeypatch.setitem(globals(), "Swarm", SWARMS[request.param])
+    monkeypatch.setattr(visual.swarm41, "BRUTE_BELOW", 0)
+    return request.param
+
+
+def raw_ids(swarm) -> np.ndarray:
+    """The ids as the swarm stores them, in its own order (a buffer, or the 4.1 textures)."""
+    if isinstance(swarm, Swarm41):
+        return np.frombuffer(swarm.positions.read(), np.float32)[3::4][:swarm.count]
+    return np.frombuffer(swarm.current.read(), np.float32)[3::8]
+
+
 def run_gpu(ctx, params, position, velocity, path, steps=1, dt=1 / 60, target=(4.0, 2.0, -1.0),
             obstacles=(), max_cells=None, tuning=None):
     swarm = Swarm(ctx, params, neighbors=path, position=position, velocity=velocity,
@@ -72,7 +96,7 @@ def run_gpu(ctx, params, position, velocity, path, steps=1, dt=1 / 60, target=(4
         swarm.release()
 
 
-def test_one_step_matches_seed_kernel(ctx, path):
+def test_one_step_matches_seed_kernel(ctx, backend, path):
     params = Params({"count": 2000})
     position, velocity = crowded_state(2000, params)
     (x, v), guarded = run_gpu(ctx, params, position, velocity, path)
@@ -83,7 +107,7 @@ def test_one_step_matches_seed_kernel(ctx, path):
     assert np.abs(x - position).max() > 0.01
 
 
-def test_every_step_of_a_trajectory_matches(ctx, path):
+def test_every_step_of_a_trajectory_matches(ctx, backend, path):
     """Ten steps on the GPU; each step checked against numpy from the GPU's previous state,
     so ping-pong, the re-sort and the grid's counts are exercised across steps."""
     params = Params({"count": 1500})
@@ -102,7 +126,7 @@ def test_every_step_of_a_trajectory_matches(ctx, path):
         swarm.release()
 
 
-def test_several_steps_match_directly(ctx, path):
+def test_several_steps_match_directly(ctx, backend, path):
     """Three steps on both sides from one start, on a calm state with no pair near a radius."""
     params = Params({"count": 800})
     rng = np.random.default_rng(11)
@@ -118,7 +142,7 @@ def test_several_steps_match_directly(ctx, path):
     assert_matches((x, v), (rx, rv), np.ones(800), f"{path} three steps")
 
 
-def test_grid_and_brute_force_agree(ctx):
+def test_grid_and_brute_force_agree(ctx, backend):
     params = Params({"count": 3000})
     position, velocity = crowded_state(3000, params, seed=5)
     (gx, gv), _ = run_gpu(ctx, params, position, velocity, "grid", steps=2)
@@ -131,7 +155,7 @@ RULES = ("separation", "alignment", "cohesion", "seek", "containment")
 
 
 @pytest.mark.parametrize("rule", RULES)
-def test_each_rule_on_its_own(ctx, rule):
+def test_each_rule_on_its_own(ctx, backend, rule):
     """Only `rule` switched on: the GPU matches numpy, and the rule changes the velocities."""
     only = {name: name == rule for name in RULES}
     params = Params({"count": 1500, **only})
@@ -158,7 +182,7 @@ def test_each_rule_on_its_own(ctx, rule):
         assert spread(x) > spread(position) * 1.2
 
 
-def test_all_rules_off_is_straight_motion(ctx, path):
+def test_all_rules_off_is_straight_motion(ctx, backend, path):
     params = Params({"count": 500, **{name: False for name in RULES}})
     position, velocity = crowded_state(500, params)
     (x, v), _ = run_gpu(ctx, params, position, velocity, path, dt=0.02)
@@ -168,7 +192,7 @@ def test_all_rules_off_is_straight_motion(ctx, path):
     np.testing.assert_allclose(x, position + limited * 0.02, rtol=1e-5, atol=1e-4)
 
 
-def test_wrap_moves_agents_to_the_other_side(ctx, path):
+def test_wrap_moves_agents_to_the_other_side(ctx, backend, path):
     params = Params({"count": 1000, "boundary": "wrap", "contain_radius": 20})
     position, velocity = spawn_state(1000, params, 2)
     position *= 20 / 30
@@ -182,7 +206,7 @@ def test_wrap_moves_agents_to_the_other_side(ctx, path):
     assert np.all(np.abs(x) <= 20.0 + 1e-4)
 
 
-def test_flat_swarm_stays_in_the_plane(ctx, path):
+def test_flat_swarm_stays_in_the_plane(ctx, backend, path):
     params = Params({"count": 1200, "dimensions": 2})
     position, velocity = crowded_state(1200, params)
     assert np.all(position[:, 2] == 0)
@@ -193,7 +217,7 @@ def test_flat_swarm_stays_in_the_plane(ctx, path):
     assert_matches((x1, v1), (rx, rv), margin, "2D")
 
 
-def test_obstacles_are_avoided(ctx, path):
+def test_obstacles_are_avoided(ctx, backend, path):
     obstacles = [(0.0, 0.0, 0.0, 6.0), (15.0, 0.0, 0.0, 3.0)]
     params = Params({"count": 1500})
     position, velocity = crowded_state(1500, params, seed=4)
@@ -232,7 +256,7 @@ def test_guard_puts_back_non_finite_agents(ctx, path):
         swarm.release()
 
 
-def test_grid_follows_a_changed_neighbor_radius(ctx):
+def test_grid_follows_a_changed_neighbor_radius(ctx, backend):
     params = Params({"count": 1500})
     position, velocity = crowded_state(1500, params)
     swarm = Swarm(ctx, params, position=position, velocity=velocity)
@@ -265,7 +289,7 @@ def test_fine_grid_with_three_scan_levels(ctx):
     assert_matches((x, v), (rx, rv), margin, "fine grid")
 
 
-def test_tiny_radius_gets_cells_wider_than_the_radius_and_stays_exact(ctx):
+def test_tiny_radius_gets_cells_wider_than_the_radius_and_stays_exact(ctx, backend):
     """16K agents with a 0.5 radius asked for 16M cells (the soak's slow frames); the count
     bounds the grid now, and the wider cells still find every neighbour."""
     params = Params({"count": 16384, "neighbor_radius": 0.5})
@@ -292,7 +316,7 @@ def test_grid_shape_is_exact_and_bounded():
             assert (shape.dims[2] == 1) == (dims == 2)
 
 
-def test_time_step_is_clamped_to_a_thirtieth(ctx):
+def test_time_step_is_clamped_to_a_thirtieth(ctx, backend):
     params = Params({"count": 300})
     position, velocity = spawn_state(300, params, 0)
     (x_big, _), _ = run_gpu(ctx, params, position, velocity, "grid", dt=1.0)
@@ -313,7 +337,7 @@ def test_spawn_is_reproducible():
     assert np.all(flat[0][:, 2] == 0) and np.all(flat[1][:, 2] == 0)
 
 
-def test_audio_speed_scale_raises_the_speed_limit(ctx):
+def test_audio_speed_scale_raises_the_speed_limit(ctx, backend):
     params = Params({"count": 200, **{name: False for name in RULES}})
     position, velocity = spawn_state(200, params, 0)
     velocity *= 10  # 40 units/s, over max_speed 8
@@ -331,7 +355,7 @@ def test_ids_survive_reordering():
     assert agents.shape == (5, 8) and list(agents[:, 3]) == [0, 1, 2, 3, 4]
 
 
-def test_the_grid_is_deterministic(ctx):
+def test_the_grid_is_deterministic(ctx, backend):
     """Same start, same steps, same bits: atomics rank agents in any order inside a cell, and
     the order pass puts them back by id (offline renders depend on this)."""
     params = Params({"count": 4000})
@@ -344,7 +368,7 @@ def test_the_grid_is_deterministic(ctx):
     np.testing.assert_array_equal(runs[0][1], runs[1][1])
 
 
-def test_neighbor_cap_bounds_the_work_and_zero_is_the_seed(ctx):
+def test_neighbor_cap_bounds_the_work_and_zero_is_the_seed(ctx, backend):
     """Everyone in one grid cell. Uncapped (0, the default) is the seed's kernel; with a cap K
     each agent examines only the first K agents of its cell (id order), so the work is bounded
     however crowded the cell."""
@@ -375,7 +399,7 @@ def test_neighbor_cap_bounds_the_work_and_zero_is_the_seed(ctx):
         np.testing.assert_allclose(v[i], expected, rtol=1e-4, atol=1e-4)
 
 
-def test_resize_keeps_agents_and_spawns_new_ones_on_the_gpu(ctx):
+def test_resize_keeps_agents_and_spawns_new_ones_on_the_gpu(ctx, backend):
     params = Params({"count": 1000})
     position, velocity = spawn_state(1000, params, 4)
     swarm = Swarm(ctx, params, position=position, velocity=velocity)
@@ -392,8 +416,7 @@ def test_resize_keeps_agents_and_spawns_new_ones_on_the_gpu(ctx):
         assert np.linalg.norm(x[600:], axis=1).max() <= params["spawn_radius"] + 1e-3
         assert len(np.unique(np.round(x[600:], 4), axis=0)) == 900
         np.testing.assert_allclose(np.linalg.norm(v[600:], axis=1), 4.0, rtol=1e-4)
-        ids = np.frombuffer(swarm.current.read(), np.float32)[3::8]
-        assert sorted(ids) == list(range(1500))
+        assert sorted(raw_ids(swarm)) == list(range(1500))
         params["count"] = 1500
         swarm.step(1 / 60)  # the grid re-sorts the resized buffer: a normal step follows
         rx, rv, margin = reference.step(x, v, params, 1 / 60)
@@ -479,3 +502,77 @@ def test_the_buffer_is_in_cell_order_stable_inside_a_cell(ctx):
             assert np.all(np.diff(rank)[same] > 0), "a cell out of its previous order"
     finally:
         swarm.release()
+
+
+def test_auto_lanes_measure_the_crowd_and_follow_it(ctx, monkeypatch):
+    """With lanes "auto" the grid kernel counts, every CROWD_EVERY steps, the candidates its
+    agents visit; with `fixed_lag` (reproducible runs) the swarm reads a measurement at the
+    step after the next one (the same mean as counting the 27 cells around each agent on the
+    CPU) and picks the kernel it runs from it. Each kernel is the seed's step, and the same
+    start makes the same choices and the same bits."""
+    from benchmarks.swarm import candidates
+
+    import visual.swarm as swarm_module
+
+    params = Params({"count": 3000})
+    position, velocity = crowded_state(3000, params, seed=21)
+    expected = candidates(position, params)["mean"]
+    threshold = expected / 2  # crowded enough for four lanes, once it has been measured
+    monkeypatch.setattr(swarm_module, "choose_lanes",
+                        lambda count, mean: 1 if mean is None or mean < threshold else 4)
+    runs = []
+    for _ in range(2):
+        swarm = Swarm(ctx, params, position=position, velocity=velocity,
+                      tuning={"lanes": "auto"})
+        swarm.fixed_lag = True
+        try:
+            lanes = []
+            for _ in range(swarm_module.CROWD_EVERY + 1):
+                swarm.step(1 / 60, target=(4.0, 2.0, -1.0))
+                lanes.append(swarm.lanes)
+            assert swarm.mean_candidates is None  # step 0's is read at step CROWD_EVERY + 1
+            x, v = swarm.read_state()
+            rx, rv, margin = reference.step(x, v, params, 1 / 60, target=(4.0, 2.0, -1.0))
+            swarm.step(1 / 60, target=(4.0, 2.0, -1.0))
+            lanes.append(swarm.lanes)
+            assert swarm.mean_candidates == pytest.approx(expected, abs=0.5)
+            assert lanes == [1] * (swarm_module.CROWD_EVERY + 1) + [4]
+            assert_matches(swarm.read_state(), (rx, rv), margin, "the step after the switch")
+            runs.append(np.frombuffer(swarm.current.read(), np.float32))
+        finally:
+            swarm.release()
+    np.testing.assert_array_equal(runs[0], runs[1])
+
+
+def test_auto_lanes_read_the_crowd_as_soon_as_the_gpu_is_done(ctx):
+    """A live swarm (no fixed lag) never waits for a measurement: it takes it at the first
+    step after the GPU has finished it (a fence)."""
+    params = Params({"count": 3000})
+    position, velocity = crowded_state(3000, params, seed=21)
+    swarm = Swarm(ctx, params, position=position, velocity=velocity, tuning={"lanes": "auto"})
+    try:
+        assert swarm._crowd.fences is not None, "EGL offers fences: the live path uses them"
+        swarm.step(1 / 60)  # measures
+        assert swarm.mean_candidates is None
+        ctx.finish()
+        swarm.step(1 / 60)
+        assert swarm.mean_candidates is not None and swarm.mean_candidates > 10
+        # A new state (a respawn, a load): what was measured before no longer holds.
+        swarm.step(1 / 60)
+        swarm.set_state(position, velocity)
+        ctx.finish()
+        swarm.step(1 / 60)
+        assert swarm.mean_candidates is None
+    finally:
+        swarm.release()
+
+
+def test_the_lane_rule_follows_the_h200_measurements():
+    """Four lanes where the GPU has few agents or they crowd, one for a spread million."""
+    from visual.swarm import choose_lanes
+
+    assert choose_lanes(16384, 95) == 4 and choose_lanes(16384, 776) == 4
+    assert choose_lanes(262144, 102) == 1 and choose_lanes(262144, 244) == 4
+    assert choose_lanes(1 << 20, 104) == 1 and choose_lanes(1 << 20, 192) == 4
+    assert choose_lanes(1 << 22, 171) == 1 and choose_lanes(1 << 22, 400) == 4
+    assert choose_lanes(1 << 20, None) == 1 and choose_lanes(65536, None) == 4

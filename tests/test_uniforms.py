@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+import moderngl
 import numpy as np
 import pytest
 from test_cull import AgentBuffer
@@ -20,6 +21,7 @@ from visual.swarm import AGENT_BYTES, Swarm, pack_agents
 from visual.uniforms import (
     FRAME_PARAMS,
     GENERATED_INCLUDES,
+    GENERATED_INCLUDES_410,
     MAX_OBSTACLES,
     RULE_BITS,
     SWARM_PARAMS,
@@ -30,9 +32,10 @@ from visual.uniforms import (
 BLOCKS = (SWARM_PARAMS, FRAME_PARAMS)
 INCLUDE = {SWARM_PARAMS.name: "swarm_params.glsl", FRAME_PARAMS.name: "frame_params.glsl"}
 # The GLSL type a parameter of each registry kind takes in a block.
-# Shaders that keep plain uniforms: a value per dispatch (the scan's level, the resize's counts)
-# and a sampler (bound to its unit by layout, never set).
-PLAIN_UNIFORMS = {"scan.comp", "resize.comp"}
+# Shaders that keep plain uniforms: a value per dispatch or pass (the scan's level, the resize's
+# counts, the GL 4.1 sort's stage) and a sampler (bound to its unit by layout, or on GLSL 4.10
+# from Python, never set per frame).
+PLAIN_UNIFORMS = {"scan.comp", "resize.comp", "gl41_sort.frag"}
 TYPES_FOR_KIND = {"float": {"float"}, "int": {"int", "uint"}, "bool": {"bool"},
                   "color": {"vec3"}, "choice": {"int"}}
 
@@ -207,6 +210,43 @@ def test_the_gpu_reads_every_field_where_python_packs_it(ctx, tmp_path, block):
         program.release()
         uniform.release()
         out.release()
+
+
+def _probe_source_410(block: Block, words: int) -> str:
+    """The probe as a GLSL 4.10 fragment pass: fragment x writes word x of the block."""
+    body = _probe_source(block).splitlines()
+    reads = [line.replace("words[k++]", "w[k++]") for line in body if "words[k++]" in line]
+    return "\n".join([f'#include "{INCLUDE[block.name]}"', "out uint f_word;", "void main() {",
+                      f"    uint w[{words}];", "    uint k = 0u;", *reads,
+                      "    f_word = w[int(gl_FragCoord.x)];", "}"]) + "\n"
+
+
+@pytest.mark.parametrize("block", BLOCKS, ids=lambda b: b.name)
+def test_glsl_410_reads_every_field_where_python_packs_it(ctx, tmp_path, block):
+    """The GL 4.1 backend's blocks: declared without `binding =` (GLSL 4.10 has none), bound
+    from Python, read field by field where the packer put them."""
+    from visual.swarm41 import program_410
+
+    assert "binding" not in GENERATED_INCLUDES_410[INCLUDE[block.name]]
+    values = {field.name: _sample(block, field.name) for field in block.fields}
+    derived_values = {name: values[name] for name in block.derived}
+    expected = _expected_words(block, values)
+    (tmp_path / "probe.frag").write_text(_probe_source_410(block, len(expected)))
+    (tmp_path / "gl41_pass.vert").write_text((BUNDLED_SHADERS / "gl41_pass.vert").read_text())
+    program = program_410(ctx, "gl41_pass.vert", "probe.frag", tmp_path, block=block)
+    vao = ctx.vertex_array(program, [])
+    texture = ctx.texture((len(expected), 1), 1, dtype="u4")
+    target = ctx.framebuffer([texture])
+    uniform = ctx.buffer(block.pack(values, derived_values))
+    try:
+        uniform.bind_to_uniform_block(block.binding)
+        target.use()
+        vao.render(moderngl.TRIANGLES, vertices=3)
+        assert list(np.frombuffer(texture.read(), np.uint32)) == expected
+    finally:
+        ctx.detect_framebuffer(0).use() if ctx.fbo is target else None
+        for obj in (vao, program, target, texture, uniform):
+            obj.release()
 
 
 def test_the_agent_record_is_the_layout_python_packs(ctx, tmp_path):

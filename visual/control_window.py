@@ -745,13 +745,15 @@ class ControlWindow:
 
 
 def open_control_window(screen, *, fullscreen: bool, size: tuple[int, int] | None,
-                        share_config=None):
+                        version: tuple[int, int] = (4, 3)):
     """The control window's pyglet window on `screen`: covering it (borderless) or a window
-    of `size` at its top-left. No vsync: the output window's swap paces the show."""
+    of `size` centred on it; an OpenGL `version` core context like the output's (pyglet
+    shares the output context's textures with it). No vsync: the output window's swap paces
+    the show."""
     import pyglet
 
-    config = share_config or pyglet.gl.Config(major_version=4, minor_version=3,
-                                              forward_compatible=True, double_buffer=True)
+    config = pyglet.gl.Config(major_version=version[0], minor_version=version[1],
+                              forward_compatible=True, double_buffer=True)
     if fullscreen:
         window = pyglet.window.Window(
             screen.width, screen.height, screen=screen, config=config, vsync=False,

@@ -168,14 +168,18 @@ class ReadbackRing:
             return None
         return self._slots[ready[0]].read(), ready[2]
 
+    def drop(self) -> None:
+        """Forget every copy not read yet (what they measured no longer holds)."""
+        for _, token, _ in self._pending:
+            self._delete(token)
+        self._pending.clear()
+
     def _delete(self, token: int) -> None:
         if self.fences is not None:
             self.fences.delete(token)
 
     def release(self) -> None:
-        for slot, token, _ in self._pending:
-            self._delete(token)
-        self._pending.clear()
+        self.drop()
         for buffer in self._slots:
             buffer.release()
         self._slots = []

@@ -20,13 +20,20 @@ from typing import Any
 import moderngl
 
 from visual.fence import fences_for
-from visual.uniforms import GENERATED_INCLUDES, Block
+from visual.uniforms import BLOCKS, GENERATED_INCLUDES, GENERATED_INCLUDES_410, Block
 
 BUNDLED_SHADERS = Path(__file__).resolve().parent.parent / "shaders"
 # Tests turn this on (an autouse fixture in each GPU test module): a uniform name a program does
 # not have, or a program without the block it should read, raises instead of being skipped.
 STRICT = False
 GLSL_VERSION = "#version 430 core"
+GLSL_410 = "#version 410 core"  # the GL 4.1 backend's shaders (macOS stops at 4.1 core)
+# The simulation and culling backends: "4.3" compute shaders and storage buffers, "4.1"
+# transform feedback and float textures (visual/swarm41.py, visual/renderer41.py).
+BACKENDS = ("4.3", "4.1")
+GL_CHOICES = ("auto", *BACKENDS)  # --gl
+COMPUTE_EXTENSIONS = ("GL_ARB_compute_shader", "GL_ARB_shader_storage_buffer_object",
+                      "GL_ARB_shader_image_load_store")
 MAX_GROUPS_X = 65535  # the minimum GL guarantees for GL_MAX_COMPUTE_WORK_GROUP_COUNT
 
 _INCLUDE = re.compile(r'^\s*#include\s+"([^"]+)"\s*$')
@@ -46,27 +53,96 @@ def resolve_shader_dir(given: Path | str | None) -> Path:
     return Path(given) if given is not None else shader_dir()
 
 
-def create_headless_context() -> moderngl.Context:
-    """A standalone OpenGL 4.3+ context through EGL: no display needed."""
+def create_headless_context(minimum: str = "4.3") -> moderngl.Context:
+    """A standalone OpenGL context through EGL: no display needed. `minimum`: the version it
+    must have, "4.3" (the compute backend's, the default) or "4.1" (the show's: pick_backend
+    then chooses the backend, and says why where --gl asked for one it cannot have)."""
+    require = 430 if minimum == "4.3" else 410
     try:
-        return moderngl.create_context(standalone=True, backend="egl", require=430)
+        return moderngl.create_context(standalone=True, backend="egl", require=require)
     except Exception as exc:  # moderngl raises plain Exceptions for driver problems
         raise RuntimeError(
-            f"could not create a headless OpenGL 4.3 context through EGL ({exc}); "
-            "install Mesa's EGL (Debian: libegl1 libgl1-mesa-dri) or a GPU driver"
+            f"could not create a headless OpenGL {require // 100}.{require // 10 % 10} core "
+            f"context through EGL ({exc}): the instrument needs 4.1 at least (4.3 for compute "
+            "shaders); install Mesa's EGL (Debian: libegl1 libgl1-mesa-dri) or a GPU driver"
         ) from exc
+
+
+def gl_version(ctx: moderngl.Context) -> str:
+    """The context's version as "4.1" (what --gl and the HUD name)."""
+    code = ctx.version_code
+    return f"{code // 100}.{code // 10 % 10}"
+
+
+def compute_missing(ctx: moderngl.Context) -> str | None:
+    """Why this context cannot run the compute backend (None: it can), asked of its version
+    and extensions, never by compiling a compute shader: a failed compute compile leaves a GL
+    error behind that breaks pyglet's next call. The compute shaders are GLSL 4.30, so the
+    context must be 4.3 or later; an older one that offers the extensions still cannot
+    compile them (Mesa's 4.1 override keeps GL_ARB_compute_shader)."""
+    if ctx.version_code >= 430:
+        return None
+    have = set(ctx.extensions)
+    lacking = [name for name in COMPUTE_EXTENSIONS if name not in have]
+    what = f"without {', '.join(lacking)}" if lacking else "GLSL 4.30 not offered"
+    return f"OpenGL {gl_version(ctx)} {what}"
+
+
+def pick_backend(ctx: moderngl.Context, asked: str = "auto") -> tuple[str, str]:
+    """(backend, why) for `--gl asked` on this context: "auto" takes 4.3 where compute is
+    there and 4.1 otherwise. Asking for 4.3 where it is not raises ValueError with the line to
+    say; so does a context below 4.1."""
+    if asked not in GL_CHOICES:
+        raise ValueError(f"--gl must be one of {', '.join(GL_CHOICES)}, got {asked!r}")
+    if ctx.version_code < 410:
+        raise ValueError(f"--gl {asked}: this driver gives OpenGL {gl_version(ctx)}; the "
+                         "instrument needs 4.1 core at least")
+    missing = compute_missing(ctx)
+    if asked == "4.3" and missing:
+        raise ValueError(f"--gl 4.3: no compute shaders here ({missing}); use --gl 4.1 or "
+                         "--gl auto")
+    if asked == "4.1":
+        return "4.1", "asked (--gl 4.1)"
+    if missing:
+        return "4.1", f"no compute shaders: {missing}"
+    return "4.3", f"compute shaders (OpenGL {gl_version(ctx)})"
+
+
+def bind_blocks(program: Any) -> None:
+    """GLSL 4.10 has no `layout(binding =)`: give each uniform block the program declares its
+    binding from visual/uniforms.py (the 4.3 shaders have it in their layout)."""
+    for block in BLOCKS:
+        try:
+            member = program[block.name]
+        except KeyError:
+            continue
+        if isinstance(member, moderngl.UniformBlock):
+            member.binding = block.binding
+
+
+def bind_samplers(program: Any, units: Mapping[str, int]) -> None:
+    """Sampler uniforms to texture units (GLSL 4.10 has no `layout(binding =)` for them
+    either). A sampler the compiler removed as unused is skipped."""
+    for name, unit in units.items():
+        try:
+            program[name].value = unit
+        except KeyError:
+            continue
 
 
 class ShaderSource:
     """A shader's text with its includes expanded, and the files it came from, numbered."""
 
     def __init__(self, name: str, defines: Mapping[str, Any] | None = None,
-                 shader_dir: Path | None = None) -> None:
+                 shader_dir: Path | None = None, version: str = GLSL_VERSION) -> None:
         self.shader_dir = resolve_shader_dir(shader_dir)
         self.files: list[str] = []
+        self._generated = GENERATED_INCLUDES_410 if version == GLSL_410 else GENERATED_INCLUDES
         body: list[str] = []
         self._expand(name, body, set())
-        head = [GLSL_VERSION]
+        head = [version]
+        if version == GLSL_410:
+            head.append("#define GL41 1")  # shared files leave out what GLSL 4.10 lacks
         for key, value in (defines or {}).items():
             head.append(f"#define {key} {value}")
         self.text = "\n".join(head + body) + "\n"
@@ -76,8 +152,8 @@ class ShaderSource:
             return
         seen.add(name)
         index = len(self.files)
-        if name in GENERATED_INCLUDES:
-            lines = GENERATED_INCLUDES[name].splitlines()
+        if name in self._generated:
+            lines = self._generated[name].splitlines()
             self.files.append(f"{name} (generated)")
         else:
             path = self.shader_dir / name

@@ -43,10 +43,17 @@ def headless_text_context(size: tuple[int, int]):
         import pyglet
 
         pyglet.options["headless"] = True
-        config = pyglet.gl.Config(major_version=4, minor_version=3, forward_compatible=True,
-                                  depth_size=24)
-        window = pyglet.window.Window(*size, visible=False, config=config)
-        ctx = moderngl.create_context(require=430)
+        window = None
+        for minor in (3, 1):  # 4.3 core, else 4.1 (the GL 4.1 backend's)
+            config = pyglet.gl.Config(major_version=4, minor_version=minor,
+                                      forward_compatible=True, depth_size=24)
+            try:
+                window = pyglet.window.Window(*size, visible=False, config=config)
+                break
+            except (pyglet.window.NoSuchConfigException, pyglet.gl.ContextException):
+                if minor == 1:
+                    raise
+        ctx = moderngl.create_context(require=410)
         hud = Hud(*size)
         hud.draw(["font check"])  # fonts load here: fail now, not midway
         hud._window = window  # keep the context alive
@@ -54,4 +61,4 @@ def headless_text_context(size: tuple[int, int]):
     except Exception as exc:  # noqa: BLE001 - no pyglet EGL here: no text, said
         from visual.gl import create_headless_context
 
-        return create_headless_context(), None, f"no text ({type(exc).__name__}: {exc})"
+        return create_headless_context("4.1"), None, f"no text ({type(exc).__name__}: {exc})"

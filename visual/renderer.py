@@ -50,6 +50,7 @@ from visual.gl import (
 from visual.meshes import BILLBOARDS, SHAPES, MeshSet, cone_mesh, lod_distance
 from visual.palettes import COLOR_BY, MAX_STOPS, palette_stops, srgb_to_linear
 from visual.post import PostChain, PostSettings, scene_color_for
+from visual.splat import FarSplat
 from visual.targets import Targets
 from visual.uniforms import FRAME_PARAMS, BlockBuffer
 
@@ -69,6 +70,7 @@ STREAK_LENGTH = 4.0  # a streak at 1.5 x max_speed is this many agent sizes long
 # Additive blending: an agent with n neighbours adds ADDITIVE_CROWD / (ADDITIVE_CROWD + n) of its
 # light, so a dense core stays coloured (agent.vert).
 ADDITIVE_CROWD = 12.0
+FAR_DRAW = "splat"
 
 # glMemoryBarrier bits: the cull pass writes through shader storage what the draw then reads
 # as commands (indirect), through shader storage (vertex pulling) and with a buffer copy.
@@ -112,6 +114,10 @@ class Renderer(CountsView):
     default `visual.gl.shader_dir()` when made.
     """
 
+    post_chain = PostChain  # the post chain's class (GL 4.1's: visual/post41.py)
+    far_splat: type | None = FarSplat  # far agents' compute splat (None: GL points only)
+    backend = "4.3"
+
     def __init__(self, ctx: moderngl.Context, *, shader_dir: Path | None = None) -> None:
         self.ctx = ctx
         self.shader_dir = resolve_shader_dir(shader_dir)
@@ -133,7 +139,11 @@ class Renderer(CountsView):
         self._far_base = 0
 
         self._targets = Targets(ctx)
-        self._post = PostChain(ctx, shader_dir=self.shader_dir)
+        self._post = self.post_chain(ctx, shader_dir=self.shader_dir)
+        self._splat = (self.far_splat(ctx, self._agent_defines(), shader_dir=self.shader_dir)
+                       if self.far_splat is not None else None)
+        # How far agents are drawn: "splat" (compute, visual/splat.py) or "points" (GL points).
+        self.far_draw = FAR_DRAW if self._splat is not None else "points"
         self.post_on = False  # whether the last frame ran bloom and feedback (post_state)
 
         self._cull_timer = GpuTimer(ctx)
@@ -156,8 +166,7 @@ class Renderer(CountsView):
                                             ("agent_points", 0, 1),
                                             ("agent_points_billboard", 1, 1)):
                 built[name] = _program(ctx, "agent.vert", "agent.frag", folder, {
-                    "SPEED_RAMP": _vec(SPEED_RAMP), "ADDITIVE_CROWD": f"{ADDITIVE_CROWD:.1f}",
-                    "BILLBOARD": billboard, "POINTS": points})
+                    **self._agent_defines(), "BILLBOARD": billboard, "POINTS": points})
             built["fade"] = _program(ctx, "fade.vert", "fade.frag", folder)
             built["lure"] = _program(ctx, "lure.vert", "lure.frag", folder,
                                      {"LURE_COLOR": _vec(LURE_COLOR)})
@@ -175,6 +184,11 @@ class Renderer(CountsView):
             raise
         return built
 
+    @staticmethod
+    def _agent_defines() -> dict[str, str]:
+        """agent_color.glsl's constants, for the draw programs and the splat alike."""
+        return {"SPEED_RAMP": _vec(SPEED_RAMP), "ADDITIVE_CROWD": f"{ADDITIVE_CROWD:.1f}"}
+
     def _install(self, built: dict[str, Any]) -> None:
         self._built = built
         self._cull = built["cull"]
@@ -190,6 +204,8 @@ class Renderer(CountsView):
         built = self._build_programs()
         try:
             self._post.reload_shaders()
+            if self._splat is not None:
+                self._splat.reload_shaders()
         except ShaderError:
             for obj in reversed(list(built.values())):
                 obj.release()
@@ -280,17 +296,8 @@ class Renderer(CountsView):
         scales = SumScales.for_frame(count, camera.target, float(p["contain_radius"]))
         self._write_params(p, camera, aspect, size, lure, scales)
 
-        # 1. cull: reset the commands' instance counts and the sums (a GPU-side copy), then
-        # test, append and count.
-        ctx.copy_buffer(self._draw_state, self._draw_template)
-        swarm.current.bind_to_storage_buffer(0)
-        self._visible_buffer.bind_to_storage_buffer(1)
-        self._draw_state.bind_to_storage_buffer(2)
-        with self._cull_timer:
-            dispatch_1d(self._cull, count, CULL_LOCAL_SIZE)
-        # 2. the draw reads the commands (COMMAND bit), the lists (SHADER_STORAGE bit) and the
-        # counter copy below reads the draw state (BUFFER_UPDATE bit).
-        ctx.memory_barrier(CULL_TO_DRAW_BARRIERS)
+        # 1-2. cull into the lists and the indirect commands
+        self._cull_agents(swarm, count)
 
         # 3. draw into the accumulation image: clear or fade, then the agents.
         background = self.scene_background(p)
@@ -311,11 +318,20 @@ class Renderer(CountsView):
         billboard = self.shape in BILLBOARDS
         near = self._billboard_vao if billboard else self._agent_vao
         far = self._points_billboard_vao if billboard else self._points_vao
-        with self._draw_timer:  # the near command's meshes, then the far one's points
-            near.render_indirect(self._draw_state, moderngl.TRIANGLES, count=1, first=0)
-            ctx.enable(moderngl.PROGRAM_POINT_SIZE)
-            far.render_indirect(self._draw_state, moderngl.POINTS, count=1, first=1)
-            ctx.disable(moderngl.PROGRAM_POINT_SIZE)
+        with self._draw_timer:
+            # Streaks have no far agents (a point would lose the line): nothing to splat.
+            if self.far_draw == "splat" and self._splat is not None and self.shape != "streak":
+                # The far agents first, the near meshes over them.
+                self._splat.draw(swarm.current, self._visible_buffer, self._draw_state,
+                                 target.color_attachments[0], additive=additive,
+                                 billboard=billboard)
+                target.use()
+                near.render_indirect(self._draw_state, moderngl.TRIANGLES, count=1, first=0)
+            else:  # the near command's meshes, then the far one's points
+                near.render_indirect(self._draw_state, moderngl.TRIANGLES, count=1, first=0)
+                ctx.enable(moderngl.PROGRAM_POINT_SIZE)
+                far.render_indirect(self._draw_state, moderngl.POINTS, count=1, first=1)
+                ctx.disable(moderngl.PROGRAM_POINT_SIZE)
         ctx.disable(moderngl.DEPTH_TEST | moderngl.BLEND)
         if show_lure:
             self._draw_lure()
@@ -327,6 +343,21 @@ class Renderer(CountsView):
         self._readback.push(self._draw_state, scales)
         self.gpu_ms = {"cull": self._cull_timer.last_ms, "draw": self._draw_timer.last_ms,
                        "post": self._post.gpu_ms}
+
+    def _cull_agents(self, swarm: Any, count: int) -> None:
+        """1. cull: reset the commands' instance counts and the sums (a GPU-side copy), then
+        test, append and count; 2. the barrier before the draw (visual/renderer41.py culls
+        without compute)."""
+        ctx = self.ctx
+        ctx.copy_buffer(self._draw_state, self._draw_template)
+        swarm.current.bind_to_storage_buffer(0)
+        self._visible_buffer.bind_to_storage_buffer(1)
+        self._draw_state.bind_to_storage_buffer(2)
+        with self._cull_timer:
+            dispatch_1d(self._cull, count, CULL_LOCAL_SIZE)
+        # The draw reads the commands (COMMAND bit), the lists (SHADER_STORAGE bit) and the
+        # counter copy reads the draw state (BUFFER_UPDATE bit).
+        ctx.memory_barrier(CULL_TO_DRAW_BARRIERS)
 
     def scene_background(self, p: Mapping[str, Any]) -> tuple[float, float, float]:
         """The background in the HDR image: the linear colour that this frame's exposure and
@@ -395,6 +426,7 @@ class Renderer(CountsView):
             "additive": int(p.get("blend") == "additive"),
             "depth_range": (max(camera.distance - scales.reach, 0.0),
                             camera.distance + scales.reach),
+            "viewport": size,
             "palette_colors": [(*srgb_to_linear(stop), 0.0) for stop in stops]
                        + [(0.0, 0.0, 0.0, 0.0)] * (MAX_STOPS - len(stops)),
             "agent_count": scales.count,
@@ -431,6 +463,8 @@ class Renderer(CountsView):
         self._params.release()
         self._targets.release()
         self._post.release()
+        if self._splat is not None:
+            self._splat.release()
         self._visible_buffer = None
         self._readback.release()
         self._built = {}

@@ -26,6 +26,7 @@ from typing import Any
 import moderngl
 import numpy as np
 
+from visual.fence import ReadbackRing
 from visual.gl import (
     compute_program,
     dispatch_1d,
@@ -65,14 +66,45 @@ NEIGHBOR_MODES = ("grid", "brute")
 KERNELS = {"brute": "simulate_brute.comp", "grid": "simulate_grid.comp", "bin": "bin.comp",
            "scatter": "scatter.comp", "order": "order.comp", "resize": "resize.comp"}
 # simulate_grid.comp's settings (benchmarks/swarm.py --variant times others): invocations an
-# agent and the workgroup size. On the H200 (2026-12-01) four lanes took 0.23 ms a step where
-# one took 0.89 (16,384 agents settled around the lure, 777 candidates an agent) and 0.56 ms
-# where one took 0.41 (1,048,576 spread agents, 104 candidates): the crowded case is the one a
-# single invocation an agent loses badly.
-TUNING = {"lanes": 4, "local_size": 128}
+# agent ("auto": chosen each step, below) and the workgroup size.
+TUNING = {"lanes": "auto", "local_size": 128}
 # Software GL (llvmpipe) runs invocations on CPU cores, which have no latency to hide: a lane an
 # agent there (lanes=4 took 1.7-2x longer a step at 2,000 and 16,384 agents on two cores).
 SOFTWARE_TUNING = {**TUNING, "lanes": 1}
+AUTO_LANES = (1, 4)
+# Their workgroup sizes: one lane an agent ran 5 % faster in groups of 64 at 4M settled (2.69
+# against 2.84 ms), four share groups of 128 (32 agents).
+AUTO_LOCAL_SIZE = {1: 64, 4: 128}
+# How often the grid kernel measures the crowd (mean candidates an agent). A measurement is
+# read once the GPU is done with it (a fence: never waiting), or, with `fixed_lag` (--dt,
+# --render: the same run makes the same choices), at the step after the next measurement,
+# waiting if the GPU is further behind than that.
+CROWD_EVERY = 8
+CROWD_UNIT = 32  # simulate_grid.comp adds up visited candidates / 32 (a uint holds 4M x 4095)
+# Where one lane an agent beats four, by mean candidates, against log2(count): measured on the
+# H200 (2026-12-01, benchmarks/swarm.py, l1 against l4, simulate pass): four lanes win wherever
+# the GPU has few agents to spread (0.21 against 0.74 ms at 16,384 settled, 776 candidates), one
+# wins a spread crowd of a million or more (0.35 against 0.50 ms at 1M, 104 candidates; 1.29
+# against 2.04 at 4M), and four win again as it crowds (0.81 against 1.04 ms at 1M, 192); the
+# break-even points below are where the two lines cross at 262,144, 1,048,576 and 4,194,304.
+CROWD_BREAK_EVEN = ((17.0, 0.0), (18.0, 110.0), (20.0, 140.0), (22.0, 265.0))
+
+
+def choose_lanes(count: int, mean_candidates: float | None) -> int:
+    """Invocations an agent for the grid kernel: 1 for a big spread swarm, else 4. Before the
+    first measurement a swarm of 2^18 or more is taken to be spread (the spawn)."""
+    if mean_candidates is None:
+        return 1 if count >= 1 << 18 else 4
+    points = CROWD_BREAK_EVEN
+    x = math.log2(max(count, 1))
+    if x <= points[0][0]:
+        return 4
+    threshold = points[-1][1]
+    for (x0, y0), (x1, y1) in zip(points, points[1:]):
+        if x <= x1:
+            threshold = y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+            break
+    return 1 if mean_candidates < threshold else 4
 
 
 def spawn_state(count: int, params: Values, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -107,6 +139,8 @@ class Swarm:
     """The simulated swarm on the GPU. `shader_dir`: the shader folder to compile from (and
     reload from), default `visual.gl.shader_dir()` when made."""
 
+    backend = "4.3"  # compute shaders (visual/swarm41.py: the GL 4.1 backend)
+
     def __init__(self, ctx: moderngl.Context, values: Values, *, neighbors: str = "grid",
                  seed: int = 0, position: np.ndarray | None = None,
                  velocity: np.ndarray | None = None, shader_dir: Path | None = None,
@@ -119,11 +153,16 @@ class Swarm:
         self._neighbors = neighbors
         self.steps = 0
         self.tuning = {**(SOFTWARE_TUNING if is_software(ctx) else TUNING), **(tuning or {})}
+        auto = self.tuning["lanes"] == "auto"
+        self.lanes = 4 if auto else int(self.tuning["lanes"])  # the grid kernel's, this step
+        self.mean_candidates: float | None = None  # the crowd last measured ("auto" lanes)
         self.pass_timer: PassTimer | None = None
         self.obstacles: list[tuple[float, float, float, float]] = []
         self._programs = self._build_programs()
         self._params = BlockBuffer(ctx, SWARM_PARAMS)
         self._stats = zeroed(ctx, 16)
+        self._zero = zeroed(ctx, 4)  # copied over the crowd counter before a measured step
+        self._crowd = ReadbackRing(ctx, 16, depth=2)  # the stats of measured steps, copied
         self._cells = CellGrid(ctx)
         self._sorted: GridShape | None = None  # the grid `current` is in cell order for
         self.max_cells: int | None = None  # None: cell_budget(count)
@@ -143,8 +182,16 @@ class Swarm:
             for name, file in KERNELS.items():
                 defines = {"LOCAL_SIZE": LOCAL_SIZE, "SCAN_BLOCK": SCAN_BLOCK}
                 if name == "grid":
-                    defines.update(LOCAL_SIZE=tuning["local_size"], LANES=tuning["lanes"])
+                    continue
                 built[name] = compute_program(ctx, file, defines, folder, SWARM_PARAMS)
+            auto = tuning["lanes"] == "auto"
+            for lanes in self._lane_choices():
+                for measure in (0, 1) if auto else (0,):
+                    local_size = AUTO_LOCAL_SIZE[lanes] if auto else tuning["local_size"]
+                    built[f"grid{lanes}" + "m" * measure] = compute_program(
+                        ctx, KERNELS["grid"], {"LOCAL_SIZE": local_size, "LANES": lanes,
+                                               "MEASURE": measure, "SCAN_BLOCK": SCAN_BLOCK},
+                        folder, SWARM_PARAMS)
             built["scan"] = compute_program(
                 ctx, "scan.comp", {"LOCAL_SIZE": SCAN_LOCAL_SIZE, "ITEMS": SCAN_ITEMS}, folder)
         except Exception:
@@ -152,6 +199,14 @@ class Swarm:
                 program.release()
             raise
         return built
+
+    def _local_size(self) -> int:
+        if self.tuning["lanes"] == "auto":
+            return AUTO_LOCAL_SIZE[self.lanes]
+        return int(self.tuning["local_size"])
+
+    def _lane_choices(self) -> tuple[int, ...]:
+        return AUTO_LANES if self.tuning["lanes"] == "auto" else (int(self.tuning["lanes"]),)
 
     def reload_shaders(self) -> None:
         """Recompile from the shader folder; on an error (ShaderError, raised) the running
@@ -214,6 +269,7 @@ class Swarm:
             self._allocate(len(position))
         self._current.write(pack_agents(position, velocity).tobytes())
         self._sorted = None  # re-sort on the next step
+        self._forget_crowd()
 
     def resize(self, count: int, values: Values | None = None) -> None:
         """Change the number of agents on the GPU: agents with ids below `count` stay where
@@ -236,6 +292,7 @@ class Swarm:
         storage_barrier(self.ctx)
         old.release()
         self._sorted = None  # in id order now: re-sort on the next step
+        self._forget_crowd()
 
     def read_state(self) -> tuple[np.ndarray, np.ndarray]:
         """(position, velocity), (N, 3) float32, in id order. Waits for the GPU: not per frame."""
@@ -277,9 +334,13 @@ class Swarm:
         if grid:
             budget = self.max_cells if self.max_cells is not None else cell_budget(self._count)
             shape = grid_shape(p, budget)
+        measure = grid and self.tuning["lanes"] == "auto" and self._measure_crowd()
+        if measure:
+            self.ctx.copy_buffer(self._stats, self._zero, 4, write_offset=4)
         self._write_params(p, dt, target, speed_scale, shape)
         timed = self.pass_timer or UNTIMED
-        simulate = self._programs[self.neighbors]
+        simulate = self._programs[f"grid{self.lanes}" + "m" * measure if grid
+                                  else self.neighbors]
         if not grid:
             self._current.bind_to_storage_buffer(0)
             self._scratch.bind_to_storage_buffer(1)
@@ -298,13 +359,41 @@ class Swarm:
             self._cell_rank.bind_to_storage_buffer(4)
             self._stats.bind_to_storage_buffer(5)
             with timed("simulate"):
-                dispatch_1d(simulate, self._count * self.tuning["lanes"],
-                            self.tuning["local_size"])
+                dispatch_1d(simulate, self._count * self.lanes, self._local_size())
                 storage_barrier(self.ctx)
+            if measure:  # a copy to read later: the counter itself stays in GPU memory
+                self.ctx.memory_barrier(moderngl.BUFFER_UPDATE_BARRIER_BIT)
+                self._crowd.push(self._stats, self._count)
             # The new states, in the old order, back into `current` in cell order.
             self._cells.sort(self._programs, self._scratch, self._current, self._cell_rank,
                              self._slots, self._count, timed)
         self.steps += 1
+
+    @property
+    def fixed_lag(self) -> bool:
+        """Read each crowd measurement at a fixed step, waiting if need be: runs repeat."""
+        return self._crowd.fixed_lag
+
+    @fixed_lag.setter
+    def fixed_lag(self, value: bool) -> None:
+        self._crowd.fixed_lag = bool(value)
+
+    def _forget_crowd(self) -> None:
+        """A new state (a load, a respawn, a resize): the crowd measured before it is stale
+        (a spawn after a settled swarm ran four lanes on a spread million until measured)."""
+        self.mean_candidates = None
+        if getattr(self, "_crowd", None) is not None:
+            self._crowd.drop()
+
+    def _measure_crowd(self) -> bool:
+        """Take the newest crowd measurement the GPU has finished and choose this step's lanes
+        from it; whether this step measures again."""
+        done = self._crowd.poll()
+        if done is not None:
+            data, count = done
+            self.mean_candidates = int(np.frombuffer(data, np.uint32)[1]) * CROWD_UNIT / count
+        self.lanes = choose_lanes(self._count, self.mean_candidates)
+        return self.steps % CROWD_EVERY == 0
 
     def _write_params(self, p: Values, dt: float, target: Sequence[float], speed_scale: float,
                       shape: GridShape | None) -> None:
@@ -337,9 +426,12 @@ class Swarm:
         for program in self._programs.values():
             program.release()
         self._programs = {}
-        for buffer in (self._current, self._scratch, self._cell_rank, self._slots, self._stats):
+        for buffer in (self._current, self._scratch, self._cell_rank, self._slots, self._stats,
+                       self._zero):
             if buffer is not None:
                 buffer.release()
         self._params.release()
         self._cells.release()
         self._current = self._scratch = self._cell_rank = self._slots = self._stats = None
+        self._zero = None
+        self._crowd.release()

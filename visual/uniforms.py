@@ -86,11 +86,14 @@ class Block:
         self.parameters = tuple(f.name for f in fields if not f.derived)
         self.derived = frozenset(f.name for f in fields if f.derived)
 
-    def glsl(self) -> str:
-        """The declaration: `layout(std140, binding = N) uniform Name { ... } instance;`."""
+    def glsl(self, binding: bool = True) -> str:
+        """The declaration: `layout(std140, binding = N) uniform Name { ... } instance;`.
+        `binding=False`: GLSL 4.10 (macOS) has no `binding =`; the owner sets the block's
+        binding on the linked program instead (visual/gl.py bind_blocks)."""
+        layout = f"std140, binding = {self.binding}" if binding else "std140"
         lines = [(f"// {self.name}: generated from visual/uniforms.py (std140, {self.size} "
                   "bytes). Edit the description there, not this."),
-                 f"layout(std140, binding = {self.binding}) uniform {self.name} {{"]
+                 f"layout({layout}) uniform {self.name} {{"]
         for field in self.fields:
             array = f"[{field.length}]" if field.length else ""
             origin = "derived" if field.derived else "parameter"
@@ -207,6 +210,7 @@ FRAME_PARAMS = Block("FrameParams", binding=7, instance="frame", fields=[
     derived("palette_stops", "int", "stops used in palette_colors[] (2..5)"),
     derived("additive", "int", "1: agents add light (no depth), 0: opaque"),
     derived("depth_range", "vec2", "color by depth: the distances of 0 and 1"),
+    derived("viewport", "vec2", "the frame's size in pixels (splat.comp)"),
     derived("palette_colors", "vec4", "the palette's colours, rgb (w unused)", length=5),
 ])
 
@@ -240,6 +244,13 @@ GENERATED_INCLUDES: dict[str, str] = {
     "frame_params.glsl": FRAME_PARAMS.glsl(),
     "post_params.glsl": POST_PARAMS.glsl(),
 }
+# The same for GLSL 4.10 (the GL 4.1 backend): no `binding =` in the layouts.
+GENERATED_INCLUDES_410: dict[str, str] = {
+    "swarm_params.glsl": _defines() + SWARM_PARAMS.glsl(binding=False),
+    "frame_params.glsl": FRAME_PARAMS.glsl(binding=False),
+    "post_params.glsl": POST_PARAMS.glsl(binding=False),
+}
+BLOCKS = (SWARM_PARAMS, FRAME_PARAMS, POST_PARAMS)
 
 
 class BlockBuffer:

@@ -51,9 +51,10 @@ def screens_or_error() -> list:
 
 
 def open_window(screen_index: int, fullscreen: bool, size: tuple[int, int] | None,
-                option: str = "--screen", screens: list | None = None):
-    """A pyglet window with an OpenGL 4.3 core context, or WindowError. `screens`: the list
-    already asked of the display (asked again, pyglet makes new screen objects)."""
+                gl: str = "auto", option: str = "--screen", screens: list | None = None):
+    """A pyglet window with an OpenGL 4.3 core context, or 4.1 core where 4.3 cannot be had
+    (macOS) and `gl` (--gl) allows it, or WindowError. `screens`: the list already asked of
+    the display (asked again, pyglet makes new screen objects)."""
     import pyglet
 
     screens = screens if screens is not None else screens_or_error()
@@ -61,30 +62,42 @@ def open_window(screen_index: int, fullscreen: bool, size: tuple[int, int] | Non
         names = ", ".join(f"{i}: {s.width}x{s.height}" for i, s in enumerate(screens))
         raise WindowError(f"{option} {screen_index}: no such screen (screens: {names})")
     screen = screens[screen_index]
-    config = pyglet.gl.Config(major_version=4, minor_version=3, forward_compatible=True,
-                              double_buffer=True, depth_size=24)
+    versions = {"4.3": [(4, 3)], "4.1": [(4, 1)]}.get(gl, [(4, 3), (4, 1)])
+    problem = None
+    for major, minor in versions:
+        config = pyglet.gl.Config(major_version=major, minor_version=minor,
+                                  forward_compatible=True, double_buffer=True, depth_size=24)
+        try:
+            return _open(pyglet, screen, config, fullscreen, size, placed=screen_index != 0)
+        except (pyglet.window.NoSuchConfigException, pyglet.gl.ContextException) as exc:
+            problem = exc
+    wanted = " or ".join(f"{major}.{minor}" for major, minor in versions)
+    raise WindowError(f"no OpenGL {wanted} core context on this display ({problem}); update "
+                      "the GPU driver, or use --headless") from None
+
+
+def _open(pyglet, screen, config, fullscreen: bool, size: tuple[int, int] | None,
+          placed: bool = False):
+    """The window on `screen` with `config` (pyglet's exceptions pass through); `placed`: a
+    window (not full-screen) moved to the screen's corner (X places a new one at 0, 0)."""
     caption = "swarm instrument"
-    try:
-        if fullscreen:
-            try:
-                return pyglet.window.Window(fullscreen=True, screen=screen, config=config,
-                                            vsync=True, caption=caption)
-            except pyglet.window.WindowException:
-                # Where true full-screen misbehaves: a borderless window covering the screen.
-                window = pyglet.window.Window(
-                    screen.width, screen.height, screen=screen, config=config, vsync=True,
-                    caption=caption, style=pyglet.window.Window.WINDOW_STYLE_BORDERLESS)
-                window.set_location(screen.x, screen.y)
-                return window
-        width, height = size or (1280, 720)
-        window = pyglet.window.Window(width, height, screen=screen, config=config, vsync=True,
-                                      caption=caption, resizable=True)
-        if screen_index:  # on the screen asked for (X places a new window at 0, 0)
+    if fullscreen:
+        try:
+            return pyglet.window.Window(fullscreen=True, screen=screen, config=config,
+                                        vsync=True, caption=caption)
+        except pyglet.window.WindowException:
+            # Where true full-screen misbehaves: a borderless window covering the screen.
+            window = pyglet.window.Window(
+                screen.width, screen.height, screen=screen, config=config, vsync=True,
+                caption=caption, style=pyglet.window.Window.WINDOW_STYLE_BORDERLESS)
             window.set_location(screen.x, screen.y)
-        return window
-    except (pyglet.window.NoSuchConfigException, pyglet.gl.ContextException) as exc:
-        raise WindowError(f"no OpenGL 4.3 core context on this display ({exc}); update the "
-                          "GPU driver, or use --headless") from None
+            return window
+    width, height = size or (1280, 720)
+    window = pyglet.window.Window(width, height, screen=screen, config=config, vsync=True,
+                                  caption=caption, resizable=True)
+    if placed:
+        window.set_location(screen.x, screen.y)
+    return window
 
 
 def display_rate(window, default: float = 60.0) -> float:
@@ -123,7 +136,7 @@ class LiveWindow:
         # GPU objects are released by their owners (Swarm, Renderer), once, as headless runs
         # do: no moderngl gc_mode. ("context_gc" broke ctx.gc() on preset recall: an object
         # released by hand and later collected leaves an InvalidObject, moderngl issue #695.)
-        self.ctx = moderngl.create_context(require=430)
+        self.ctx = moderngl.create_context(require=410)  # the show picks the backend
         self.fps = fps or display_rate(window)
         self.escape = EscapeGuard()
         self.last_image: tuple[bytes, tuple[int, int]] | None = None

@@ -1,0 +1,83 @@
+"""The post chain on OpenGL 4.1 core (macOS): the same bloom, feedback and tone mapping as
+`visual.post.PostChain`, the same PostParams block and settings, with the HDR passes as
+full-screen fragment passes (no compute shaders or image stores in 4.1): each draws into its
+level's framebuffer, and the upsample mixes into the finer level by blending (ONE,
+ONE_MINUS_SRC_ALPHA) where the compute pass reads and writes the image. The display pass is
+the compute chain's own (shaders/post_display.frag), compiled as GLSL 4.10. Main thread only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import moderngl
+
+from visual.gl import GLSL_410, ShaderError, ShaderSource, bind_blocks, bind_samplers, check_block
+from visual.post import HDR_MAX, HISTORY_MAX, PostChain, _Image
+from visual.uniforms import POST_PARAMS
+
+SAMPLER_UNITS = {"u_source": 0, "u_scene": 0, "u_bloom": 1, "u_history": 2}
+NO_PARAMS_41 = frozenset({"gl41_post_downsample.frag"})
+
+
+def _program_41(ctx: moderngl.Context, fragment: str, folder: Path,
+                defines: Mapping[str, Any]) -> moderngl.Program:
+    vertex = "post_triangle.vert"
+    vs = ShaderSource(vertex, defines, folder, GLSL_410)
+    fs = ShaderSource(fragment, defines, folder, GLSL_410)
+    try:
+        program = ctx.program(vertex_shader=vs.text, fragment_shader=fs.text)
+    except Exception as exc:  # moderngl raises plain Exceptions with the driver's log
+        raise ShaderError(f"{vertex} + {fragment}: {fs.explain(str(exc))}") from exc
+    bind_blocks(program)
+    bind_samplers(program, SAMPLER_UNITS)
+    if fragment not in NO_PARAMS_41:
+        try:
+            check_block(program, POST_PARAMS, f"{vertex} + {fragment}")
+        except ShaderError:
+            program.release()
+            raise
+    return program
+
+
+class PostChain41(PostChain):
+    """`PostChain` in fragment passes (see the module's comment)."""
+
+    def _build_programs(self) -> dict[str, Any]:
+        ctx, folder, built = self.ctx, self.shader_dir, {}
+        common = {"HDR_MAX": f"{HDR_MAX:.1f}", "HISTORY_MAX": f"{HISTORY_MAX:.1f}"}
+        variants = {
+            "prefilter": ("gl41_post_prefilter.frag", {}),
+            "downsample": ("gl41_post_downsample.frag", {}),
+            "upsample": ("gl41_post_upsample.frag", {}),
+            "composite_bloom": ("gl41_post_composite.frag", {"BLOOM": 1, "FEEDBACK": 0}),
+            "composite_feedback": ("gl41_post_composite.frag", {"BLOOM": 0, "FEEDBACK": 1}),
+            "composite_both": ("gl41_post_composite.frag", {"BLOOM": 1, "FEEDBACK": 1}),
+            "display": ("post_display.frag", {"BLOOM": 0}),
+            "display_bloom": ("post_display.frag", {"BLOOM": 1}),
+        }
+        try:
+            for name, (fragment, defines) in variants.items():
+                program = _program_41(ctx, fragment, folder, {**common, **defines})
+                built[name] = program
+                built[name + "_vao"] = ctx.vertex_array(program, [])
+        except Exception:
+            for obj in reversed(list(built.values())):
+                obj.release()
+            raise
+        return built
+
+    def _dispatch(self, name: str, out: _Image, read: bool = False) -> None:
+        """A full-screen pass into `out`; `read` (the upsample): mixed into what `out` holds
+        by blending, as the fragment chain did."""
+        ctx = self.ctx
+        out.framebuffer.use()
+        if read:
+            ctx.enable(moderngl.BLEND)
+            ctx.blend_func = moderngl.ONE, moderngl.ONE_MINUS_SRC_ALPHA
+            ctx.blend_equation = moderngl.FUNC_ADD
+        self._draw(name)
+        if read:
+            ctx.disable(moderngl.BLEND)
