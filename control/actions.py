@@ -13,9 +13,9 @@ MAPPABLE = ("respawn", "separation_burst", "recall_preset", "tap", "downbeat")
 KINDS = MAPPABLE + (
     "set",          # values: parameters to set at once (a knob already set its own)
     "learned",      # param: MIDI learn just bound a knob to it
-    "select",       # value: +1 / -1, the HUD's chosen parameter
+    "select",       # value: +1 / -1, the HUD's chosen parameter; or param: that one
     "nudge",        # value: a fraction of the chosen parameter's performance range
-    "learn",        # MIDI-learn the chosen parameter, or cancel
+    "learn",        # MIDI-learn the chosen parameter (param: that one first), or cancel
     "pause",
     "save_preset",  # value: slot 1-9
     "lure",         # values: {"point": (x, y, z)}
@@ -28,10 +28,10 @@ QUANTIZABLE = ("respawn", "separation_burst", "recall_preset")
 @dataclass(frozen=True)
 class Action:
     """kind: one of KINDS. value: "separation_burst" a strength in 0..1, "recall_preset" and
-    "save_preset" a slot 1-9, "select" a step, "nudge" a fraction of the range, "tap" when it
+    "save_preset" a slot 1-9, "select" a step (or param: the parameter to choose), "nudge" a fraction of the range, "tap" when it
     was tapped (seconds, the loop's clock; None: this frame); "downbeat" marks this beat as a
     bar's first; "outputs" takes the video outputs (values {"output": n}: the n-th, from 1) on
-    air (value 1), off (0) or the other way (None). param: for "learned". values: for "set"
+    air (value 1), off (0) or the other way (None). param: for "learned", and "select" and "learn" from a control surface. values: for "set"
     (parameter -> value), "lure" and "outputs"."""
 
     kind: str

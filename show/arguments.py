@@ -78,6 +78,17 @@ def _size(text: str) -> tuple[int, int]:
     return width, height
 
 
+def _screen_index(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a screen number (0, 1, ...), got {text!r}") \
+            from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a screen number (0, 1, ...), got {value}")
+    return value
+
+
 def _rate(text: str) -> float:
     try:
         value = float(text)
@@ -141,6 +152,13 @@ def build_parser() -> argparse.ArgumentParser:
     view = parser.add_argument_group("window")
     view.add_argument("--screen", type=int, default=0, metavar="N",
                       help="screen to play on (default 0)")
+    view.add_argument("--output-screen", type=_screen_index, metavar="N",
+                      help="two screens: the picture full-screen on screen N (the projector) "
+                           "with nothing over it, the control window on the other screen")
+    view.add_argument("--control-screen", type=_screen_index, metavar="M",
+                      help="the control window (preview, every parameter, the preset slots, "
+                           "meters) on screen M; with one screen it opens as a window and the "
+                           "picture keeps its HUD")
     view.add_argument("--windowed", action="store_true", help="a window instead of full-screen")
     view.add_argument("--size", type=_size, metavar="WxH",
                       help="window size (implies --windowed); headless frame size "

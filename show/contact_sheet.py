@@ -61,28 +61,62 @@ def bundled_presets() -> list[tuple[int | None, Preset]]:
     return out
 
 
+class LookRun:
+    """`preset` played offscreen as the sheet plays it (its parameters and routes, the drum
+    loop, seed and fixed step of `settings`), a few frames at a time: the control window's
+    thumbnails (show/control.py) spread it over the show's frames. The frame stays in
+    `framebuffer` (RGBA8, its colour a texture) until `release()`."""
+
+    def __init__(self, ctx, preset: Preset, settings: SheetSettings, song: np.ndarray) -> None:
+        params = Params()
+        routes = apply_preset(preset, params)
+        if settings.count_cap is not None:
+            params["count"] = min(params["count"], settings.count_cap)
+        if params["post"] == "auto":
+            params["post"] = "on"  # the look as a GPU shows it, on any GL
+        options = ShowOptions(seed=settings.seed, fixed_dt=1.0 / settings.fps,
+                              reproducible=True, live=False)
+        self.show = Show(ctx, params, options, routes=routes, preset=preset,
+                         audio=OfflineAudio(song, AUDIO_RATE, name="drum loop"))
+        self.sink = Offscreen(self.show, settings.size)
+        self.loop = Loop(self.show, SongClock(settings.fps))
+        self.frames = round(settings.seconds * settings.fps)
+        self.drawn = 0
+
+    @property
+    def done(self) -> bool:
+        return self.drawn >= self.frames
+
+    @property
+    def framebuffer(self):
+        return self.sink.framebuffer
+
+    def step(self, frames: int) -> None:
+        """Play up to `frames` more frames (never past the end)."""
+        frames = min(frames, self.frames - self.drawn)
+        if frames > 0:
+            self.drawn += self.loop.run(self.sink, frames=frames)
+
+    def image(self) -> np.ndarray:
+        """The last frame, (H, W, 3) uint8, top row first (a readback: the sheet's)."""
+        width, height = self.sink.size
+        pixels = np.frombuffer(self.sink.pixels(), np.uint8)
+        return pixels.reshape(height, width, 3)[::-1].copy()
+
+    def release(self) -> None:
+        self.show.release()
+
+
 def render_look(ctx, preset: Preset, settings: SheetSettings,
                 song: np.ndarray) -> np.ndarray:
     """`preset` played for settings.seconds: its last frame, (H, W, 3) uint8, top row first,
     left in the offscreen framebuffer (bound) for a label to be drawn on."""
-    params = Params()
-    routes = apply_preset(preset, params)
-    if settings.count_cap is not None:
-        params["count"] = min(params["count"], settings.count_cap)
-    if params["post"] == "auto":
-        params["post"] = "on"  # the look as a GPU shows it, on any GL
-    options = ShowOptions(seed=settings.seed, fixed_dt=1.0 / settings.fps, reproducible=True,
-                          live=False)
-    show = Show(ctx, params, options, routes=routes, preset=preset,
-                audio=OfflineAudio(song, AUDIO_RATE, name="drum loop"))
+    run = LookRun(ctx, preset, settings, song)
     try:
-        sink = Offscreen(show, settings.size)
-        Loop(show, SongClock(settings.fps)).run(sink, frames=round(settings.seconds
-                                                                   * settings.fps))
-        pixels = np.frombuffer(sink.pixels(), np.uint8)
-        return pixels.reshape(settings.size[1], settings.size[0], 3)[::-1].copy()
+        run.step(run.frames)
+        return run.image()
     finally:
-        show.release()
+        run.release()
 
 
 def label(image: np.ndarray, text: str, hud) -> np.ndarray:

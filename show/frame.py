@@ -152,6 +152,9 @@ class Show:
         self.speed_scale = 1.0  # the audio boost: 1 + level * audio_speed_boost
         self.status: dict[str, str] = {}  # extra HUD lines: shaders, a capped count, ...
         self.outputs: Any = None  # video out (show/outputs.py): the live run opens and ends it
+        # More control surfaces (the control window, show/control.py): each read once a frame
+        # beside OSC and the web remote, its actions carried out as theirs; closed with the show.
+        self.surfaces: list[Any] = []
         # Musical time: tap tempo and the audio's beats here; the live run adds MIDI clock
         # and Link (show/live.py). Quantised actions wait in `_waiting` for a beat or a bar.
         self.tap = TapTempo()
@@ -199,6 +202,10 @@ class Show:
             for action in self.web.poll():
                 self.act(action)
             self.web.publish(self, now)
+        for surface in self.surfaces:
+            for action in surface.poll(self.params.as_dict()):
+                self.act(action)
+            surface.publish(self, now)
         self._update_tempo(now)
         self.looks.update(self.show_time, now)
         if self.recorder is not None:  # on the show's clock, as an offline render replays it
@@ -319,11 +326,13 @@ class Show:
         elif kind == "learned":
             log.info(f"midi: learned {action.param}")
         elif kind == "select":
-            self.selected = (self.selected + int(action.value)) % len(self.learnable())
+            self.select(action)
         elif kind == "nudge":
             self.nudge(float(action.value))
         elif kind == "learn":
-            self.toggle_learn()
+            if action.param is not None:
+                self.select(action)
+            self.toggle_learn(action.param)
         elif kind == "pause":
             self.paused = not self.paused
         elif kind == "lure":
@@ -351,6 +360,16 @@ class Show:
         """Parameters a knob or the keys can drive (colours cannot), in registry order."""
         return [p.name for p in REGISTRY if p.kind != "color"]
 
+    def select(self, action: Action) -> None:
+        """Up/Down step the chosen parameter (value: the step); a control surface names it
+        (param: a slider clicked). A colour cannot be chosen (no knob drives it)."""
+        names = self.learnable()
+        if action.param is not None:
+            if action.param in names:
+                self.selected = names.index(action.param)
+            return
+        self.selected = (self.selected + int(action.value or 0)) % len(names)
+
     @property
     def selected_param(self) -> str:
         names = self.learnable()
@@ -364,14 +383,17 @@ class Show:
         if value != self.params[name]:
             self.act(Action("set", values={name: value}))
 
-    def toggle_learn(self) -> None:
-        """L: learn the selected parameter (the next knob turned binds), or cancel."""
+    def toggle_learn(self, name: str | None = None) -> None:
+        """L: learn the selected parameter (the next knob turned binds), or cancel; `name`
+        (a control surface's L on that slider): learn it, or cancel when it is the one
+        learning."""
         if self.midi is None:
             self.status["midi"] = "off: no knob to learn (MIDI was not opened)"
             log.info("midi: MIDI is off (--no-midi, safe mode or no MIDI system); no knob to "
                      "learn: Left/Right change the chosen parameter")
             return
-        if self.midi.state()["learn"]["active"]:
+        learn = self.midi.state()["learn"]
+        if learn["active"] and (name is None or learn["param"] == name):
             self.midi.cancel_learn()
         else:
             self.midi.start_learn(self.selected_param)
@@ -454,6 +476,9 @@ class Show:
             self.osc.close()
         if self.web is not None:
             self.web.close()
+        for surface in self.surfaces:
+            surface.close()
+        self.surfaces = []
         self.looks.close()
         for source in self.tempo.sources.values():  # a Link session left, ...
             close = getattr(source, "close", None)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import logging
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -233,6 +234,10 @@ def run_headless(live: LiveShow) -> None:
     from visual.gl import create_headless_context
 
     args = live.args
+    if getattr(args, "output_screen", None) is not None or \
+            getattr(args, "control_screen", None) is not None:
+        log.info("--output-screen, --control-screen: a headless show has no screens; no "
+                 "control window")
     ctx = create_headless_context("4.1")  # at least: the show picks the backend (--gl)
     size = args.size or HEADLESS_SIZE
     show = live.build(ctx, size)
@@ -247,23 +252,122 @@ def run_headless(live: LiveShow) -> None:
     ctx.release()
 
 
+@dataclass(frozen=True)
+class ScreenPlan:
+    """Where the picture and the control window go: `output` and `control` are screen
+    numbers (control None: no control window); `separate`: on screens of their own, so the
+    picture has nothing over it. `notes`: what to tell the performer, one line each."""
+
+    output: int
+    control: int | None
+    separate: bool
+    notes: tuple[str, ...] = ()
+
+
+def plan_screens(sizes: list[str], screen: int, output_screen: int | None,
+                 control_screen: int | None) -> ScreenPlan:
+    """--screen, --output-screen and --control-screen against the screens there are
+    (`sizes`: their descriptions, in order). A number that names no screen is said and set
+    aside, never fatal: the picture falls back to --screen, the control window to another
+    screen, or to a window beside the picture (which keeps its HUD) when there is one."""
+    count = len(sizes)
+    listed = ", ".join(f"{i}: {size}" for i, size in enumerate(sizes))
+    notes = []
+    output = screen
+    if output_screen is not None:
+        if 0 <= output_screen < count:
+            output = output_screen
+        else:
+            notes.append(f"--output-screen {output_screen}: no such screen (screens: {listed});"
+                         f" the picture plays on screen {screen}")
+    if output_screen is None and control_screen is None:
+        return ScreenPlan(output, None, False, tuple(notes))
+    control = None
+    if control_screen is not None:
+        if 0 <= control_screen < count:
+            control = control_screen
+        else:
+            notes.append(f"--control-screen {control_screen}: no such screen (screens: "
+                         f"{listed}); the control window goes "
+                         + ("on another screen" if count > 1 else "in a window"))
+    if control is None:
+        control = next((i for i in range(count) if i != output), output)
+    separate = control != output
+    if separate:
+        notes.append(f"screens: the picture on screen {output} ({sizes[output]}) with nothing "
+                     f"over it, the control window on screen {control} ({sizes[control]})")
+    else:
+        notes.append(f"one screen for both: the control window opens as a window, the picture "
+                     f"keeps its HUD (H toggles it)")
+    return ScreenPlan(output, control, separate, tuple(notes))
+
+
 def run_window(live: LiveShow) -> None:
-    """The show full-screen (or windowed) under pyglet; WindowError if no window opens."""
-    from visual.window import LiveWindow, open_window
+    """The show full-screen (or windowed) under pyglet, with the control window where asked
+    (--output-screen, --control-screen); WindowError if no window opens."""
+    from visual.window import LiveWindow, open_window, screens_or_error
 
     args = live.args
-    window = open_window(args.screen, fullscreen=not args.windowed and args.size is None,
-                         size=args.size, gl=args.gl)
-    screen = LiveWindow(window, fps=args.fps)
+    screens = screens_or_error()
+    plan = plan_screens([f"{s.width}x{s.height}" for s in screens], args.screen,
+                        getattr(args, "output_screen", None),
+                        getattr(args, "control_screen", None))
+    for note in plan.notes:
+        log.info(note)
+    window = open_window(plan.output, fullscreen=not args.windowed and args.size is None,
+                         size=args.size, gl=args.gl, screens=screens)
+    screen = LiveWindow(window, fps=args.fps, overlay=not plan.separate)
     show = live.build(screen.ctx, tuple(window.get_framebuffer_size()), rate=screen.fps)
+    if plan.control is not None:
+        open_control(live, screen, screens[plan.control], plan)
     width, height = window.get_framebuffer_size()
-    log.info(f"window: {show.swarm.count} agents on screen {args.screen}, {width}x{height}"
+    log.info(f"window: {show.swarm.count} agents on screen {plan.output}, {width}x{height}"
              f"{' full-screen' if window.fullscreen else ''}, {screen.fps:g} fps cap, "
              f"{screen.ctx.info['GL_RENDERER']}. Keys: F full-screen, H HUD, Space pause, "
              "R respawn, Esc twice to quit")
     screen.run(live)
+    # pyglet's loop may have drawn the control window last: the output's context again, for
+    # the screenshot and for every GPU object the show releases (framebuffers and vertex
+    # arrays belong to one context)
+    window.switch_to()
     image = screen.last_image
     if args.screenshot and image is None:
         image = screen.read_screen()
     live.finish(image)
     window.close()
+
+
+def open_control(live: LiveShow, screen, where, plan: ScreenPlan) -> None:
+    """The control window on screen `where` (covering it when it is a screen of its own and
+    not --windowed), wired as one more input of the show; the output window's context is
+    current again afterwards. A control window that cannot open is said and the show plays
+    on without it."""
+    import pyglet
+
+    from show.control import ControlSurface, FrameTakers, ThumbnailJob, layout_groups
+    from visual.control_window import ControlWindow, open_control_window
+    from visual.preview import Preview
+
+    show, args = live.show, live.args
+    version = (4, 3) if screen.ctx.version_code >= 430 else (4, 1)  # as the output's
+    try:
+        window = open_control_window(where, fullscreen=plan.separate and not args.windowed,
+                                     size=None, version=version)
+    except (pyglet.window.WindowException, pyglet.window.NoSuchConfigException,
+            pyglet.gl.ContextException) as exc:
+        screen.window.switch_to()
+        log.info(f"control window: cannot open it ({exc}); the show goes on without it")
+        return
+    control = ControlWindow(window, layout_groups(), on_key=screen.on_key_press)
+    control.escape = screen.escape
+    screen.window.switch_to()  # moderngl draws with the output's context
+    preview = Preview(screen.ctx)
+    thumbnails = ThumbnailJob(screen.ctx, show.looks.bank)
+    surface = ControlSurface(control, preview, thumbnails,
+                             where=f"control on screen {plan.control}, output on screen "
+                                   f"{plan.output}" + ("" if plan.separate else " (one screen)"))
+    show.surfaces.append(surface)
+    live.loop.outputs = FrameTakers([live.loop.outputs, preview])  # before the HUD
+    log.info(f"control window: screen {plan.control}, {window.width}x{window.height}: the "
+             "preview, every parameter, the preset slots (click: recall, SAVE then a slot: "
+             "save), meters")

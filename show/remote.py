@@ -2,7 +2,8 @@
 frame's actions, and the show's state goes back to the page a few times a second.
 
 `WebInput.poll()` is read once a frame next to OSC (show/frame.py); `publish(show, now)` then
-hands the server a fresh snapshot at most every PUSH_SECONDS (control/web.py): the meters
+hands the server a fresh snapshot (the meters and slots read by `ShowView`, which the control
+window reads too: show/control.py) at most every PUSH_SECONDS (control/web.py): the meters
 (level, bands, onset, tempo and beat, frame time), the preset slots with their names, the
 preset playing and its morph, and every parameter's value. Building it costs a few tens of
 microseconds; the slot names (nine small files read) only when the preset changes (a recall, a
@@ -27,14 +28,60 @@ def _r(value: float | None, digits: int = 3) -> float | None:
     return None if value is None else round(float(value), digits)
 
 
+class ShowView:
+    """What a control surface shows of the show, read the same way for each of them (the web
+    page, the control window): the meters and the preset slots. The slot names (nine small
+    files read) are read again only when the preset changes (a recall or a save makes a new
+    Preset)."""
+
+    def __init__(self) -> None:
+        self._slots_key: object = None
+        self.slot_names: dict[int, str] = {}
+        self.active: int | None = None
+
+    def meters(self, show: Show) -> dict[str, Any]:
+        """Level, bands, onsets, tempo and beat, frame time, agents: plain JSON values."""
+        audio, tempo, clock = show.audio, show.tempo, show.clock
+        bands = audio.bands
+        onset = audio.sources().get("onset", 0.0)
+        return {
+            "level": _r(audio.level), "low": _r(bands.low), "mid": _r(bands.mid),
+            "high": _r(bands.high), "onset": _r(onset), "onsets": audio.onsets,
+            "audio": str(audio.state),
+            "bpm": _r(tempo.bpm, 2), "beat": _r(tempo.beat, 4),
+            "bar_phase": _r(tempo.bar_phase, 4), "tempo_source": str(tempo.source),
+            "held": bool(tempo.held),
+            "frame_ms": _r(clock.frame_ms, 2), "fps": _r(clock.fps, 1),
+            "agents": show.swarm.count, "paused": show.paused,
+        }
+
+    def update_slots(self, show: Show) -> bool:
+        """The slots' names and which one is playing, read again only when the preset
+        changed; True when they were read again."""
+        looks = show.looks
+        key = (looks.preset, looks.problem)
+        if key == self._slots_key:
+            return False
+        self._slots_key = key
+        bank = looks.bank
+        names = getattr(bank, "names", None)
+        self.slot_names = dict(names()) if names else {}
+        self.active = None
+        path = getattr(looks.preset, "path", None)
+        slot_path = getattr(bank, "slot_path", None)
+        if path is not None and slot_path is not None:
+            for slot in self.slot_names:
+                if slot_path(int(slot)) == path:
+                    self.active = int(slot)
+        return True
+
+
 class WebInput:
     """The show's side of the web remote: actions in, snapshots out."""
 
     def __init__(self, remote: WebRemote) -> None:
         self.remote = remote
-        self._slots_key: object = None
-        self._slots: dict[str, str] = {}
-        self._active: int | None = None
+        self.view = ShowView()
 
     @property
     def rejected(self) -> int:
@@ -52,48 +99,18 @@ class WebInput:
 
     def snapshot(self, show: Show, now: float) -> dict[str, Any]:
         """What the page shows, as plain JSON values (colours "#rrggbb")."""
-        audio, tempo, clock = show.audio, show.tempo, show.clock
-        bands = audio.bands
-        onset = audio.sources().get("onset", 0.0)
+        view = self.view
         preset = show.looks.telemetry(show.show_time)
-        self._update_slots(show)
-        preset["slot"] = self._active
+        view.update_slots(show)
+        preset["slot"] = view.active
         return {
             "t": round(now, 3),
-            "meters": {
-                "level": _r(audio.level), "low": _r(bands.low), "mid": _r(bands.mid),
-                "high": _r(bands.high), "onset": _r(onset), "onsets": audio.onsets,
-                "audio": str(audio.state),
-                "bpm": _r(tempo.bpm, 2), "beat": _r(tempo.beat, 4),
-                "bar_phase": _r(tempo.bar_phase, 4), "tempo_source": str(tempo.source),
-                "held": bool(tempo.held),
-                "frame_ms": _r(clock.frame_ms, 2), "fps": _r(clock.fps, 1),
-                "agents": show.swarm.count, "paused": show.paused,
-            },
+            "meters": view.meters(show),
             "preset": preset,
-            "slots": self._slots,
+            "slots": {str(slot): name for slot, name in view.slot_names.items()},
             "outputs": outputs_state(show),
             "values": {name: plain_value(value) for name, value in show.params.items()},
         }
-
-    def _update_slots(self, show: Show) -> None:
-        """The slots' names, read again only when the preset changed (a recall or a save
-        makes a new Preset): what is in each slot, and which one is playing."""
-        looks = show.looks
-        key = (looks.preset, looks.problem)
-        if key == self._slots_key:
-            return
-        self._slots_key = key
-        bank = looks.bank
-        names = getattr(bank, "names", None)
-        self._slots = {str(slot): name for slot, name in names().items()} if names else {}
-        self._active = None
-        path = getattr(looks.preset, "path", None)
-        slot_path = getattr(bank, "slot_path", None)
-        if path is not None and slot_path is not None:
-            for slot in self._slots:
-                if slot_path(int(slot)) == path:
-                    self._active = int(slot)
 
     def state(self) -> dict[str, Any]:
         return self.remote.state()

@@ -95,6 +95,8 @@ def telemetry(show: Show) -> dict[str, Any]:
         "midi": show.midi.state() if show.midi is not None else None,
         "osc": show.osc.state() if show.osc is not None else None,
         "web": show.web.state() if getattr(show, "web", None) is not None else None,
+        "control": ([surface.state() for surface in show.surfaces]
+                    if getattr(show, "surfaces", None) else None),
         "preset": show.looks.telemetry(show.show_time),
         "tempo": show.tempo.state(),
         "link": link_state(show),

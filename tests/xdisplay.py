@@ -22,8 +22,8 @@ WINDOW_NAME = "swarm instrument"
 
 
 @contextmanager
-def xvfb(size: str = "1024x600") -> Iterator[str]:
-    """An Xvfb server on a free display number; yields ':N'."""
+def xvfb(size: str = "1024x600", *extra: str) -> Iterator[str]:
+    """An Xvfb server on a free display number; yields ':N'. `extra`: more Xvfb options."""
     if not shutil.which("Xvfb"):
         pytest.fail("Xvfb is missing: apt-get install xvfb (CI installs it)")
     for number in range(91, 140):
@@ -32,7 +32,7 @@ def xvfb(size: str = "1024x600") -> Iterator[str]:
             break
     display = f":{number}"
     process = subprocess.Popen(["Xvfb", display, "-screen", "0", f"{size}x24", "-nolisten",
-                                "tcp"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                "tcp", *extra], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 10
     while not Path(f"/tmp/.X11-unix/X{number}").exists():
         assert process.poll() is None and time.monotonic() < deadline, "Xvfb did not start"
@@ -131,3 +131,52 @@ def grab(display: str) -> np.ndarray:
         for frame in container.decode(video=0):
             return frame.to_ndarray(format="rgb24")
     raise AssertionError(f"x11grab gave no frame of {display}")
+
+
+def split_into_monitors(display: str, areas: list[tuple[int, int, int, int]]) -> None:
+    """Make the X screen of `display` two (or more) monitors, as `xrandr --setmonitor` does
+    (RandR 1.5): areas (x, y, width, height), the first holding the screen's output. The
+    server must keep them after this client goes: start Xvfb with -noreset."""
+    import ctypes
+    import ctypes.util
+
+    from visual.screens import _MonitorInfo
+
+    x11 = ctypes.CDLL(ctypes.util.find_library("X11"))
+    xrandr = ctypes.CDLL(ctypes.util.find_library("Xrandr"))
+    x11.XOpenDisplay.restype, x11.XOpenDisplay.argtypes = ctypes.c_void_p, [ctypes.c_char_p]
+    x11.XDefaultRootWindow.restype = ctypes.c_ulong
+    x11.XDefaultRootWindow.argtypes = [ctypes.c_void_p]
+    x11.XInternAtom.restype = ctypes.c_ulong
+    x11.XInternAtom.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int]
+    x11.XSync.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    x11.XCloseDisplay.argtypes = [ctypes.c_void_p]
+    xrandr.XRRGetMonitors.restype = ctypes.POINTER(_MonitorInfo)
+    xrandr.XRRGetMonitors.argtypes = [ctypes.c_void_p, ctypes.c_ulong, ctypes.c_int,
+                                      ctypes.POINTER(ctypes.c_int)]
+    xrandr.XRRAllocateMonitor.restype = ctypes.POINTER(_MonitorInfo)
+    xrandr.XRRAllocateMonitor.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    xrandr.XRRSetMonitor.argtypes = [ctypes.c_void_p, ctypes.c_ulong,
+                                     ctypes.POINTER(_MonitorInfo)]
+    dpy = x11.XOpenDisplay(display.encode())
+    assert dpy, f"cannot open the X display {display}"
+    try:
+        root = x11.XDefaultRootWindow(dpy)
+        count = ctypes.c_int(0)
+        existing = xrandr.XRRGetMonitors(dpy, root, 0, ctypes.byref(count))
+        assert existing and count.value >= 1 and existing[0].noutput >= 1, "no RandR output"
+        output = existing[0].outputs[0]
+        for index, (x, y, width, height) in enumerate(areas):
+            outputs = [output] if index == 0 else []
+            monitor = xrandr.XRRAllocateMonitor(dpy, len(outputs))
+            info = monitor.contents
+            info.name = x11.XInternAtom(dpy, f"TEST-{index}".encode(), 0)
+            info.x, info.y, info.width, info.height = x, y, width, height
+            info.mwidth, info.mheight = width // 4, height // 4
+            info.primary = int(index == 0)
+            for k, name in enumerate(outputs):
+                info.outputs[k] = name
+            xrandr.XRRSetMonitor(dpy, root, monitor)
+        x11.XSync(dpy, 0)
+    finally:
+        x11.XCloseDisplay(dpy)

@@ -15,6 +15,7 @@ from typing import Protocol
 import moderngl
 
 from visual.hud import Hud
+from visual.screens import list_screens
 
 QUIT_WINDOW_S = 1.0
 
@@ -41,25 +42,25 @@ class WindowError(RuntimeError):
     """The window could not be opened; the message says why and what to try."""
 
 
-def list_screens() -> list:
-    import pyglet
-
-    return list(pyglet.display.get_display().get_screens())
+def screens_or_error() -> list:
+    """The display's screens (visual/screens.py), or WindowError when it cannot be reached."""
+    try:
+        return list_screens()
+    except Exception as exc:
+        raise WindowError(f"cannot reach the display ({exc}); use --headless") from None
 
 
 def open_window(screen_index: int, fullscreen: bool, size: tuple[int, int] | None,
-                gl: str = "auto"):
+                gl: str = "auto", option: str = "--screen", screens: list | None = None):
     """A pyglet window with an OpenGL 4.3 core context, or 4.1 core where 4.3 cannot be had
-    (macOS) and `gl` (--gl) allows it, or WindowError."""
+    (macOS) and `gl` (--gl) allows it, or WindowError. `screens`: the list already asked of
+    the display (asked again, pyglet makes new screen objects)."""
     import pyglet
 
-    try:
-        screens = list_screens()
-    except Exception as exc:
-        raise WindowError(f"cannot reach the display ({exc}); use --headless") from None
+    screens = screens if screens is not None else screens_or_error()
     if not 0 <= screen_index < len(screens):
         names = ", ".join(f"{i}: {s.width}x{s.height}" for i, s in enumerate(screens))
-        raise WindowError(f"--screen {screen_index}: no such screen (screens: {names})")
+        raise WindowError(f"{option} {screen_index}: no such screen (screens: {names})")
     screen = screens[screen_index]
     versions = {"4.3": [(4, 3)], "4.1": [(4, 1)]}.get(gl, [(4, 3), (4, 1)])
     problem = None
@@ -67,7 +68,7 @@ def open_window(screen_index: int, fullscreen: bool, size: tuple[int, int] | Non
         config = pyglet.gl.Config(major_version=major, minor_version=minor,
                                   forward_compatible=True, double_buffer=True, depth_size=24)
         try:
-            return _open(pyglet, screen, config, fullscreen, size)
+            return _open(pyglet, screen, config, fullscreen, size, placed=screen_index != 0)
         except (pyglet.window.NoSuchConfigException, pyglet.gl.ContextException) as exc:
             problem = exc
     wanted = " or ".join(f"{major}.{minor}" for major, minor in versions)
@@ -75,8 +76,10 @@ def open_window(screen_index: int, fullscreen: bool, size: tuple[int, int] | Non
                       "the GPU driver, or use --headless") from None
 
 
-def _open(pyglet, screen, config, fullscreen: bool, size: tuple[int, int] | None):
-    """The window on `screen` with `config` (pyglet's exceptions pass through)."""
+def _open(pyglet, screen, config, fullscreen: bool, size: tuple[int, int] | None,
+          placed: bool = False):
+    """The window on `screen` with `config` (pyglet's exceptions pass through); `placed`: a
+    window (not full-screen) moved to the screen's corner (X places a new one at 0, 0)."""
     caption = "swarm instrument"
     if fullscreen:
         try:
@@ -90,8 +93,11 @@ def _open(pyglet, screen, config, fullscreen: bool, size: tuple[int, int] | None
             window.set_location(screen.x, screen.y)
             return window
     width, height = size or (1280, 720)
-    return pyglet.window.Window(width, height, screen=screen, config=config, vsync=True,
-                                caption=caption, resizable=True)
+    window = pyglet.window.Window(width, height, screen=screen, config=config, vsync=True,
+                                  caption=caption, resizable=True)
+    if placed:
+        window.set_location(screen.x, screen.y)
+    return window
 
 
 def display_rate(window, default: float = 60.0) -> float:
@@ -122,8 +128,11 @@ class LiveWindow:
     (full-screen), H (the HUD) and Esc (twice to quit) for itself and hands every other key,
     the mouse and the wheel on. pyglet's clock calls `on_draw` at the frame-rate cap."""
 
-    def __init__(self, window, *, fps: float | None) -> None:
+    def __init__(self, window, *, fps: float | None, overlay: bool = True) -> None:
         self.window = window
+        # overlay False: the projector's picture with nothing drawn over it (the HUD and its
+        # notices are on the control window then, visual/control_window.py)
+        self.overlay = overlay
         # GPU objects are released by their owners (Swarm, Renderer), once, as headless runs
         # do: no moderngl gc_mode. ("context_gc" broke ctx.gc() on preset recall: an object
         # released by hand and later collected leaves an InvalidObject, moderngl issue #695.)
@@ -151,7 +160,7 @@ class LiveWindow:
             # next key (F again) went nowhere and the show stayed stuck in that state.
             self.window.activate()
         elif symbol == key.H:
-            self.hud.visible = not self.hud.visible
+            self.hud.visible = not self.hud.visible  # nothing to show without the overlay
         elif self.performer is not None:
             name = key.symbol_string(symbol).lstrip("_")  # "_1" -> "1", "LEFT", "SPACE"
             self.performer.key(name, bool(modifiers & key.MOD_CTRL),
@@ -184,8 +193,9 @@ class LiveWindow:
             return
         self.window.switch_to()
         lines = self.performer.frame(*self.screen())
-        self.hud.draw(lines, "press Esc again to quit" if self.escape.armed(time.monotonic())
-                      else "")
+        if self.overlay:
+            self.hud.draw(lines, "press Esc again to quit"
+                          if self.escape.armed(time.monotonic()) else "")
         if self.performer.done():
             self.last_image = self.read_screen()
             self.quit()
