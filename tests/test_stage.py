@@ -123,14 +123,23 @@ def test_a_minute_of_show_played_with_keys_and_mouse(tmp_path):
             telemetry.wait(lambda r: not r["paused"], "play again")
 
             # F in and out of full-screen, three times: the whole window drawn each time.
+            # pyglet makes a new X window each time, and X11 sometimes drops a key sent to a
+            # window that has just been made (pyglet issue #911: about one press in 18 here,
+            # under Xvfb with no window manager): a press with no effect within 10 s is made
+            # once more, and every toggle must take within two presses.
+            def toggle(size: tuple[int, int]) -> None:
+                for press in range(2):
+                    performer.key("f", pause=2.5)
+                    if performer.wait_geometry(size, timeout=10 if press == 0 else 20) == size:
+                        return
+                raise AssertionError(f"F twice and the window is not {size[0]}x{size[1]}")
+
             for _ in range(3):
-                performer.key("f", pause=2.5)
-                assert performer.wait_geometry(SCREEN) == SCREEN
+                toggle(SCREEN)
                 telemetry.wait(lambda r: r["frame_size"] == list(SCREEN), "full-screen frames")
                 image = performer.screen()
                 assert drawn_fraction(image, (0, 0, *SCREEN)) > 0.98, "full-screen not filled"
-                performer.key("f", pause=2.5)
-                assert performer.wait_geometry(WINDOW) == WINDOW
+                toggle(WINDOW)
                 telemetry.wait(lambda r: r["frame_size"] == list(WINDOW), "windowed frames")
 
             # The lure follows a drag (and a ring marks it); the wheel zooms.
