@@ -127,12 +127,15 @@ def time_path(ctx, swarm: Swarm, state, args: argparse.Namespace, dt: float) -> 
 
     def restart() -> None:
         # A new state forgets the crowd measured before it (visual/swarm.py): its own is
-        # measured and read in these untimed steps, each waited for, so the timed steps run
-        # the lanes chosen for it (0.27 simulated seconds later: the same density).
+        # measured in untimed steps, then the state is set again keeping that measurement, so
+        # the timed steps run the lanes chosen for it, from the state itself.
         swarm.set_state(*state)
         for _ in range(2 * CROWD_EVERY):
             swarm.step(dt)
-            ctx.finish()
+        ctx.finish()
+        swarm.set_state(*state, same_crowd=True)
+        swarm.step(dt)
+        ctx.finish()
 
     # Whole steps: one query around each step, none read until every step is issued.
     restart()

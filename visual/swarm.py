@@ -257,8 +257,11 @@ class Swarm:
         self._slots = self.ctx.buffer(reserve=count * 4)  # agents' indices, in cell order
         self._count = count
 
-    def set_state(self, position: np.ndarray, velocity: np.ndarray) -> None:
-        """Replace every agent (ids follow the row order); reallocates when the count changes."""
+    def set_state(self, position: np.ndarray, velocity: np.ndarray, *,
+                  same_crowd: bool = False) -> None:
+        """Replace every agent (ids follow the row order); reallocates when the count changes.
+        The crowd measured so far is forgotten, unless `same_crowd` (a benchmark setting the
+        state it measured again)."""
         position = np.ascontiguousarray(position, np.float32).reshape(-1, 3)
         velocity = np.ascontiguousarray(velocity, np.float32).reshape(-1, 3)
         if len(position) != len(velocity) or not 1 <= len(position) <= MAX_COUNT:
@@ -269,7 +272,8 @@ class Swarm:
             self._allocate(len(position))
         self._current.write(pack_agents(position, velocity).tobytes())
         self._sorted = None  # re-sort on the next step
-        self._forget_crowd()
+        if not same_crowd:
+            self._forget_crowd()
 
     def resize(self, count: int, values: Values | None = None) -> None:
         """Change the number of agents on the GPU: agents with ids below `count` stay where

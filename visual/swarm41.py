@@ -314,7 +314,8 @@ class Swarm41:
         self._programs["guard_vao"] = self.ctx.vertex_array(
             self._programs["guard"], [(flags, "f4", "in_guard")])
 
-    def set_state(self, position: np.ndarray, velocity: np.ndarray) -> None:
+    def set_state(self, position: np.ndarray, velocity: np.ndarray, *,
+                  same_crowd: bool = False) -> None:  # same_crowd: Swarm's (no crowd here)
         """Replace every agent (ids follow the row order); reallocates when the count changes."""
         position = np.ascontiguousarray(position, np.float32).reshape(-1, 3)
         velocity = np.ascontiguousarray(velocity, np.float32).reshape(-1, 3)
