@@ -291,23 +291,34 @@ class PostChain:
 
     # ---- programs -------------------------------------------------------------------------
 
+    # The passes' shader files (the GL 4.1 chain, visual/post41.py, names its own).
+    PASS_FILES = {"prefilter": "post_prefilter.comp", "downsample": "post_downsample.comp",
+                  "upsample": "post_upsample.comp", "composite": "post_composite.comp",
+                  "display": "post_display.frag"}
+
+    @staticmethod
+    def _compile(ctx: moderngl.Context, fragment: str, folder: Path,
+                 defines: Mapping[str, Any]) -> Any:
+        return _program(ctx, fragment, folder, defines)
+
     def _build_programs(self) -> dict[str, Any]:
         """Compile every pass (all variants, so a reload reports any error at once)."""
         ctx, folder, built = self.ctx, self.shader_dir, {}
         common = {"HDR_MAX": f"{HDR_MAX:.1f}", "HISTORY_MAX": f"{HISTORY_MAX:.1f}"}
+        files = self.PASS_FILES
         variants = {
-            "prefilter": ("post_prefilter.comp", {}),
-            "downsample": ("post_downsample.comp", {}),
-            "upsample": ("post_upsample.comp", {}),
-            "composite_bloom": ("post_composite.comp", {"BLOOM": 1, "FEEDBACK": 0}),
-            "composite_feedback": ("post_composite.comp", {"BLOOM": 0, "FEEDBACK": 1}),
-            "composite_both": ("post_composite.comp", {"BLOOM": 1, "FEEDBACK": 1}),
-            "display": ("post_display.frag", {"BLOOM": 0}),
-            "display_bloom": ("post_display.frag", {"BLOOM": 1}),
+            "prefilter": (files["prefilter"], {}),
+            "downsample": (files["downsample"], {}),
+            "upsample": (files["upsample"], {}),
+            "composite_bloom": (files["composite"], {"BLOOM": 1, "FEEDBACK": 0}),
+            "composite_feedback": (files["composite"], {"BLOOM": 0, "FEEDBACK": 1}),
+            "composite_both": (files["composite"], {"BLOOM": 1, "FEEDBACK": 1}),
+            "display": (files["display"], {"BLOOM": 0}),
+            "display_bloom": (files["display"], {"BLOOM": 1}),
         }
         try:
             for name, (fragment, defines) in variants.items():
-                program = _program(ctx, fragment, folder, {**common, **defines})
+                program = self._compile(ctx, fragment, folder, {**common, **defines})
                 built[name] = program
                 if fragment.endswith(".frag"):
                     built[name + "_vao"] = ctx.vertex_array(program, [])

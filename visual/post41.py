@@ -15,7 +15,7 @@ from typing import Any
 import moderngl
 
 from visual.gl import GLSL_410, ShaderError, ShaderSource, bind_blocks, bind_samplers, check_block
-from visual.post import HDR_MAX, HISTORY_MAX, PostChain, _Image
+from visual.post import PostChain, _Image
 from visual.uniforms import POST_PARAMS
 
 SAMPLER_UNITS = {"u_source": 0, "u_scene": 0, "u_bloom": 1, "u_history": 2}
@@ -45,29 +45,15 @@ def _program_41(ctx: moderngl.Context, fragment: str, folder: Path,
 class PostChain41(PostChain):
     """`PostChain` in fragment passes (see the module's comment)."""
 
-    def _build_programs(self) -> dict[str, Any]:
-        ctx, folder, built = self.ctx, self.shader_dir, {}
-        common = {"HDR_MAX": f"{HDR_MAX:.1f}", "HISTORY_MAX": f"{HISTORY_MAX:.1f}"}
-        variants = {
-            "prefilter": ("gl41_post_prefilter.frag", {}),
-            "downsample": ("gl41_post_downsample.frag", {}),
-            "upsample": ("gl41_post_upsample.frag", {}),
-            "composite_bloom": ("gl41_post_composite.frag", {"BLOOM": 1, "FEEDBACK": 0}),
-            "composite_feedback": ("gl41_post_composite.frag", {"BLOOM": 0, "FEEDBACK": 1}),
-            "composite_both": ("gl41_post_composite.frag", {"BLOOM": 1, "FEEDBACK": 1}),
-            "display": ("post_display.frag", {"BLOOM": 0}),
-            "display_bloom": ("post_display.frag", {"BLOOM": 1}),
-        }
-        try:
-            for name, (fragment, defines) in variants.items():
-                program = _program_41(ctx, fragment, folder, {**common, **defines})
-                built[name] = program
-                built[name + "_vao"] = ctx.vertex_array(program, [])
-        except Exception:
-            for obj in reversed(list(built.values())):
-                obj.release()
-            raise
-        return built
+    PASS_FILES = {"prefilter": "gl41_post_prefilter.frag",
+                  "downsample": "gl41_post_downsample.frag",
+                  "upsample": "gl41_post_upsample.frag", "composite": "gl41_post_composite.frag",
+                  "display": "post_display.frag"}
+
+    @staticmethod
+    def _compile(ctx: moderngl.Context, fragment: str, folder: Path,
+                 defines: Mapping[str, Any]) -> Any:
+        return _program_41(ctx, fragment, folder, defines)
 
     def _dispatch(self, name: str, out: _Image, read: bool = False) -> None:
         """A full-screen pass into `out`; `read` (the upsample): mixed into what `out` holds

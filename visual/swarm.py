@@ -54,7 +54,8 @@ from visual.uniforms import MAX_OBSTACLES, RULE_BITS, SWARM_PARAMS, BlockBuffer
 
 # What the show, the benchmarks and tests import from here (some of it from visual/grid.py).
 __all__ = ["AGENT_BYTES", "MAX_CELLS", "MAX_COUNT", "MAX_DT", "MAX_OBSTACLES", "NEIGHBOR_MODES",
-           "GridShape", "Swarm", "cell_budget", "grid_shape", "pack_agents", "spawn_state"]
+           "GridShape", "Swarm", "cell_budget", "grid_shape", "pack_agents", "spawn_state",
+           "step_values"]
 
 Values = Mapping[str, Any]  # parameter name -> this frame's value (plain numbers)
 
@@ -123,6 +124,25 @@ def spawn_state(count: int, params: Values, seed: int) -> tuple[np.ndarray, np.n
     velocity = np.zeros((count, 3), np.float32)
     velocity[:, :dims] = heading * params["max_speed"] * 0.5
     return position, velocity
+
+
+def step_values(swarm: Any, p: Values, dt: float, target: Sequence[float],
+                speed_scale: float, shape: GridShape | None) -> dict[str, Any]:
+    """SwarmParams' derived fields for one step of `swarm` (its count, steps and obstacles),
+    for either backend (visual/swarm41.py writes the same block)."""
+    return {
+        "target": target,
+        "dt": dt,
+        "center": (0.0, 0.0, 0.0),
+        **(shape.block_values() if shape is not None else NO_GRID),
+        "agent_count": swarm.count,
+        "speed_limit": p["max_speed"] * max(float(speed_scale), 0.0),
+        "rules": sum(bit for name, bit in RULE_BITS.items() if p[name]),
+        "wrap": p["boundary"] == "wrap",
+        "step_index": swarm.steps,
+        "obstacle_count": len(swarm.obstacles),
+        "obstacles": swarm.obstacles,
+    }
 
 
 def pack_agents(position: np.ndarray, velocity: np.ndarray) -> np.ndarray:
@@ -402,19 +422,7 @@ class Swarm:
     def _write_params(self, p: Values, dt: float, target: Sequence[float], speed_scale: float,
                       shape: GridShape | None) -> None:
         """SwarmParams for this step, written once and bound for every pass that follows."""
-        self._params.write(p, {
-            "target": target,
-            "dt": dt,
-            "center": (0.0, 0.0, 0.0),
-            **(shape.block_values() if shape is not None else NO_GRID),
-            "agent_count": self._count,
-            "speed_limit": p["max_speed"] * max(float(speed_scale), 0.0),
-            "rules": sum(bit for name, bit in RULE_BITS.items() if p[name]),
-            "wrap": p["boundary"] == "wrap",
-            "step_index": self.steps,
-            "obstacle_count": len(self.obstacles),
-            "obstacles": self.obstacles,
-        })
+        self._params.write(p, step_values(self, p, dt, target, speed_scale, shape))
 
     def _resort(self, shape: GridShape, timed: PassTimer = UNTIMED) -> None:
         """Bring `current` (in any order) into the cell order of `shape`, by id inside a cell

@@ -47,9 +47,10 @@ from visual.gl import (
     check_block,
     resolve_shader_dir,
 )
-from visual.grid import NO_GRID, UNTIMED, GridShape, PassTimer, grid_shape
-from visual.swarm import MAX_COUNT, MAX_DT, NEIGHBOR_MODES, pack_agents, spawn_state
-from visual.uniforms import MAX_OBSTACLES, RULE_BITS, SWARM_PARAMS, BlockBuffer
+from visual.grid import UNTIMED, GridShape, PassTimer, grid_shape
+from visual.swarm import (MAX_COUNT, MAX_DT, NEIGHBOR_MODES, pack_agents, spawn_state,
+                          step_values)
+from visual.uniforms import MAX_OBSTACLES, SWARM_PARAMS, BlockBuffer
 
 Values = Mapping[str, Any]
 
@@ -487,19 +488,7 @@ class Swarm41:
     def _write_params(self, p: Values, dt: float, target: Sequence[float], speed_scale: float,
                       shape: GridShape | None) -> None:
         """SwarmParams for this step (the compute backend's block, the same fields)."""
-        self._params.write(p, {
-            "target": target,
-            "dt": dt,
-            "center": (0.0, 0.0, 0.0),
-            **(shape.block_values() if shape is not None else NO_GRID),
-            "agent_count": self._count,
-            "speed_limit": p["max_speed"] * max(float(speed_scale), 0.0),
-            "rules": sum(bit for name, bit in RULE_BITS.items() if p[name]),
-            "wrap": p["boundary"] == "wrap",
-            "step_index": self.steps,
-            "obstacle_count": len(self.obstacles),
-            "obstacles": self.obstacles,
-        })
+        self._params.write(p, step_values(self, p, dt, target, speed_scale, shape))
 
     def release(self) -> None:
         for obj in reversed(list(self._programs.values())):
