@@ -319,9 +319,9 @@ class Renderer(CountsView):
         near = self._billboard_vao if billboard else self._agent_vao
         far = self._points_billboard_vao if billboard else self._points_vao
         with self._draw_timer:
-            # Streaks have no far agents (a point would lose the line): nothing to splat.
-            if self.far_draw == "splat" and self._splat is not None and self.shape != "streak":
-                # The far agents first, the near meshes over them.
+            if self.far_draw == "splat" and self._splat is not None:
+                # The far agents first (none for streaks: their passes run no groups), the near
+                # meshes over them.
                 self._splat.draw(swarm.current, self._visible_buffer, self._draw_state,
                                  target.color_attachments[0], additive=additive,
                                  billboard=billboard)

@@ -55,7 +55,7 @@ from visual.uniforms import MAX_OBSTACLES, RULE_BITS, SWARM_PARAMS, BlockBuffer
 # What the show, the benchmarks and tests import from here (some of it from visual/grid.py).
 __all__ = ["AGENT_BYTES", "MAX_CELLS", "MAX_COUNT", "MAX_DT", "MAX_OBSTACLES", "NEIGHBOR_MODES",
            "GridShape", "Swarm", "cell_budget", "grid_shape", "pack_agents", "spawn_state",
-           "step_values"]
+           "checked_obstacles", "step_values"]
 
 Values = Mapping[str, Any]  # parameter name -> this frame's value (plain numbers)
 
@@ -124,6 +124,18 @@ def spawn_state(count: int, params: Values, seed: int) -> tuple[np.ndarray, np.n
     velocity = np.zeros((count, 3), np.float32)
     velocity[:, :dims] = heading * params["max_speed"] * 0.5
     return position, velocity
+
+
+def checked_obstacles(spheres: Sequence[Sequence[float]]) -> list[tuple[float, ...]]:
+    """Up to MAX_OBSTACLES (x, y, z, radius > 0) finite spheres, as tuples; ValueError says
+    what is wrong (both backends' set_obstacles)."""
+    spheres = [tuple(float(v) for v in s) for s in spheres]
+    if len(spheres) > MAX_OBSTACLES:
+        raise ValueError(f"at most {MAX_OBSTACLES} obstacles, got {len(spheres)}")
+    for sphere in spheres:
+        if len(sphere) != 4 or sphere[3] <= 0 or not all(map(math.isfinite, sphere)):
+            raise ValueError(f"an obstacle is x, y, z, radius > 0; got {sphere}")
+    return spheres
 
 
 def step_values(swarm: Any, p: Values, dt: float, target: Sequence[float],
@@ -333,13 +345,7 @@ class Swarm:
 
     def set_obstacles(self, spheres: Sequence[Sequence[float]]) -> None:
         """Up to MAX_OBSTACLES (x, y, z, radius) spheres the agents steer around."""
-        spheres = [tuple(float(v) for v in s) for s in spheres]
-        if len(spheres) > MAX_OBSTACLES:
-            raise ValueError(f"at most {MAX_OBSTACLES} obstacles, got {len(spheres)}")
-        for sphere in spheres:
-            if len(sphere) != 4 or sphere[3] <= 0 or not all(map(math.isfinite, sphere)):
-                raise ValueError(f"an obstacle is x, y, z, radius > 0; got {sphere}")
-        self.obstacles = spheres
+        self.obstacles = checked_obstacles(spheres)
 
     # ---- the step ---------------------------------------------------------------------------
 

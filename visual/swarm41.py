@@ -48,9 +48,9 @@ from visual.gl import (
     resolve_shader_dir,
 )
 from visual.grid import UNTIMED, GridShape, PassTimer, grid_shape
-from visual.swarm import (MAX_COUNT, MAX_DT, NEIGHBOR_MODES, pack_agents, spawn_state,
-                          step_values)
-from visual.uniforms import MAX_OBSTACLES, SWARM_PARAMS, BlockBuffer
+from visual.swarm import (MAX_COUNT, MAX_DT, NEIGHBOR_MODES, checked_obstacles, pack_agents,
+                          spawn_state, step_values)
+from visual.uniforms import SWARM_PARAMS, BlockBuffer
 
 Values = Mapping[str, Any]
 
@@ -376,13 +376,7 @@ class Swarm41:
 
     def set_obstacles(self, spheres: Sequence[Sequence[float]]) -> None:
         """Up to MAX_OBSTACLES (x, y, z, radius) spheres the agents steer around."""
-        spheres = [tuple(float(v) for v in s) for s in spheres]
-        if len(spheres) > MAX_OBSTACLES:
-            raise ValueError(f"at most {MAX_OBSTACLES} obstacles, got {len(spheres)}")
-        for sphere in spheres:
-            if len(sphere) != 4 or sphere[3] <= 0 or not all(map(math.isfinite, sphere)):
-                raise ValueError(f"an obstacle is x, y, z, radius > 0; got {sphere}")
-        self.obstacles = spheres
+        self.obstacles = checked_obstacles(spheres)
 
     # ---- the step ---------------------------------------------------------------------------
 
