@@ -21,7 +21,7 @@ from control.text import printable
 from show.arguments import build_parser
 from show.console import error
 from visual.swarm import MAX_DT
-from visual.uniforms import MAX_OBSTACLES
+from visual.gpu.uniforms import MAX_OBSTACLES
 
 NO_DISPLAY_SECONDS = 10.0
 START_LOOK = "aurora"  # the most striking bundled look: a plain start opens on it

@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     args.size = tuple(int(v) for v in args.size.lower().split("x"))
 
     ctx, hud, note = make_context(args.size)
-    from visual.gl import BACKENDS, compute_missing, is_software
+    from visual.gpu.context import BACKENDS, compute_missing, is_software
 
     missing = compute_missing(ctx)
     available = ["4.1"] if missing else list(BACKENDS)

@@ -219,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["NDI_CONFIG_DIR"] = str(folder)
     args.size = tuple(int(v) for v in args.size.lower().split("x"))
 
-    from visual.gl import create_headless_context
+    from visual.gpu.context import create_headless_context
 
     ctx = create_headless_context()
     renderer = ctx.info["GL_RENDERER"]

@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     from show.frame import Show
     from show.loop import Loop, Offscreen
     from show.options import ShowOptions
-    from visual.gl import create_headless_context
+    from visual.gpu.context import create_headless_context
 
     resumed = load_checkpoint(args.resume) if args.resume else None
     samples = read_wav(args.audio)[0] if args.audio else synthetic_song()

@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
 from control.params import Params  # noqa: E402
-from visual.gl import (  # noqa: E402
+from visual.gpu.context import (  # noqa: E402
     BACKENDS,
     compute_missing,
     create_headless_context,
@@ -47,9 +47,9 @@ from visual.gl import (  # noqa: E402
 )
 from visual.swarm import (  # noqa: E402
     CROWD_EVERY, TUNING, Swarm, cell_budget, grid_shape, spawn_state)
-from visual.swarm41 import Swarm41  # noqa: E402
+from visual.backends import backend_classes  # noqa: E402
 
-SWARMS = {"4.3": Swarm, "4.1": Swarm41}
+SWARMS = {backend: backend_classes(backend)[0] for backend in BACKENDS}
 # What --variant may set on each backend.
 TUNING_KEYS = {"4.3": set(TUNING), "4.1": {"brute_below", "sort_stages"}}
 

@@ -5,7 +5,7 @@
 #include "swarm_params.glsl"
 
 // Everything it reads comes from the SwarmParams block (swarm.*), generated with the RULE_* bits
-// and MAX_OBSTACLES from visual/uniforms.py. swarm.speed_limit is max_speed after the audio
+// and MAX_OBSTACLES from visual/gpu/uniforms.py. swarm.speed_limit is max_speed after the audio
 // boost; dt is already clamped to 1/30 by the caller, as the seed does.
 
 #ifdef GL41

@@ -1,6 +1,6 @@
 // post_common.glsl: helpers shared by the post chain's passes (visual/post.py).
 // HDR_MAX (from Python) keeps every value finite in a half-float texture; every pass reads this
-// frame's values from the PostParams block (post.*, visual/uniforms.py).
+// frame's values from the PostParams block (post.*, visual/gpu/uniforms.py).
 #include "post_params.glsl"
 
 // A sampler's texture unit: in its layout, or on GLSL 4.10 (no `binding =`) set from Python.

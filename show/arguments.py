@@ -11,9 +11,9 @@ from typing import NoReturn
 from control.params import MAX_COUNT
 from show.console import error
 from show.options import HEADLESS_SIZE
-from visual.gl import GL_CHOICES
+from visual.gpu.context import GL_CHOICES
 from visual.swarm import MAX_DT, NEIGHBOR_MODES
-from visual.uniforms import MAX_OBSTACLES
+from visual.gpu.uniforms import MAX_OBSTACLES
 
 
 def _positive_int(text: str) -> int:

@@ -122,7 +122,7 @@ class ThumbnailJob:
     def __init__(self, ctx, bank, settings=None, frames_per_step: int | None = None) -> None:
         from audio.synth import drum_loop
         from show.contact_sheet import AUDIO_RATE, SHEET_BPM, SheetSettings
-        from visual.gl import is_software
+        from visual.gpu.context import is_software
 
         software = is_software(ctx)
         self.ctx = ctx

@@ -36,15 +36,12 @@ from show.report import FrameClock, hud_lines, telemetry
 from show.tempo import AudioTempo
 from visual.camera import OrbitCamera
 from control.files import FileProblem
-from visual.gl import GpuTimer, ShaderError, ShaderWatch, pick_backend, resolve_shader_dir
+from visual.gpu.context import pick_backend
+from visual.gpu.shaders import resolve_shader_dir, ShaderError, ShaderWatch
+from visual.gpu.timers import GpuTimer
 from visual.lure import Lure
-from visual.renderer import Renderer
-from visual.renderer41 import Renderer41
-from visual.swarm import MAX_DT, Swarm, spawn_state
-from visual.swarm41 import Swarm41
-
-# The simulation and culling backends (--gl): compute shaders, or GL 4.1's transform feedback.
-BACKEND_CLASSES = {"4.3": (Swarm, Renderer), "4.1": (Swarm41, Renderer41)}
+from visual.backends import RendererRole, SwarmRole, backend_classes
+from visual.swarm import MAX_DT, spawn_state
 
 log = logging.getLogger(__name__)
 BURST_SECONDS = 0.6
@@ -123,15 +120,15 @@ class Show:
             self.backend, self.backend_why = pick_backend(ctx, options.gl)
         except ValueError as exc:
             raise FileProblem(str(exc)) from None
-        swarm_class, renderer_class = BACKEND_CLASSES[self.backend]
+        swarm_class, renderer_class = backend_classes(self.backend)
         log.info(f"GL {self.backend} backend: {self.backend_why}")
-        self.swarm = swarm_class(ctx, values, neighbors=options.neighbors, seed=options.seed,
+        self.swarm: SwarmRole = swarm_class(ctx, values, neighbors=options.neighbors, seed=options.seed,
                                  shader_dir=shaders,
                                  position=options.position, velocity=options.velocity)
         self.swarm.fixed_lag = options.reproducible  # its lanes from the crowd, a fixed step late
         if options.obstacles:
             self.swarm.set_obstacles(options.obstacles)
-        self.renderer = renderer_class(ctx, shader_dir=shaders)
+        self.renderer: RendererRole = renderer_class(ctx, shader_dir=shaders)
         self.renderer.fixed_lag = options.reproducible
         self.camera = OrbitCamera()
         self.lure = Lure(params["contain_radius"], flat=params["dimensions"] == 2)

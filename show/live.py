@@ -82,10 +82,10 @@ def open_link(show: Show, bpm: float) -> None:
 
 
 def check_machine(ctx, args: argparse.Namespace, params: Params, size: tuple[int, int]) -> int:
-    """The frame size and the count against what this GL holds (visual/limits.py), before the
+    """The frame size and the count against what this GL holds (visual/gpu/limits.py), before the
     first frame: a refusal names the figure (exit 2). Returns the count a live change (a knob,
     OSC, a recall) is capped at."""
-    from visual.limits import machine_limits
+    from visual.gpu.limits import machine_limits
 
     limits = machine_limits(ctx)
     problem = limits.size_problem(size, "--size" if args.size else "the window")
@@ -231,7 +231,7 @@ class LiveShow:
 def run_headless(live: LiveShow) -> None:
     """Render offscreen (EGL) until --frames, Ctrl+C or SIGTERM."""
     from show.outputs import DEFAULT_RATE
-    from visual.gl import create_headless_context
+    from visual.gpu.context import create_headless_context
 
     args = live.args
     if getattr(args, "output_screen", None) is not None or \

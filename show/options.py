@@ -12,7 +12,7 @@ import numpy as np
 
 from control.files import FileProblem, load_state
 from control.params import Params
-from visual.gl import BUNDLED_SHADERS
+from visual.gpu.shaders import BUNDLED_SHADERS
 
 HEADLESS_SIZE = (1280, 720)  # a headless run's frame unless --size
 
@@ -33,7 +33,7 @@ class ShowOptions:
     # they are until the performer changes them live.
     pinned: frozenset[str] = frozenset()
     # The most agents a live change (a knob, OSC, a recall) may ask for on this machine
-    # (visual/limits.py): more would freeze the show; None: the registry's limit.
+    # (visual/gpu/limits.py): more would freeze the show; None: the registry's limit.
     count_limit: int | None = None
     # A live show says its slow frames; an offline render (no audience, no clock) does not.
     live: bool = True

@@ -152,7 +152,7 @@ def render(job: RenderJob, params: Params, options: ShowOptions, routes: Sequenc
     Ctrl+C ends it early with a complete, playable file."""
     from audio.base import OfflineAudio
     from audio.recorded import RecordedAudio
-    from visual.gl import create_headless_context
+    from visual.gpu.context import create_headless_context
     from visual.video import VideoEncoder
 
     audio_for_video = (job.samples, job.rate) if job.samples is not None else None

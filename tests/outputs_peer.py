@@ -140,7 +140,7 @@ def ndi_show(out_dir: Path) -> None:
     from show.loop import Loop, Offscreen, WallClock
     from show.options import ShowOptions
     from show.outputs import Outputs
-    from visual.gl import create_headless_context
+    from visual.gpu.context import create_headless_context
     from visual.ndi import NdiBackend
     from visual.outputs import FrameOutput
 

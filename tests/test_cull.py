@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from drawing import Drawn, Drawn41
 
-import visual.gl
+import visual.gpu.programs
 from control.params import Params
 from visual.camera import OrbitCamera, frustum_planes, look_at, perspective, sphere_visible
 from visual.swarm import Swarm, pack_agents
@@ -23,7 +23,7 @@ SIZE = (64, 48)  # the cull tests only need a draw to happen, not to look at it
 @pytest.fixture(autouse=True)
 def strict_uniforms(monkeypatch):
     """A uniform name a program does not have, or a program without its block, is an error."""
-    monkeypatch.setattr(visual.gl, "STRICT", True)
+    monkeypatch.setattr(visual.gpu.programs, "STRICT", True)
 
 
 class AgentBuffer:
@@ -412,7 +412,7 @@ def test_cull_reads_a_stepped_swarm(ctx, backend):
 
 
 def test_a_failed_fence_wait_reads_instead_of_freezing_the_counts():
-    from visual.fence import GL_TIMEOUT_EXPIRED, GL_WAIT_FAILED, Fences
+    from visual.gpu.fence import Fences, GL_TIMEOUT_EXPIRED, GL_WAIT_FAILED
 
     status = [GL_TIMEOUT_EXPIRED]
     fences = Fences(lambda condition, flags: 7, lambda sync, flags, timeout: status[0],

@@ -22,7 +22,7 @@ from conftest import ROOT
 from test_audio_faults import FakeSoundDevice, mic, sine_block
 from test_midi_show import FakeSource
 
-import visual.gl
+import visual.gpu.shaders
 from audio.live import AudioInput
 from control.actions import Action
 from control.midi import DEFAULT_MAPPING, Midi
@@ -91,7 +91,7 @@ def rig(ctx, tmp_path, monkeypatch, said):
     """A healthy show to break; afterwards, nothing on disk was damaged: the bundled presets
     are unchanged and the recovery file, if written, reads whole."""
     shaders = tmp_path / "shaders"
-    shutil.copytree(visual.gl.BUNDLED_SHADERS, shaders)
+    shutil.copytree(visual.gpu.shaders.BUNDLED_SHADERS, shaders)
     monkeypatch.setenv("SWARM_SHADERS", str(shaders))
     bundled = digest(ROOT / "presets")
     rig = Rig(ctx, tmp_path, said)

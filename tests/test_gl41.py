@@ -21,7 +21,7 @@ from conftest import ROOT
 from conftest import run_instrument as instrument
 from xdisplay import xvfb
 
-from visual.gl import pick_backend
+from visual.gpu.context import pick_backend
 from visual.png import read_png
 
 MAC_GL = {"MESA_GL_VERSION_OVERRIDE": "4.1", "MESA_GLSL_VERSION_OVERRIDE": "410",
@@ -71,14 +71,15 @@ import moderngl
 import numpy as np
 import reference
 from test_swarm import assert_matches, crowded_state
-import visual.gl, visual.swarm41
+import visual.gpu.programs
+import visual.swarm41
 from control.params import Params
 from visual.camera import OrbitCamera
-from visual.gl import compute_missing, create_headless_context, pick_backend
+from visual.gpu.context import compute_missing, create_headless_context, pick_backend
 from drawing import Drawn41, render_offscreen
 from visual.swarm41 import Swarm41
 
-visual.gl.STRICT = True
+visual.gpu.programs.STRICT = True
 versions = []
 program = moderngl.Context.program
 def recording(self, vertex_shader=None, fragment_shader=None, geometry_shader=None, **kw):
@@ -219,7 +220,7 @@ def test_a_headless_context_asks_for_4_3_before_4_1(monkeypatch):
     4.1 backend. 4.3 is asked first; 4.1 only where 4.3 cannot be had."""
     import moderngl
 
-    from visual.gl import create_headless_context
+    from visual.gpu.context import create_headless_context
 
     asked = []
 

@@ -18,7 +18,7 @@ import pytest
 from conftest import ROOT, run_instrument
 from pythonosc.udp_client import SimpleUDPClient
 
-from visual.limits import SOFTWARE_LIVE_COUNT
+from visual.gpu.limits import SOFTWARE_LIVE_COUNT
 
 QUICK = ("--headless", "--frames", "1", "--size", "64x64", "--count", "64")
 
@@ -80,7 +80,7 @@ def test_fifos_on_the_command_line_never_hang(fifo):
 
 
 def test_limits_asked_of_the_driver_name_the_figure():
-    from visual.limits import MachineLimits
+    from visual.gpu.limits import MachineLimits
 
     small = MachineLimits(max_side=4096, memory_bytes=256 * 2**20, software=False,
                           memory_source="the GPU")

@@ -16,7 +16,7 @@ import pytest
 from conftest import run_instrument
 from test_cull import AgentBuffer
 
-import visual.gl
+import visual.gpu.programs
 from control.params import Params
 from show.contact_sheet import SheetSettings, bundled_presets, contact_sheet
 from visual.camera import OrbitCamera
@@ -28,7 +28,7 @@ SIZE = (256, 160)
 
 @pytest.fixture(autouse=True)
 def strict_uniforms(monkeypatch):
-    monkeypatch.setattr(visual.gl, "STRICT", True)
+    monkeypatch.setattr(visual.gpu.programs, "STRICT", True)
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import pytest
 from drawing import Drawn, render_offscreen
 from test_cull import AgentBuffer
 
-import visual.gl
+import visual.gpu.programs
 from control.params import ParamError, Params
 from visual.camera import OrbitCamera
 from visual.palettes import srgb_to_linear
@@ -29,7 +29,7 @@ BLUE, RED, GREEN = (0.0, 0.0, 1.0), (1.0, 0.0, 0.0), (0.0, 1.0, 0.0)
 @pytest.fixture(autouse=True)
 def strict_uniforms(monkeypatch):
     """A uniform name a program does not have, or a program without its block, is an error."""
-    monkeypatch.setattr(visual.gl, "STRICT", True)
+    monkeypatch.setattr(visual.gpu.programs, "STRICT", True)
 
 
 def colour_params(**values) -> Params:

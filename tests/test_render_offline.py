@@ -243,12 +243,12 @@ def test_a_compressed_song_is_read_through_ffmpeg(tmp_path):
 @pytest.fixture
 def no_gl(monkeypatch):
     """Bad input must be caught before the render starts: making a GL context fails the test."""
-    import visual.gl
+    import visual.gpu.context
 
     def refuse():
         raise AssertionError("a GL context was made before the input was checked")
 
-    monkeypatch.setattr(visual.gl, "create_headless_context", refuse)
+    monkeypatch.setattr(visual.gpu.context, "create_headless_context", refuse)
 
 
 @pytest.mark.parametrize("case, expected", [

@@ -10,11 +10,12 @@ import shutil
 import numpy as np
 import pytest
 
-import visual.gl
+import visual.gpu.shaders
+import visual.gpu.programs
 from control.params import Params
 from show.frame import Show
 from show.options import ShowOptions
-from visual.gl import BUNDLED_SHADERS, ShaderError
+from visual.gpu.shaders import BUNDLED_SHADERS, ShaderError
 from visual.renderer import Renderer
 from visual.swarm import Swarm
 
@@ -24,7 +25,7 @@ SIZE = (160, 90)
 @pytest.fixture(autouse=True)
 def strict_uniforms(monkeypatch):
     """A uniform name a program does not have, or a program without its block, is an error."""
-    monkeypatch.setattr(visual.gl, "STRICT", True)
+    monkeypatch.setattr(visual.gpu.programs, "STRICT", True)
 
 
 @pytest.fixture
@@ -86,7 +87,7 @@ def test_a_broken_shader_keeps_the_last_good_one_and_a_fixed_one_reloads(ctx, sh
 
 
 def test_the_watch_looks_at_most_once_a_second(shader_copy):
-    watch = visual.gl.ShaderWatch(interval=1.0)
+    watch = visual.gpu.shaders.ShaderWatch(interval=1.0)
     touch_later(shader_copy / "common.glsl")
     assert watch.changed(10.0)
     touch_later(shader_copy / "common.glsl", 20)
@@ -97,11 +98,11 @@ def test_the_watch_looks_at_most_once_a_second(shader_copy):
 
 def test_the_folder_is_read_when_asked_not_at_import(tmp_path, monkeypatch):
     monkeypatch.delenv("SWARM_SHADERS", raising=False)
-    assert visual.gl.shader_dir() == BUNDLED_SHADERS
+    assert visual.gpu.shaders.shader_dir() == BUNDLED_SHADERS
     monkeypatch.setenv("SWARM_SHADERS", str(tmp_path))
-    assert visual.gl.shader_dir() == tmp_path
-    assert visual.gl.ShaderWatch().shader_dir == tmp_path
-    assert visual.gl.ShaderWatch(shader_dir=BUNDLED_SHADERS).shader_dir == BUNDLED_SHADERS
+    assert visual.gpu.shaders.shader_dir() == tmp_path
+    assert visual.gpu.shaders.ShaderWatch().shader_dir == tmp_path
+    assert visual.gpu.shaders.ShaderWatch(shader_dir=BUNDLED_SHADERS).shader_dir == BUNDLED_SHADERS
 
 
 def test_an_owner_given_a_folder_ignores_swarm_shaders(ctx, shader_copy):
@@ -121,3 +122,32 @@ def test_an_owner_given_a_folder_ignores_swarm_shaders(ctx, shader_copy):
     finally:
         renderer.release()
         swarm.release()
+
+
+def test_a_renderer_reloads_all_its_programs_or_none(ctx, shader_copy):
+    """The renderer's own programs, its post chain's and its splat's are one reload: a broken
+    splat leaves every running program in place (the post chain's had swapped before the
+    renderer heard of the error), and a fragment shader's error names the fragment file."""
+    renderer = Renderer(ctx)
+    try:
+        sets = renderer.program_sets
+        assert len(sets) == 3  # its own, the post chain's, the splat's
+        running = [dict(program_set) for program_set in sets]
+        splat = shader_copy / "splat_resolve.comp"
+        splat.write_text(splat.read_text() + "\nthis is not GLSL\n")
+        with pytest.raises(ShaderError, match="splat_resolve.comp"):
+            renderer.reload_shaders()
+        assert [dict(program_set) for program_set in sets] == running
+        splat.write_text(splat.read_text().replace("\nthis is not GLSL\n", "\n"))
+
+        fragment = shader_copy / "fade.frag"
+        fragment.write_text(fragment.read_text() + "\nnot GLSL either\n")
+        with pytest.raises(ShaderError, match=r"fade\.frag:\d+"):
+            renderer.reload_shaders()
+        assert [dict(program_set) for program_set in sets] == running
+        fragment.write_text(fragment.read_text().replace("\nnot GLSL either\n", "\n"))
+
+        renderer.reload_shaders()  # all good again: every set is new
+        assert all(dict(program_set) != old for program_set, old in zip(sets, running))
+    finally:
+        renderer.release()

@@ -13,7 +13,7 @@ from drawing import Drawn, render_offscreen
 from test_cull import AgentBuffer
 from test_render import ball
 
-import visual.gl
+import visual.gpu.programs
 from control.params import Params
 from visual.camera import OrbitCamera
 
@@ -22,7 +22,7 @@ SIZE = (200, 150)
 
 @pytest.fixture(autouse=True)
 def strict_uniforms(monkeypatch):
-    monkeypatch.setattr(visual.gl, "STRICT", True)
+    monkeypatch.setattr(visual.gpu.programs, "STRICT", True)
 
 
 def both_ways(ctx, values: dict, position, velocity, camera: OrbitCamera):

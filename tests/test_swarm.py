@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import reference
 
-import visual.gl
+import visual.gpu.programs
 from control.params import Params
 import visual.swarm41
 from visual.swarm import MAX_CELLS, Swarm, cell_budget, grid_shape, pack_agents, spawn_state
@@ -54,7 +54,7 @@ def assert_matches(gpu, ref, margin, what: str, min_margin: float = 1e-4):
 @pytest.fixture(autouse=True)
 def strict_uniforms(monkeypatch):
     """A uniform name a kernel does not have, or a kernel without its block, is an error."""
-    monkeypatch.setattr(visual.gl, "STRICT", True)
+    monkeypatch.setattr(visual.gpu.programs, "STRICT", True)
 
 
 @pytest.fixture(params=PATHS)

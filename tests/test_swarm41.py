@@ -10,7 +10,7 @@ import pytest
 import reference
 from test_swarm import assert_matches, crowded_state
 
-import visual.gl
+import visual.gpu.programs
 from control.params import Params
 from visual.swarm import spawn_state
 from visual.swarm41 import BRUTE_BELOW, STATE_WIDTH, Swarm41, sort_passes, sort_stages
@@ -18,7 +18,7 @@ from visual.swarm41 import BRUTE_BELOW, STATE_WIDTH, Swarm41, sort_passes, sort_
 
 @pytest.fixture(autouse=True)
 def strict_uniforms(monkeypatch):
-    monkeypatch.setattr(visual.gl, "STRICT", True)
+    monkeypatch.setattr(visual.gpu.programs, "STRICT", True)
 
 
 def _textures(swarm: Swarm41) -> tuple[np.ndarray, np.ndarray]:

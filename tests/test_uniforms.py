@@ -1,5 +1,5 @@
 """The uniform blocks and the constants the shaders share with Python, described once in
-visual/uniforms.py: the std140 bytes Python packs are what the GPU reads, field by field; every
+visual/gpu/uniforms.py: the std140 bytes Python packs are what the GPU reads, field by field; every
 field is a registry parameter or a declared derived value; the rule bits, the obstacle limit and
 the agent record are defined in one place; a misspelled uniform name is an error in tests."""
 
@@ -12,21 +12,22 @@ import numpy as np
 import pytest
 from test_cull import AgentBuffer
 
-import visual.gl
+import visual.gpu.programs
 from control.params import REGISTRY, Params
 from visual.camera import OrbitCamera
-from visual.gl import BUNDLED_SHADERS, ShaderError, check_block, compute_program, set_uniforms
+from visual.gpu.programs import check_block, compute_program, set_uniforms
+from visual.gpu.shaders import BUNDLED_SHADERS, ShaderError
 from visual.renderer import Renderer
 from visual.swarm import AGENT_BYTES, Swarm, pack_agents
-from visual.uniforms import (
+from visual.gpu.uniforms import (
+    Block,
+    derived,
     FRAME_PARAMS,
     GENERATED_INCLUDES,
     GENERATED_INCLUDES_410,
     MAX_OBSTACLES,
     RULE_BITS,
     SWARM_PARAMS,
-    Block,
-    derived,
 )
 
 BLOCKS = (SWARM_PARAMS, FRAME_PARAMS)
@@ -43,7 +44,7 @@ TYPES_FOR_KIND = {"float": {"float"}, "int": {"int", "uint"}, "bool": {"bool"},
 @pytest.fixture(autouse=True)
 def strict_uniforms(monkeypatch):
     """A uniform name a program does not have, or a program without its block, is an error."""
-    monkeypatch.setattr(visual.gl, "STRICT", True)
+    monkeypatch.setattr(visual.gpu.programs, "STRICT", True)
 
 
 # ---- the description (no GPU) ---------------------------------------------------------------

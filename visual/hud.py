@@ -59,6 +59,6 @@ def headless_text_context(size: tuple[int, int]):
         hud._window = window  # keep the context alive
         return ctx, hud, "text drawn (pyglet, headless)"
     except Exception as exc:  # noqa: BLE001 - no pyglet EGL here: no text, said
-        from visual.gl import create_headless_context
+        from visual.gpu.context import create_headless_context
 
         return create_headless_context("4.1"), None, f"no text ({type(exc).__name__}: {exc})"

@@ -51,15 +51,10 @@ from typing import Any
 import moderngl
 import numpy as np
 
-from visual.gl import (
-    GpuTimer,
-    ShaderError,
-    ShaderSource,
-    check_block,
-    compute_program,
-    resolve_shader_dir,
-)
-from visual.uniforms import POST_PARAMS, BlockBuffer
+from visual.gpu.programs import ProgramOwner, ProgramSet, compute_program, render_program
+from visual.gpu.shaders import resolve_shader_dir
+from visual.gpu.timers import GpuTimer
+from visual.gpu.uniforms import BlockBuffer, POST_PARAMS
 
 TONEMAPS = ("aces", "agx", "linear")  # the index is post_tonemap.glsl's TONEMAP_* value
 ENCODINGS = ("srgb", "linear")
@@ -215,21 +210,10 @@ IMAGE_TO_NEXT_PASS = GL_SHADER_IMAGE_ACCESS_BARRIER_BIT | GL_TEXTURE_FETCH_BARRI
 def _program(ctx: moderngl.Context, fragment: str, folder: Path,
              defines: Mapping[str, Any]) -> Any:
     """A compute pass (.comp), or the display's full-screen triangle (.frag)."""
+    block = None if fragment in NO_PARAMS else POST_PARAMS
     if fragment.endswith(".comp"):
-        return compute_program(ctx, fragment, defines, folder,
-                               None if fragment in NO_PARAMS else POST_PARAMS)
-    vertex = "post_triangle.vert"
-    vs, fs = ShaderSource(vertex, defines, folder), ShaderSource(fragment, defines, folder)
-    try:
-        program = ctx.program(vertex_shader=vs.text, fragment_shader=fs.text)
-    except Exception as exc:  # moderngl raises plain Exceptions with the driver's log
-        raise ShaderError(f"{vertex} + {fragment}: {fs.explain(str(exc))}") from exc
-    try:
-        check_block(program, POST_PARAMS, f"{vertex} + {fragment}")
-    except ShaderError:
-        program.release()
-        raise
-    return program
+        return compute_program(ctx, fragment, defines, folder, block)
+    return render_program(ctx, "post_triangle.vert", fragment, defines, folder, block=block)
 
 
 def block_values(settings: PostSettings, dt: float, size: tuple[int, int]) -> dict[str, Any]:
@@ -266,19 +250,18 @@ class _Image:
         self.texture.release()
 
 
-class PostChain:
+class PostChain(ProgramOwner):
     """Bloom, feedback and tone mapping from an HDR texture to a framebuffer; see the module.
 
     `gpu_ms`: the chain's GPU time in a recent frame (GL timer queries, read without waiting),
     None where the driver has none (software GL). `shader_dir`: the folder to compile (and
-    reload) from, default `visual.gl.shader_dir()` when made.
+    reload) from, default `visual.gpu.shaders.shader_dir()` when made.
     """
 
     def __init__(self, ctx: moderngl.Context, shader_dir: Path | str | None = None) -> None:
         self.ctx = ctx
         self.shader_dir = resolve_shader_dir(shader_dir)
-        self._built: dict[str, Any] = {}
-        self._built = self._build_programs()
+        self._programs = ProgramSet(self._build_programs)
         self._params = BlockBuffer(ctx, POST_PARAMS)
         self._timer = GpuTimer(ctx)
         self.gpu_ms: float | None = None
@@ -301,9 +284,9 @@ class PostChain:
                  defines: Mapping[str, Any]) -> Any:
         return _program(ctx, fragment, folder, defines)
 
-    def _build_programs(self) -> dict[str, Any]:
-        """Compile every pass (all variants, so a reload reports any error at once)."""
-        ctx, folder, built = self.ctx, self.shader_dir, {}
+    def _build_programs(self, built: dict[str, Any]) -> None:
+        """Every pass (all variants, so a reload reports any error at once)."""
+        ctx, folder = self.ctx, self.shader_dir
         common = {"HDR_MAX": f"{HDR_MAX:.1f}", "HISTORY_MAX": f"{HISTORY_MAX:.1f}"}
         files = self.PASS_FILES
         variants = {
@@ -316,35 +299,21 @@ class PostChain:
             "display": (files["display"], {"BLOOM": 0}),
             "display_bloom": (files["display"], {"BLOOM": 1}),
         }
-        try:
-            for name, (fragment, defines) in variants.items():
-                program = self._compile(ctx, fragment, folder, {**common, **defines})
-                built[name] = program
-                if fragment.endswith(".frag"):
-                    built[name + "_vao"] = ctx.vertex_array(program, [])
-        except Exception:
-            for obj in reversed(list(built.values())):
-                obj.release()
-            raise
-        return built
-
-    def reload_shaders(self) -> None:
-        """Recompile from the shader folder; on an error (ShaderError, raised) the running
-        programs stay."""
-        built = self._build_programs()
-        old, self._built = self._built, built
-        for obj in reversed(list(old.values())):
-            obj.release()
+        for name, (fragment, defines) in variants.items():
+            program = self._compile(ctx, fragment, folder, {**common, **defines})
+            built[name] = program
+            if fragment.endswith(".frag"):
+                built[name + "_vao"] = ctx.vertex_array(program, [])
 
     def _draw(self, name: str) -> None:
-        self._built[name + "_vao"].render(moderngl.TRIANGLES, vertices=3)
+        self._programs[name + "_vao"].render(moderngl.TRIANGLES, vertices=3)
 
     def _dispatch(self, name: str, out: _Image, read: bool = False) -> None:
         """A compute pass over `out`'s pixels, written through image unit 0 (`read`: loaded
         too); then what it wrote is there for the next pass to sample or load."""
         width, height = out.texture.size
         out.texture.bind_to_image(0, read=read, write=True)
-        self._built[name].run(-(-width // LOCAL_SIZE), -(-height // LOCAL_SIZE), 1)
+        self._programs[name].run(-(-width // LOCAL_SIZE), -(-height // LOCAL_SIZE), 1)
         self.ctx.memory_barrier(IMAGE_TO_NEXT_PASS)
 
     # ---- images ---------------------------------------------------------------------------
@@ -465,14 +434,12 @@ class PostChain:
     def owned(self) -> list[Any]:
         """Every GPU object this chain holds now (for leak checks)."""
         images = [*self._levels, *self._history, *([self._scratch] if self._scratch else [])]
-        return [*self._built.values(), *(part for image in images
+        return [*self._programs.values(), *(part for image in images
                                          for part in (image.framebuffer, image.texture))]
 
     def release(self) -> None:
         """Free every GPU object this chain made; safe to call twice."""
-        for obj in reversed(list(self._built.values())):
-            obj.release()
-        self._built = {}
+        self._programs.release()
         self._release_images(self._levels)
         self._release_images(self._history)
         if self._scratch is not None:

@@ -14,32 +14,13 @@ from typing import Any
 
 import moderngl
 
-from visual.gl import GLSL_410, ShaderError, ShaderSource, bind_blocks, bind_samplers, check_block
+from visual.gpu.programs import render_program
+from visual.gpu.shaders import GLSL_410
 from visual.post import PostChain, _Image
-from visual.uniforms import POST_PARAMS
+from visual.gpu.uniforms import POST_PARAMS
 
 SAMPLER_UNITS = {"u_source": 0, "u_scene": 0, "u_bloom": 1, "u_history": 2}
 NO_PARAMS_41 = frozenset({"gl41_post_downsample.frag"})
-
-
-def _program_41(ctx: moderngl.Context, fragment: str, folder: Path,
-                defines: Mapping[str, Any]) -> moderngl.Program:
-    vertex = "post_triangle.vert"
-    vs = ShaderSource(vertex, defines, folder, GLSL_410)
-    fs = ShaderSource(fragment, defines, folder, GLSL_410)
-    try:
-        program = ctx.program(vertex_shader=vs.text, fragment_shader=fs.text)
-    except Exception as exc:  # moderngl raises plain Exceptions with the driver's log
-        raise ShaderError(f"{vertex} + {fragment}: {fs.explain(str(exc))}") from exc
-    bind_blocks(program)
-    bind_samplers(program, SAMPLER_UNITS)
-    if fragment not in NO_PARAMS_41:
-        try:
-            check_block(program, POST_PARAMS, f"{vertex} + {fragment}")
-        except ShaderError:
-            program.release()
-            raise
-    return program
 
 
 class PostChain41(PostChain):
@@ -53,7 +34,9 @@ class PostChain41(PostChain):
     @staticmethod
     def _compile(ctx: moderngl.Context, fragment: str, folder: Path,
                  defines: Mapping[str, Any]) -> Any:
-        return _program_41(ctx, fragment, folder, defines)
+        block = None if fragment in NO_PARAMS_41 else POST_PARAMS
+        return render_program(ctx, "post_triangle.vert", fragment, defines, folder,
+                              version=GLSL_410, block=block, units=SAMPLER_UNITS)
 
     def _dispatch(self, name: str, out: _Image, read: bool = False) -> None:
         """A full-screen pass into `out`; `read` (the upsample): mixed into what `out` holds

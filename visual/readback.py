@@ -20,7 +20,7 @@ and no copy happens on the frame thread: the output's own thread copies the fram
 it, `poll` copies a finished buffer into an array (glGetBufferSubData) on the main thread.
 Without fences, a buffer is read `depth - 1` captures later, which waits if the GPU is further
 behind. moderngl has no fences, pixel pack buffers or scaled blits, so those calls go through
-ctypes, as visual/fence.py does; the framebuffer moderngl had bound is bound again after each.
+ctypes, as visual/gpu/fence.py does; the framebuffer moderngl had bound is bound again after each.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from typing import Any
 import moderngl
 import numpy as np
 
-from visual.fence import Fences, _proc_loader, fences_for
+from visual.gpu.fence import _proc_loader, Fences, fences_for
 
 GL_PIXEL_PACK_BUFFER = 0x88EB
 GL_READ_FRAMEBUFFER = 0x8CA8
@@ -76,7 +76,7 @@ _SIGNATURES: dict[str, tuple[Any, tuple]] = {
 _OPTIONAL: dict[str, tuple[Any, tuple]] = {
     "glBufferStorage": (None, (_uint, _sizeiptr, _void_p, _uint)),
     "glMapBufferRange": (_void_p, (_uint, _sizeiptr, _sizeiptr, _uint)),
-    # visual/fence.py finds these through EGL or GLX; a WGL context (Windows) gets them here
+    # visual/gpu/fence.py finds these through EGL or GLX; a WGL context (Windows) gets them here
     "glFenceSync": (_void_p, (_uint, _uint)),
     "glClientWaitSync": (_uint, (_void_p, _uint, ctypes.c_uint64)),
     "glDeleteSync": (None, (_void_p,)),
@@ -149,7 +149,7 @@ class _Gl:
         return self.glBufferStorage is not None and self.glMapBufferRange is not None
 
     def fences(self) -> Fences | None:
-        """Fences from these entry points (where visual/fence.py found none: WGL)."""
+        """Fences from these entry points (where visual/gpu/fence.py found none: WGL)."""
         if not self.wgl or None in (self.glFenceSync, self.glClientWaitSync,
                                     self.glDeleteSync):
             return None

@@ -2,7 +2,7 @@
 
 A frame (`Renderer.render`), with no agent data ever coming back to the CPU:
 
-    params   the FrameParams uniform block (visual/uniforms.py: this frame's parameters, camera
+    params   the FrameParams uniform block (visual/gpu/uniforms.py: this frame's parameters, camera
              and derived values) written once and bound for every pass below
     cull     cull.comp: frustum test of every agent, visible indices appended to a near and a
              far list (the level of detail), instance counts written into two indirect draw
@@ -37,22 +37,22 @@ import numpy as np
 
 from visual.camera import OrbitCamera
 from visual.counts import DRAW_STATE_UINTS, CountsReadback, CountsView, CullCounts, SumScales
-from visual.gl import (
-    GpuTimer,
-    ShaderError,
-    ShaderSource,
-    check_block,
+from visual.gpu.context import is_software
+from visual.gpu.programs import (
+    ProgramOwner,
+    ProgramSet,
     compute_program,
     dispatch_1d,
-    is_software,
-    resolve_shader_dir,
+    render_program,
 )
+from visual.gpu.shaders import resolve_shader_dir
+from visual.gpu.timers import GpuTimer
 from visual.meshes import BILLBOARDS, SHAPES, MeshSet, cone_mesh, lod_distance
 from visual.palettes import COLOR_BY, MAX_STOPS, palette_stops, srgb_to_linear
 from visual.post import PostChain, PostSettings, scene_color_for
 from visual.splat import FarSplat
 from visual.targets import Targets
-from visual.uniforms import FRAME_PARAMS, BlockBuffer
+from visual.gpu.uniforms import BlockBuffer, FRAME_PARAMS
 
 __all__ = ["BACKGROUND", "CullCounts", "Renderer", "cone_mesh", "lod_distance"]
 
@@ -71,6 +71,10 @@ STREAK_LENGTH = 4.0  # a streak at 1.5 x max_speed is this many agent sizes long
 # light, so a dense core stays coloured (agent.vert).
 ADDITIVE_CROWD = 12.0
 FAR_DRAW = "splat"
+# The agents' draw programs: (name, BILLBOARD, POINTS): meshes near, points far, each as a
+# mesh or a quad turned to the camera.
+AGENT_PROGRAMS = (("agent", 0, 0), ("agent_billboard", 1, 0), ("agent_points", 0, 1),
+                  ("agent_points_billboard", 1, 1))
 
 # glMemoryBarrier bits: the cull pass writes through shader storage what the draw then reads
 # as commands (indirect), through shader storage (vertex pulling) and with a buffer copy.
@@ -86,24 +90,7 @@ def _vec(values: Sequence[float]) -> str:
     return f"vec{len(values)}({', '.join(repr(float(v)) for v in values)})"
 
 
-def _program(ctx: moderngl.Context, vertex: str, fragment: str, folder: Path,
-             defines: Mapping[str, Any] | None = None, reads_params: bool = True
-             ) -> moderngl.Program:
-    vs, fs = ShaderSource(vertex, defines, folder), ShaderSource(fragment, defines, folder)
-    try:
-        program = ctx.program(vertex_shader=vs.text, fragment_shader=fs.text)
-    except Exception as exc:  # moderngl raises plain Exceptions with the driver's log
-        raise ShaderError(f"{vertex} + {fragment}: {vs.explain(str(exc))}") from exc
-    if reads_params:
-        try:
-            check_block(program, FRAME_PARAMS, f"{vertex} + {fragment}")
-        except ShaderError:
-            program.release()
-            raise
-    return program
-
-
-class Renderer(CountsView):
+class Renderer(CountsView, ProgramOwner):
     """Culls and draws a `Swarm` each frame; owns every GPU object it uses (`release()`).
 
     After `render`, `visible`, `near_lure`, `swarm_center` and `swarm_radius` hold what the
@@ -111,7 +98,7 @@ class Renderer(CountsView):
     one has), read without waiting (GL fences); `gpu_ms` the GPU time of the cull
     and draw passes where the driver can time them; `telegraph` the current strength (0..1) of
     the telegraph colour shift. `shader_dir`: the shader folder to compile (and reload) from,
-    default `visual.gl.shader_dir()` when made.
+    default `visual.gpu.shaders.shader_dir()` when made.
     """
 
     post_chain = PostChain  # the post chain's class (GL 4.1's: visual/post41.py)
@@ -126,7 +113,7 @@ class Renderer(CountsView):
         self.meshes = MeshSet()
         self._mesh = ctx.buffer(self.meshes.vertices.tobytes())
         self.shape = ""  # the shape the draw commands are set up for (_set_shape)
-        self._install(self._build_programs())
+        self._programs = ProgramSet(self._build_programs)
         self._params = BlockBuffer(ctx, FRAME_PARAMS)
 
         # The draw state as the cull pass starts it: both commands with no instances yet.
@@ -156,64 +143,39 @@ class Renderer(CountsView):
 
     # ---- programs -------------------------------------------------------------------------------
 
-    def _build_programs(self) -> dict[str, Any]:
-        """Compile the cull kernel and the draw programs, with their vertex arrays."""
-        ctx, folder, built = self.ctx, self.shader_dir, {}
-        try:
-            built["cull"] = compute_program(ctx, "cull.comp", {"LOCAL_SIZE": CULL_LOCAL_SIZE},
-                                            folder, FRAME_PARAMS)
-            for name, billboard, points in (("agent", 0, 0), ("agent_billboard", 1, 0),
-                                            ("agent_points", 0, 1),
-                                            ("agent_points_billboard", 1, 1)):
-                built[name] = _program(ctx, "agent.vert", "agent.frag", folder, {
-                    **self._agent_defines(), "BILLBOARD": billboard, "POINTS": points})
-            built["fade"] = _program(ctx, "fade.vert", "fade.frag", folder)
-            built["lure"] = _program(ctx, "lure.vert", "lure.frag", folder,
-                                     {"LURE_COLOR": _vec(LURE_COLOR)})
-            built["agent_vao"] = ctx.vertex_array(
-                built["agent"], [(self._mesh, "3f 3f", "in_position", "in_normal")])
-            built["agent_billboard_vao"] = ctx.vertex_array(  # in_normal unused: skipped
-                built["agent_billboard"], [(self._mesh, "3f 12x", "in_position")])
-            for name in ("agent_points", "agent_points_billboard"):  # a point: no mesh at all
-                built[name + "_vao"] = ctx.vertex_array(built[name], [])
-            built["fade_vao"] = ctx.vertex_array(built["fade"], [])
-            built["lure_vao"] = ctx.vertex_array(built["lure"], [])
-        except Exception:
-            for obj in reversed(list(built.values())):
-                obj.release()
-            raise
-        return built
+    def _build_programs(self, built: dict[str, Any]) -> None:
+        """The cull kernel and the draw programs, with their vertex arrays."""
+        ctx, folder = self.ctx, self.shader_dir
+        built["cull"] = compute_program(ctx, "cull.comp", {"LOCAL_SIZE": CULL_LOCAL_SIZE},
+                                        folder, FRAME_PARAMS)
+        for name, billboard, points in AGENT_PROGRAMS:
+            built[name] = render_program(ctx, "agent.vert", "agent.frag", {
+                **self._agent_defines(), "BILLBOARD": billboard, "POINTS": points}, folder,
+                block=FRAME_PARAMS)
+        built["fade"] = render_program(ctx, "fade.vert", "fade.frag", None, folder,
+                                       block=FRAME_PARAMS)
+        built["lure"] = render_program(ctx, "lure.vert", "lure.frag",
+                                       {"LURE_COLOR": _vec(LURE_COLOR)}, folder,
+                                       block=FRAME_PARAMS)
+        built["agent_vao"] = ctx.vertex_array(
+            built["agent"], [(self._mesh, "3f 3f", "in_position", "in_normal")])
+        built["agent_billboard_vao"] = ctx.vertex_array(  # in_normal unused: skipped
+            built["agent_billboard"], [(self._mesh, "3f 12x", "in_position")])
+        for name in ("agent_points", "agent_points_billboard"):  # a point: no mesh at all
+            built[name + "_vao"] = ctx.vertex_array(built[name], [])
+        built["fade_vao"] = ctx.vertex_array(built["fade"], [])
+        built["lure_vao"] = ctx.vertex_array(built["lure"], [])
 
     @staticmethod
     def _agent_defines() -> dict[str, str]:
         """agent_color.glsl's constants, for the draw programs and the splat alike."""
         return {"SPEED_RAMP": _vec(SPEED_RAMP), "ADDITIVE_CROWD": f"{ADDITIVE_CROWD:.1f}"}
 
-    def _install(self, built: dict[str, Any]) -> None:
-        self._built = built
-        self._cull = built["cull"]
-        self._agent_vao, self._fade_vao = built["agent_vao"], built["fade_vao"]
-        self._billboard_vao = built["agent_billboard_vao"]
-        self._points_vao = built["agent_points_vao"]
-        self._points_billboard_vao = built["agent_points_billboard_vao"]
-        self._lure_vao = built["lure_vao"]
-
-    def reload_shaders(self) -> None:
-        """Recompile from the shader folder; on an error (ShaderError, raised) the running
-        ones stay (the post chain's too)."""
-        built = self._build_programs()
-        try:
-            self._post.reload_shaders()
-            if self._splat is not None:
-                self._splat.reload_shaders()
-        except ShaderError:
-            for obj in reversed(list(built.values())):
-                obj.release()
-            raise
-        old = self._built
-        self._install(built)
-        for obj in reversed(list(old.values())):
-            obj.release()
+    @property
+    def program_sets(self) -> tuple[ProgramSet, ...]:
+        """Its programs, its post chain's and its splat's: reloaded all or none."""
+        splat = self._splat.program_sets if self._splat is not None else ()
+        return (self._programs, *self._post.program_sets, *splat)
 
     def _set_shape(self, shape: str) -> None:
         """Point the two draw commands at `shape`'s near and far meshes (a 40-byte write,
@@ -316,8 +278,9 @@ class Renderer(CountsView):
         else:
             ctx.enable(moderngl.DEPTH_TEST)
         billboard = self.shape in BILLBOARDS
-        near = self._billboard_vao if billboard else self._agent_vao
-        far = self._points_billboard_vao if billboard else self._points_vao
+        programs = self._programs
+        near = programs["agent_billboard_vao" if billboard else "agent_vao"]
+        far = programs["agent_points_billboard_vao" if billboard else "agent_points_vao"]
         with self._draw_timer:
             if self.far_draw == "splat" and self._splat is not None:
                 # The far agents first (none for streaks: their passes run no groups), the near
@@ -354,7 +317,7 @@ class Renderer(CountsView):
         self._visible_buffer.bind_to_storage_buffer(1)
         self._draw_state.bind_to_storage_buffer(2)
         with self._cull_timer:
-            dispatch_1d(self._cull, count, CULL_LOCAL_SIZE)
+            dispatch_1d(self._programs["cull"], count, CULL_LOCAL_SIZE)
         # The draw reads the commands (COMMAND bit), the lists (SHADER_STORAGE bit) and the
         # counter copy reads the draw state (BUFFER_UPDATE bit).
         ctx.memory_barrier(CULL_TO_DRAW_BARRIERS)
@@ -439,7 +402,7 @@ class Renderer(CountsView):
         ctx = self.ctx
         ctx.enable(moderngl.BLEND | moderngl.PROGRAM_POINT_SIZE)
         ctx.blend_func = moderngl.SRC_ALPHA, moderngl.ONE_MINUS_SRC_ALPHA
-        self._lure_vao.render(moderngl.POINTS, vertices=1)
+        self._programs["lure_vao"].render(moderngl.POINTS, vertices=1)
         ctx.disable(moderngl.BLEND | moderngl.PROGRAM_POINT_SIZE)
 
     def _fade(self, target: moderngl.Framebuffer, trail: float) -> None:
@@ -451,13 +414,13 @@ class Renderer(CountsView):
         target.use()  # moderngl applies a framebuffer's colour mask when it is bound
         ctx.enable(moderngl.BLEND)
         ctx.blend_func = moderngl.SRC_ALPHA, moderngl.ONE_MINUS_SRC_ALPHA
-        self._fade_vao.render(moderngl.TRIANGLES, vertices=3)
+        self._programs["fade_vao"].render(moderngl.TRIANGLES, vertices=3)
         ctx.disable(moderngl.BLEND)
 
     def release(self) -> None:
         """Free every GPU object this renderer made."""
-        for obj in (*reversed(list(self._built.values())), self._mesh, self._draw_template,
-                    self._draw_state, self._visible_buffer):
+        self._programs.release()
+        for obj in (self._mesh, self._draw_template, self._draw_state, self._visible_buffer):
             if obj is not None:
                 obj.release()
         self._params.release()
@@ -467,7 +430,6 @@ class Renderer(CountsView):
             self._splat.release()
         self._visible_buffer = None
         self._readback.release()
-        self._built = {}
         self._cull_timer.release()
         self._draw_timer.release()
 

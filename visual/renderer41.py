@@ -23,17 +23,19 @@ visual/post41.py's. Main thread only.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import moderngl
 import numpy as np
 
 from visual.counts import DRAW_STATE_UINTS
-from visual.gl import bind_blocks, bind_samplers
+from visual.gpu.programs import render_program
+from visual.gpu.shaders import GLSL_410
 from visual.post41 import PostChain41
-from visual.renderer import LURE_COLOR, Renderer, _vec
-from visual.swarm41 import STATE_WIDTH, program_410
-from visual.uniforms import FRAME_PARAMS
+from visual.renderer import AGENT_PROGRAMS, LURE_COLOR, Renderer, _vec
+from visual.swarm41 import STATE_WIDTH
+from visual.gpu.uniforms import FRAME_PARAMS
 
 UNITS = {"agent_positions": 0, "agent_velocities": 1, "cull_counts": 4, "cull_offsets": 5,
          "draw_template": 6}
@@ -61,83 +63,46 @@ class Renderer41(Renderer):
 
     # ---- programs -------------------------------------------------------------------------------
 
-    def _build_programs(self) -> dict[str, Any]:
-        ctx, folder, built = self.ctx, self.shader_dir, {}
+    def _build_programs(self, built: dict[str, Any]) -> None:
+        ctx, folder = self.ctx, self.shader_dir
         state = {"STATE_WIDTH": STATE_WIDTH, "COUNT_LANES": COUNT_LANES}
-        try:
-            for name, near in (("cull_near", 1), ("cull_far", 0)):
-                built[name] = self._cull_program(near)
-            built["counts"] = program_410(ctx, "gl41_counts.vert", "gl41_counts.frag", folder,
-                                          state, block=FRAME_PARAMS, units=UNITS)
-            built["words"] = program_410(ctx, "gl41_pass.vert", "gl41_words.frag", folder,
-                                         state, block=FRAME_PARAMS, units=UNITS)
-            for name, billboard, points in (("agent", 0, 0), ("agent_billboard", 1, 0),
-                                            ("agent_points", 0, 1),
-                                            ("agent_points_billboard", 1, 1)):
-                built[name] = program_410(ctx, "agent.vert", "agent.frag", folder, {
-                    **state, **self._agent_defines(), "BILLBOARD": billboard,
-                    "POINTS": points}, block=FRAME_PARAMS, units=UNITS)
-            built["fade"] = program_410(ctx, "fade.vert", "fade.frag", folder,
-                                        block=FRAME_PARAMS, units=UNITS)
-            built["lure"] = program_410(ctx, "lure.vert", "lure.frag", folder,
-                                        {"LURE_COLOR": _vec(LURE_COLOR)}, block=FRAME_PARAMS,
-                                        units=UNITS)
-            for name in ("cull_near", "cull_far", "words", "fade", "lure"):
-                built[name + "_vao"] = ctx.vertex_array(built[name], [])
-        except Exception:
-            for obj in reversed(list(built.values())):
-                obj.release()
-            raise
-        return built
+        gl41 = {"version": GLSL_410, "block": FRAME_PARAMS, "units": UNITS}
+        for name, near in (("cull_near", 1), ("cull_far", 0)):
+            # One list's cull: vertex + geometry shader, the agents' indices captured.
+            built[name] = render_program(ctx, "gl41_cull.vert", None,
+                                         {"STATE_WIDTH": STATE_WIDTH, "NEAR": near}, folder,
+                                         geometry="gl41_cull.geom", varyings=("o_index",),
+                                         **gl41)
+        built["counts"] = render_program(ctx, "gl41_counts.vert", "gl41_counts.frag", state,
+                                         folder, **gl41)
+        built["words"] = render_program(ctx, "gl41_pass.vert", "gl41_words.frag", state,
+                                        folder, **gl41)
+        for name, billboard, points in AGENT_PROGRAMS:
+            built[name] = render_program(ctx, "agent.vert", "agent.frag", {
+                **state, **self._agent_defines(), "BILLBOARD": billboard, "POINTS": points},
+                folder, **gl41)
+        built["fade"] = render_program(ctx, "fade.vert", "fade.frag", None, folder, **gl41)
+        built["lure"] = render_program(ctx, "lure.vert", "lure.frag",
+                                       {"LURE_COLOR": _vec(LURE_COLOR)}, folder, **gl41)
+        for name in ("cull_near", "cull_far", "words", "fade", "lure"):
+            built[name + "_vao"] = ctx.vertex_array(built[name], [])
+        if self._near_list is not None:
+            built.update(self._list_vaos(built))
 
-    def _cull_program(self, near: int) -> moderngl.Program:
-        """A list's cull: vertex + geometry shader, o_index captured (GLSL 4.10)."""
-        from visual.gl import GLSL_410, ShaderError, ShaderSource, check_block
-
-        defines = {"STATE_WIDTH": STATE_WIDTH, "NEAR": near}
-        vs = ShaderSource("gl41_cull.vert", defines, self.shader_dir, GLSL_410)
-        gs = ShaderSource("gl41_cull.geom", defines, self.shader_dir, GLSL_410)
-        try:
-            program = self.ctx.program(vertex_shader=vs.text, geometry_shader=gs.text,
-                                       varyings=("o_index",))
-        except Exception as exc:  # moderngl raises plain Exceptions with the driver's log
-            raise ShaderError(f"gl41_cull.vert + gl41_cull.geom: {vs.explain(str(exc))}"
-                              ) from exc
-        bind_blocks(program)
-        bind_samplers(program, UNITS)
-        try:
-            check_block(program, FRAME_PARAMS, "gl41_cull.vert")
-        except ShaderError:
-            program.release()
-            raise
-        return program
-
-    def _install(self, built: dict[str, Any]) -> None:
-        self._built = built
-        self._fade_vao, self._lure_vao = built["fade_vao"], built["lure_vao"]
-        self._make_list_vaos()
-
-    def _make_list_vaos(self) -> None:
-        """The vertex arrays that read the lists (remade with the lists and the programs)."""
-        built = self._built
-        for name in ("agent_vao", "agent_billboard_vao", "agent_points_vao",
-                     "agent_points_billboard_vao", "counts_vao"):
-            if name in built:
-                built.pop(name).release()
-        if self._near_list is None:
-            return
+    def _list_vaos(self, programs: Mapping[str, Any]) -> dict[str, Any]:
+        """The vertex arrays that read the lists (made again with the lists or the programs)."""
         ctx, near, far = self.ctx, self._near_list, self._far_list
-        built["agent_vao"] = ctx.vertex_array(built["agent"], [
-            (self._mesh, "3f 3f", "in_position", "in_normal"), (near, "1u /i", "in_index")])
-        built["agent_billboard_vao"] = ctx.vertex_array(built["agent_billboard"], [
-            (self._mesh, "3f 12x", "in_position"), (near, "1u /i", "in_index")])
+        vaos = {
+            "agent_vao": ctx.vertex_array(programs["agent"], [
+                (self._mesh, "3f 3f", "in_position", "in_normal"), (near, "1u /i", "in_index")]),
+            "agent_billboard_vao": ctx.vertex_array(programs["agent_billboard"], [
+                (self._mesh, "3f 12x", "in_position"), (near, "1u /i", "in_index")]),
+            "counts_vao": ctx.vertex_array(programs["counts"], [
+                (near, "1u", "in_near"), (far, "1u", "in_far")]),
+        }
         for name in ("agent_points", "agent_points_billboard"):
-            built[name + "_vao"] = ctx.vertex_array(built[name], [(far, "1u /i", "in_index")])
-        built["counts_vao"] = ctx.vertex_array(built["counts"], [
-            (near, "1u", "in_near"), (far, "1u", "in_far")])
-        self._agent_vao, self._billboard_vao = built["agent_vao"], built["agent_billboard_vao"]
-        self._points_vao = built["agent_points_vao"]
-        self._points_billboard_vao = built["agent_points_billboard_vao"]
+            vaos[name + "_vao"] = ctx.vertex_array(programs[name], [(far, "1u /i", "in_index")])
+        return vaos
 
     def _set_shape(self, shape: str) -> None:
         if shape == self.shape:
@@ -156,7 +121,8 @@ class Renderer41(Renderer):
             self._far_list = self.ctx.buffer(reserve=count * 4)
             self._empty = self.ctx.buffer(np.full(count, EMPTY, np.uint32).tobytes())
             self._capacity = count
-            self._make_list_vaos()
+            for name, vao in self._list_vaos(self._programs).items():
+                self._programs.put(name, vao)
         self._far_base = 0  # the far list is a buffer of its own
 
     def read_visible_now(self) -> tuple[np.ndarray, np.ndarray]:
@@ -170,7 +136,7 @@ class Renderer41(Renderer):
 
     def _cull_agents(self, swarm: Any, count: int) -> None:
         """The lists, their counts and the draw state (see the module's comment)."""
-        ctx, built = self.ctx, self._built
+        ctx, built = self.ctx, self._programs
         ctx.disable(moderngl.BLEND | moderngl.DEPTH_TEST | moderngl.CULL_FACE)
         with self._cull_timer:
             ctx.copy_buffer(self._near_list, self._empty, size=count * 4)

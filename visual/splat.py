@@ -25,9 +25,10 @@ from typing import Any
 
 import moderngl
 
-from visual.gl import compute_program, resolve_shader_dir, storage_barrier
+from visual.gpu.programs import ProgramOwner, ProgramSet, compute_program, storage_barrier
+from visual.gpu.shaders import resolve_shader_dir
 from visual.grid import zeroed
-from visual.uniforms import FRAME_PARAMS
+from visual.gpu.uniforms import FRAME_PARAMS
 
 LOCAL_SIZE = 256
 SPLAT_SCALE = 16384.0  # fixed point of added light: a pixel holds up to 262,144 (HDR) units
@@ -43,7 +44,7 @@ PASSES = {"depth": {"SPLAT_DEPTH": 1, "SPLAT_COLOR": 0},
           "add": {"SPLAT_DEPTH": 0, "SPLAT_COLOR": 0}}
 
 
-class FarSplat:
+class FarSplat(ProgramOwner):
     """The far agents' compute splat. `defines`: agent_color.glsl's (SPEED_RAMP,
     ADDITIVE_CROWD), the renderer's."""
 
@@ -52,39 +53,24 @@ class FarSplat:
         self.ctx = ctx
         self.defines = dict(defines)
         self.shader_dir = resolve_shader_dir(shader_dir)
-        self._programs = self._build_programs()
+        self._programs = ProgramSet(self._build_programs)
         self._buffer: moderngl.Buffer | None = None
         self._pixels = 0
         self._args = ctx.buffer(reserve=24)  # two dispatches' groups: splat, resolve
 
-    def _build_programs(self) -> dict[str, moderngl.ComputeShader]:
-        built: dict[str, moderngl.ComputeShader] = {}
+    def _build_programs(self, built: dict[str, Any]) -> None:
         scale = {"SPLAT_SCALE": f"{SPLAT_SCALE:.1f}"}
-        try:
-            for billboard in (0, 1):
-                for name, switches in PASSES.items():
-                    built[f"{name}{billboard}"] = compute_program(
-                        self.ctx, "splat.comp", {**self.defines, **scale, **switches,
-                                                 "LOCAL_SIZE": LOCAL_SIZE,
-                                                 "BILLBOARD": billboard},
-                        self.shader_dir, FRAME_PARAMS)
-            built["resolve"] = compute_program(self.ctx, "splat_resolve.comp", scale,
-                                               self.shader_dir, FRAME_PARAMS)
-            built["args"] = compute_program(self.ctx, "splat_args.comp",
-                                            {"SPLAT_LOCAL_SIZE": LOCAL_SIZE}, self.shader_dir,
-                                            FRAME_PARAMS)
-        except Exception:
-            for program in built.values():
-                program.release()
-            raise
-        return built
-
-    def reload_shaders(self) -> None:
-        """Recompile; on an error (ShaderError, raised) the running programs stay."""
-        programs = self._build_programs()
-        for program in self._programs.values():
-            program.release()
-        self._programs = programs
+        for billboard in (0, 1):
+            for name, switches in PASSES.items():
+                built[f"{name}{billboard}"] = compute_program(
+                    self.ctx, "splat.comp", {**self.defines, **scale, **switches,
+                                             "LOCAL_SIZE": LOCAL_SIZE, "BILLBOARD": billboard},
+                    self.shader_dir, FRAME_PARAMS)
+        built["resolve"] = compute_program(self.ctx, "splat_resolve.comp", scale,
+                                           self.shader_dir, FRAME_PARAMS)
+        built["args"] = compute_program(self.ctx, "splat_args.comp",
+                                        {"SPLAT_LOCAL_SIZE": LOCAL_SIZE}, self.shader_dir,
+                                        FRAME_PARAMS)
 
     def _ensure(self, size: tuple[int, int]) -> None:
         pixels = size[0] * size[1]
@@ -121,9 +107,7 @@ class FarSplat:
         ctx.memory_barrier(SPLAT_TO_DRAW_BARRIERS | moderngl.SHADER_STORAGE_BARRIER_BIT)
 
     def release(self) -> None:
-        for program in self._programs.values():
-            program.release()
-        self._programs = {}
+        self._programs.release()
         self._args.release()
         if self._buffer is not None:
             self._buffer.release()

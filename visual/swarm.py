@@ -1,7 +1,7 @@
 """The GPU swarm: agent buffers and the simulation step (seed 000, 5.1-5.4).
 
 `Swarm` owns every GPU object of the simulation and releases them. Each step writes the
-SwarmParams uniform block once (visual/uniforms.py: this step's parameters and derived values),
+SwarmParams uniform block once (visual/gpu/uniforms.py: this step's parameters and derived values),
 then reads the current agents and writes the other buffer (the seed's ping-pong, 5.2). With
 `neighbors="grid"` the current buffer is kept in cell order (visual/grid.py):
 
@@ -26,15 +26,17 @@ from typing import Any
 import moderngl
 import numpy as np
 
-from visual.fence import ReadbackRing
-from visual.gl import (
+from visual.gpu.fence import ReadbackRing
+from visual.gpu.context import is_software
+from visual.gpu.programs import (
+    ProgramOwner,
+    ProgramSet,
     compute_program,
     dispatch_1d,
-    is_software,
-    resolve_shader_dir,
     set_uniforms,
     storage_barrier,
 )
+from visual.gpu.shaders import resolve_shader_dir
 from visual.grid import (
     LOCAL_SIZE,
     MAX_CELLS,
@@ -50,7 +52,7 @@ from visual.grid import (
     grid_shape,
     zeroed,
 )
-from visual.uniforms import MAX_OBSTACLES, RULE_BITS, SWARM_PARAMS, BlockBuffer
+from visual.gpu.uniforms import BlockBuffer, MAX_OBSTACLES, RULE_BITS, SWARM_PARAMS
 
 # What the show, the benchmarks and tests import from here (some of it from visual/grid.py).
 __all__ = ["AGENT_BYTES", "MAX_CELLS", "MAX_COUNT", "MAX_DT", "MAX_OBSTACLES", "NEIGHBOR_MODES",
@@ -167,9 +169,9 @@ def pack_agents(position: np.ndarray, velocity: np.ndarray) -> np.ndarray:
     return agents
 
 
-class Swarm:
+class Swarm(ProgramOwner):
     """The simulated swarm on the GPU. `shader_dir`: the shader folder to compile from (and
-    reload from), default `visual.gl.shader_dir()` when made."""
+    reload from), default `visual.gpu.shaders.shader_dir()` when made."""
 
     backend = "4.3"  # compute shaders (visual/swarm41.py: the GL 4.1 backend)
 
@@ -190,7 +192,7 @@ class Swarm:
         self.mean_candidates: float | None = None  # the crowd last measured ("auto" lanes)
         self.pass_timer: PassTimer | None = None
         self.obstacles: list[tuple[float, float, float, float]] = []
-        self._programs = self._build_programs()
+        self._programs = ProgramSet(self._build_programs)
         self._params = BlockBuffer(ctx, SWARM_PARAMS)
         self._stats = zeroed(ctx, 16)
         self._zero = zeroed(ctx, 4)  # copied over the crowd counter before a measured step
@@ -205,32 +207,25 @@ class Swarm:
 
     # ---- programs -----------------------------------------------------------------------------
 
-    def _build_programs(self) -> dict[str, moderngl.ComputeShader]:
-        """Compile every kernel from the shader folder (ShaderError names the file and line)."""
+    def _build_programs(self, built: dict[str, Any]) -> None:
+        """Every kernel from the shader folder (ShaderError names the file and line)."""
         ctx, folder = self.ctx, self.shader_dir
         tuning = self.tuning
-        built: dict[str, moderngl.ComputeShader] = {}
-        try:
-            for name, file in KERNELS.items():
-                defines = {"LOCAL_SIZE": LOCAL_SIZE, "SCAN_BLOCK": SCAN_BLOCK}
-                if name == "grid":
-                    continue
-                built[name] = compute_program(ctx, file, defines, folder, SWARM_PARAMS)
-            auto = tuning["lanes"] == "auto"
-            for lanes in self._lane_choices():
-                for measure in (0, 1) if auto else (0,):
-                    local_size = AUTO_LOCAL_SIZE[lanes] if auto else tuning["local_size"]
-                    built[f"grid{lanes}" + "m" * measure] = compute_program(
-                        ctx, KERNELS["grid"], {"LOCAL_SIZE": local_size, "LANES": lanes,
-                                               "MEASURE": measure, "SCAN_BLOCK": SCAN_BLOCK},
-                        folder, SWARM_PARAMS)
-            built["scan"] = compute_program(
-                ctx, "scan.comp", {"LOCAL_SIZE": SCAN_LOCAL_SIZE, "ITEMS": SCAN_ITEMS}, folder)
-        except Exception:
-            for program in built.values():
-                program.release()
-            raise
-        return built
+        for name, file in KERNELS.items():
+            if name != "grid":
+                built[name] = compute_program(ctx, file, {"LOCAL_SIZE": LOCAL_SIZE,
+                                                          "SCAN_BLOCK": SCAN_BLOCK},
+                                              folder, SWARM_PARAMS)
+        auto = tuning["lanes"] == "auto"
+        for lanes in self._lane_choices():
+            for measure in (0, 1) if auto else (0,):
+                local_size = AUTO_LOCAL_SIZE[lanes] if auto else tuning["local_size"]
+                built[f"grid{lanes}" + "m" * measure] = compute_program(
+                    ctx, KERNELS["grid"], {"LOCAL_SIZE": local_size, "LANES": lanes,
+                                           "MEASURE": measure, "SCAN_BLOCK": SCAN_BLOCK},
+                    folder, SWARM_PARAMS)
+        built["scan"] = compute_program(
+            ctx, "scan.comp", {"LOCAL_SIZE": SCAN_LOCAL_SIZE, "ITEMS": SCAN_ITEMS}, folder)
 
     def _local_size(self) -> int:
         if self.tuning["lanes"] == "auto":
@@ -239,14 +234,6 @@ class Swarm:
 
     def _lane_choices(self) -> tuple[int, ...]:
         return AUTO_LANES if self.tuning["lanes"] == "auto" else (int(self.tuning["lanes"]),)
-
-    def reload_shaders(self) -> None:
-        """Recompile from the shader folder; on an error (ShaderError, raised) the running
-        kernels stay."""
-        programs = self._build_programs()
-        for program in self._programs.values():
-            program.release()
-        self._programs = programs
 
     # ---- state ------------------------------------------------------------------------------
 
@@ -441,9 +428,7 @@ class Swarm:
         self._sorted = shape
 
     def release(self) -> None:
-        for program in self._programs.values():
-            program.release()
-        self._programs = {}
+        self._programs.release()
         for buffer in (self._current, self._scratch, self._cell_rank, self._slots, self._stats,
                        self._zero):
             if buffer is not None:

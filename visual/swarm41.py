@@ -38,19 +38,12 @@ from typing import Any
 import moderngl
 import numpy as np
 
-from visual.gl import (
-    GLSL_410,
-    ShaderError,
-    ShaderSource,
-    bind_blocks,
-    bind_samplers,
-    check_block,
-    resolve_shader_dir,
-)
+from visual.gpu.programs import ProgramOwner, ProgramSet, render_program
+from visual.gpu.shaders import GLSL_410, resolve_shader_dir
 from visual.grid import UNTIMED, GridShape, PassTimer, grid_shape
 from visual.swarm import (MAX_COUNT, MAX_DT, NEIGHBOR_MODES, checked_obstacles, pack_agents,
                           spawn_state, step_values)
-from visual.uniforms import SWARM_PARAMS, BlockBuffer
+from visual.gpu.uniforms import BlockBuffer, SWARM_PARAMS
 
 Values = Mapping[str, Any]
 
@@ -114,29 +107,11 @@ def sort_passes(entries: int, most: int = 3) -> list[tuple[int, int, int]]:
 
 def program_410(ctx: moderngl.Context, vertex: str, fragment: str | None, folder: Path,
                 defines: Mapping[str, Any] | None = None, *, varyings: Sequence[str] = (),
-                separate: bool = False, block: Any = SWARM_PARAMS,
-                units: Mapping[str, int] = STATE_UNITS) -> moderngl.Program:
-    """A GLSL 4.10 program from shaders/`vertex` (+ `fragment`; none: transform feedback of
-    `varyings`), its uniform blocks and samplers bound from Python (4.10 has no
-    `layout(binding =)`); ShaderError names the file and line."""
-    vs = ShaderSource(vertex, defines, folder, GLSL_410)
-    fs = ShaderSource(fragment, defines, folder, GLSL_410) if fragment else None
-    try:
-        program = ctx.program(vertex_shader=vs.text, fragment_shader=fs.text if fs else None,
-                              varyings=tuple(varyings),
-                              varyings_capture_mode="separate" if separate else "interleaved")
-    except Exception as exc:  # moderngl raises plain Exceptions with the driver's log
-        source = vs if fs is None or "fragment" not in str(exc).lower() else fs
-        raise ShaderError(f"{vertex} + {fragment}: {source.explain(str(exc))}") from exc
-    bind_blocks(program)
-    bind_samplers(program, units)
-    if block is not None:
-        try:
-            check_block(program, block, f"{vertex} + {fragment}")
-        except ShaderError:
-            program.release()
-            raise
-    return program
+                separate: bool = False, block: Any = SWARM_PARAMS) -> moderngl.Program:
+    """One of this backend's GLSL 4.10 programs (visual/gpu/programs.py `render_program`):
+    SwarmParams and the state's samplers bound unless said otherwise."""
+    return render_program(ctx, vertex, fragment, defines, folder, version=GLSL_410,
+                          varyings=varyings, separate=separate, block=block, units=STATE_UNITS)
 
 
 def release_framebuffer(framebuffer: moderngl.Framebuffer) -> None:
@@ -170,7 +145,7 @@ class _State:
         self.velocities.release()
 
 
-class Swarm41:
+class Swarm41(ProgramOwner):
     """The simulated swarm on a GL 4.1 core context (see the module's comment)."""
 
     backend = "4.1"
@@ -193,14 +168,14 @@ class Swarm41:
         self.pass_timer: PassTimer | None = None
         self.obstacles: list[tuple[float, float, float, float]] = []
         self.max_cells: int | None = None  # None: cell_budget_41(count)
-        self._programs = self._build_programs()
+        self._outputs: list[moderngl.Buffer] = []  # the step's capture buffers
+        self._programs = ProgramSet(self._build_programs)
         self._params = BlockBuffer(ctx, SWARM_PARAMS)
         self._guard_texture = ctx.texture((1, 1), 1, dtype="f4")
         self._guard_target = ctx.framebuffer([self._guard_texture])
         self._guard_target.clear(0.0, 0.0, 0.0, 0.0)
         self._current = self._sorted = None
         self._pairs: list[Any] = []
-        self._outputs: list[moderngl.Buffer] = []
         self._cells: moderngl.Texture | None = None
         self._cells_target: moderngl.Framebuffer | None = None
         self._scatter: moderngl.Program | None = None
@@ -212,47 +187,37 @@ class Swarm41:
 
     # ---- programs -----------------------------------------------------------------------------
 
-    def _build_programs(self) -> dict[str, Any]:
+    def _build_programs(self, built: dict[str, Any]) -> None:
         ctx, folder = self.ctx, self.shader_dir
         defines = {"STATE_WIDTH": STATE_WIDTH, "CELL_WIDTH": CELL_WIDTH}
-        built: dict[str, Any] = {}
         outputs = ("o_position", "o_velocity", "o_guard")
-        try:
-            for name, grid in (("brute", 0), ("grid", 1)):
-                built[name] = program_410(ctx, "gl41_simulate.vert", None, folder,
-                                          {**defines, "GRID": grid}, varyings=outputs,
-                                          separate=True)
-            built["key"] = program_410(ctx, "gl41_pass.vert", "gl41_key.frag", folder, defines)
-            for stages in (1, 2, 3):
-                built[f"sort{stages}"] = program_410(ctx, "gl41_pass.vert", "gl41_sort.frag",
-                                                     folder, {**defines, "STAGES": stages},
-                                                     block=None)
-            built["gather"] = program_410(ctx, "gl41_pass.vert", "gl41_gather.frag", folder,
-                                          defines)
-            for name, first in (("cells_first", 1), ("cells_last", 0)):
-                built[name] = program_410(ctx, "gl41_cells.vert", "gl41_cells.frag", folder,
-                                          {**defines, "FIRST": first})
-            built["spawn"] = program_410(ctx, "gl41_pass.vert", "gl41_spawn.frag", folder,
-                                         defines)
-            built["guard"] = program_410(ctx, "gl41_guard.vert", "gl41_guard.frag", folder,
-                                         defines, block=None)
-            for name in ("brute", "grid", "key", "sort1", "sort2", "sort3", "gather",
-                         "cells_first", "cells_last", "spawn"):
-                built[name + "_vao"] = ctx.vertex_array(built[name], [])
-        except Exception:
-            for obj in reversed(list(built.values())):
-                obj.release()
-            raise
-        return built
+        for name, grid in (("brute", 0), ("grid", 1)):
+            built[name] = program_410(ctx, "gl41_simulate.vert", None, folder,
+                                      {**defines, "GRID": grid}, varyings=outputs,
+                                      separate=True)
+        built["key"] = program_410(ctx, "gl41_pass.vert", "gl41_key.frag", folder, defines)
+        for stages in (1, 2, 3):
+            built[f"sort{stages}"] = program_410(ctx, "gl41_pass.vert", "gl41_sort.frag",
+                                                 folder, {**defines, "STAGES": stages},
+                                                 block=None)
+        built["gather"] = program_410(ctx, "gl41_pass.vert", "gl41_gather.frag", folder,
+                                      defines)
+        for name, first in (("cells_first", 1), ("cells_last", 0)):
+            built[name] = program_410(ctx, "gl41_cells.vert", "gl41_cells.frag", folder,
+                                      {**defines, "FIRST": first})
+        built["spawn"] = program_410(ctx, "gl41_pass.vert", "gl41_spawn.frag", folder,
+                                     defines)
+        built["guard"] = program_410(ctx, "gl41_guard.vert", "gl41_guard.frag", folder,
+                                     defines, block=None)
+        for name in ("brute", "grid", "key", "sort1", "sort2", "sort3", "gather",
+                     "cells_first", "cells_last", "spawn"):
+            built[name + "_vao"] = ctx.vertex_array(built[name], [])
+        if self._outputs:
+            built["guard_vao"] = self._guard_vao(built["guard"])
 
-    def reload_shaders(self) -> None:
-        """Recompile from the shader folder; on an error (ShaderError, raised) the running
-        passes stay."""
-        programs = self._build_programs()
-        for obj in reversed(list(self._programs.values())):
-            obj.release()
-        self._programs = programs
-        self._guard_vao_for(self._outputs[2])
+    def _guard_vao(self, guard: moderngl.Program) -> moderngl.VertexArray:
+        """The guard's points read the flags the step captured (made again with them)."""
+        return self.ctx.vertex_array(guard, [(self._outputs[2], "f4", "in_guard")])
 
     # ---- state ------------------------------------------------------------------------------
 
@@ -304,16 +269,9 @@ class Swarm41:
         texels = STATE_WIDTH * state_rows(count)
         self._outputs = [self.ctx.buffer(reserve=texels * 16), self.ctx.buffer(reserve=texels * 16),
                          self.ctx.buffer(reserve=count * 4)]
-        self._guard_vao_for(self._outputs[2])
+        self._programs.put("guard_vao", self._guard_vao(self._programs["guard"]))
         self._scatter = None
         self._count = count
-
-    def _guard_vao_for(self, flags: moderngl.Buffer) -> None:
-        old = self._programs.get("guard_vao")
-        if old is not None:
-            old.release()
-        self._programs["guard_vao"] = self.ctx.vertex_array(
-            self._programs["guard"], [(flags, "f4", "in_guard")])
 
     def set_state(self, position: np.ndarray, velocity: np.ndarray, *,
                   same_crowd: bool = False) -> None:  # same_crowd: Swarm's (no crowd here)
@@ -485,9 +443,7 @@ class Swarm41:
         self._params.write(p, step_values(self, p, dt, target, speed_scale, shape))
 
     def release(self) -> None:
-        for obj in reversed(list(self._programs.values())):
-            obj.release()
-        self._programs = {}
+        self._programs.release()
         for framebuffer in (*self._pairs[1::2], self._cells_target, self._guard_target):
             if framebuffer is not None:
                 release_framebuffer(framebuffer)

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import moderngl
 
-from visual.gl import compute_program, resolve_shader_dir
+from visual.gpu.programs import compute_program
+from visual.gpu.shaders import resolve_shader_dir
 from visual.video import Planes420
 
 DEPTH = 3

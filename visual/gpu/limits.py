@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import moderngl
 
-from visual.gl import is_software
+from visual.gpu.context import is_software
 
 # GPU memory a frame pixel and an agent take (bytes), from the buffers the renderer and the
 # swarm allocate: an RGBA16F accumulation image, its depth, an RGBA8 output and its depth, the
@@ -123,7 +123,7 @@ def _gpu_memory(ctx: moderngl.Context) -> tuple[int | None, str]:
 def _get_integer(enum: int) -> int | None:
     """glGetIntegerv through the current context's GetProcAddress (moderngl has no generic
     query); None where it cannot be reached."""
-    from visual.fence import _proc_loader
+    from visual.gpu.fence import _proc_loader
 
     try:
         loader = _proc_loader()

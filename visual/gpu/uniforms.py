@@ -89,9 +89,9 @@ class Block:
     def glsl(self, binding: bool = True) -> str:
         """The declaration: `layout(std140, binding = N) uniform Name { ... } instance;`.
         `binding=False`: GLSL 4.10 (macOS) has no `binding =`; the owner sets the block's
-        binding on the linked program instead (visual/gl.py bind_blocks)."""
+        binding on the linked program instead (visual/gpu/programs.py bind_blocks)."""
         layout = f"std140, binding = {self.binding}" if binding else "std140"
-        lines = [(f"// {self.name}: generated from visual/uniforms.py (std140, {self.size} "
+        lines = [(f"// {self.name}: generated from visual/gpu/uniforms.py (std140, {self.size} "
                   "bytes). Edit the description there, not this."),
                  f"layout({layout}) uniform {self.name} {{"]
         for field in self.fields:
@@ -232,7 +232,7 @@ POST_PARAMS = Block("PostParams", binding=8, instance="post", fields=[
 
 
 def _defines() -> str:
-    lines = ["// Constants shared with Python: generated from visual/uniforms.py."]
+    lines = ["// Constants shared with Python: generated from visual/gpu/uniforms.py."]
     lines += [f"#define RULE_{name.upper()} {bit}u" for name, bit in RULE_BITS.items()]
     lines.append(f"#define MAX_OBSTACLES {MAX_OBSTACLES}")
     return "\n".join(lines) + "\n"

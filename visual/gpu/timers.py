@@ -1,0 +1,76 @@
+"""GL timer queries read without waiting: each is read once a fence says the GPU has finished
+it. Main thread only, with the context current.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+import moderngl
+
+from visual.gpu.context import is_software
+from visual.gpu.fence import fences_for
+
+
+class GpuTimer:
+    """GL timer queries read once a fence says the GPU has finished them, so reading never
+    stalls the frame (without fences: read a few frames late, which waits only when the GPU
+    is further behind than that).
+
+    `available` is False where the driver has no meaningful timer queries (software GL):
+    `last_ms` then stays None and callers fall back to wall time around `ctx.finish()`.
+    """
+
+    def __init__(self, ctx: moderngl.Context, depth: int = 3) -> None:
+        self.ctx = ctx
+        self._free = deque()
+        self.available = not is_software(ctx)
+        if self.available:
+            try:
+                self._free.extend(ctx.query(time=True) for _ in range(depth))
+            except Exception:
+                self.available = False
+        self._fences = fences_for(ctx) if self.available else None
+        self._pending: deque = deque()  # (query, fence), oldest first
+        self.last_ms: float | None = None
+
+    def __enter__(self) -> "GpuTimer":
+        if self.available and self._free:
+            query = self._free.popleft()
+            self._active = query
+            query.__enter__()
+        else:
+            self._active = None  # every query still in flight: this frame goes untimed
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._active is not None:
+            self._active.__exit__(*exc)
+            self._pending.append((self._active, self._fences.insert() if self._fences else 0))
+        if self._fences is not None:
+            while self._pending and self._fences.signalled(self._pending[0][1]):
+                self._read_oldest()
+        elif not self._free and self._pending:
+            self._read_oldest()  # a few frames old
+
+    def _read_oldest(self) -> None:
+        query, fence = self._pending.popleft()
+        self.last_ms = query.elapsed / 1e6
+        if self._fences is not None:
+            self._fences.delete(fence)
+        self._free.append(query)
+
+    def flush(self) -> float | None:
+        """Read every pending query (waits for the GPU): for benchmarks and the end of a run."""
+        while self._pending:
+            self._read_oldest()
+        return self.last_ms
+
+    def release(self) -> None:
+        # moderngl's Query has no release(); dropping the references frees them.
+        if self._fences is not None:
+            for _, fence in self._pending:
+                self._fences.delete(fence)
+        self._free.clear()
+        self._pending.clear()
