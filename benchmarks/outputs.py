@@ -102,9 +102,9 @@ def make_show(ctx, args):
 
 def open_outputs(ctx, kinds: list[str], fps: float, ndi_name: str, udp_port: int):
     from show.outputs import Outputs
-    from visual.ndi import NdiBackend
-    from visual.outputs import FrameOutput
-    from visual.stream import TransportStreamBackend
+    from visual.output.ndi import NdiBackend
+    from visual.output.frame_output import FrameOutput
+    from visual.output.stream import TransportStreamBackend
 
     outputs = []
     for kind in kinds:

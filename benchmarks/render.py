@@ -7,11 +7,11 @@ A synthetic 120 BPM drum loop (audio/synth.py) of --seconds is written as a WAV 
 rendered to H.264 through show/render.py with the bundled look --preset, once each way:
 
     gpu     the frames turned into 4:2:0 video on the GPU, read back two frames late
-            (visual/yuv.py): how renders run now
+            (visual/output/yuv.py): how renders run now
     rgb     the frames read back as RGB each frame and converted by swscale on the encoder's
             thread (how renders ran before), for the ratio
     both at the old default encoding (x264 medium, CRF 18), then the GPU path at the default
-    now (visual/video.py DEFAULT_PRESET, DEFAULT_CRF); --presets and --try PRESET:CRF add
+    now (visual/output/video.py DEFAULT_PRESET, DEFAULT_CRF); --presets and --try PRESET:CRF add
     others (speed against quality)
 
 Each reports frames of video a second (wall time of the render, the encoder's finish
@@ -45,7 +45,7 @@ def psnr(a: np.ndarray, b: np.ndarray) -> float:
 def render_once(song: Path, out: Path, args: argparse.Namespace, *, gpu: bool, preset: str,
                 crf: float | None = None, frames: int | None = None, keep: bool = False
                 ) -> dict:
-    import visual.yuv
+    import visual.output.yuv
     from control.params import Params
     from control.preset_bank import PresetBank
     from control.presets import apply_preset, load_preset
@@ -55,8 +55,8 @@ def render_once(song: Path, out: Path, args: argparse.Namespace, *, gpu: bool, p
     from show.render import render
     from show.render_job import plan_render
 
-    supported = visual.yuv.supported
-    visual.yuv.supported = supported if gpu else (lambda size: False)
+    supported = visual.output.yuv.supported
+    visual.output.yuv.supported = supported if gpu else (lambda size: False)
     try:
         argv = ["--render", str(song), "--out", str(out), "--overwrite", "--size",
                 f"{args.size[0]}x{args.size[1]}", "--fps", f"{args.fps:g}", "--preset",
@@ -83,7 +83,7 @@ def render_once(song: Path, out: Path, args: argparse.Namespace, *, gpu: bool, p
                         progress=Progress(job.frames, io.StringIO()))
         seconds = time.perf_counter() - started
     finally:
-        visual.yuv.supported = supported
+        visual.output.yuv.supported = supported
     row = {"way": "gpu" if gpu else "rgb", "preset": preset, "crf": crf, "frames": result.frames,
            "seconds": seconds, "fps": result.frames / seconds, "bytes": out.stat().st_size}
     if keep:
@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     song = folder / "song.wav"
     write_wav(song, drum_loop(120.0, args.seconds, 48000)[:, None], 48000)
     rows = []
-    from visual.video import DEFAULT_CRF, DEFAULT_PRESET
+    from visual.output.video import DEFAULT_CRF, DEFAULT_PRESET
 
     # the old default both ways (the ratio), then the default now
     ways = [(True, "medium", 18.0), (False, "medium", 18.0), (True, DEFAULT_PRESET, DEFAULT_CRF)]

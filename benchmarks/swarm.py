@@ -15,8 +15,8 @@ around ctx.finish(). "candidates" are the agents in the 27 cells around an agent
 work an agent), mean and max. Prints a table and optionally writes JSON.
 
 `--variant NAME:key=value,...` also times the grid with other settings from the same states:
-simulate_grid.comp's (visual/swarm.py TUNING: lanes, local_size) on the compute backend, the
-GL 4.1 backend's (visual/swarm41.py: brute_below=0 times its grid below BRUTE_BELOW too).
+simulate_grid.comp's (visual/sim/swarm.py TUNING: lanes, local_size) on the compute backend, the
+GL 4.1 backend's (visual/sim/swarm41.py: brute_below=0 times its grid below BRUTE_BELOW too).
 
 `--backend 4.3,4.1` times both backends side by side from the same states (default: both where
 the driver has compute shaders, else 4.1), with a ratio line per count (4.1 / 4.3, same run).
@@ -45,8 +45,14 @@ from visual.gpu.context import (  # noqa: E402
     create_headless_context,
     is_software,
 )
-from visual.swarm import (  # noqa: E402
-    CROWD_EVERY, TUNING, Swarm, cell_budget, grid_shape, spawn_state)
+from visual.sim.swarm import (
+    cell_budget,
+    CROWD_EVERY,
+    grid_shape,
+    spawn_state,
+    Swarm,
+    TUNING,
+)  # noqa: E402
 from visual.backends import backend_classes  # noqa: E402
 
 SWARMS = {backend: backend_classes(backend)[0] for backend in BACKENDS}
@@ -126,7 +132,7 @@ def time_path(ctx, swarm: Swarm, state, args: argparse.Namespace, dt: float) -> 
     timing = Timing(ctx)
 
     def restart() -> None:
-        # A new state forgets the crowd measured before it (visual/swarm.py): its own is
+        # A new state forgets the crowd measured before it (visual/sim/swarm.py): its own is
         # measured in untimed steps, then the state is set again keeping that measurement, so
         # the timed steps run the lanes chosen for it, from the state itself.
         swarm.set_state(*state)

@@ -1,5 +1,5 @@
 // agent.glsl: the agent record, defined here once; every shader that reads agents includes it
-// (the compute kernels through common.glsl, and agent.vert). visual/swarm.py packs the same
+// (the compute kernels through common.glsl, and agent.vert). visual/sim/swarm.py packs the same
 // layout (pack_agents, AGENT_BYTES = 32).
 
 // One agent is two vec4 (32 bytes). position.w holds the agent's id as a float (exact below

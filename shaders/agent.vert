@@ -3,7 +3,7 @@
 // commands cull.comp fills: the near one's vertices are the shape's mesh (cone, dart, or a quad
 // for streaks and glows), the far one's a single point a agent (POINTS, GL_POINTS, its size on
 // screen the agent's). gl_InstanceID indexes the visible list of that command. Everything else
-// comes from the FrameParams block (frame.*); SPEED_RAMP is a #define from visual/renderer.py,
+// comes from the FrameParams block (frame.*); SPEED_RAMP is a #define from visual/render/renderer.py,
 // and BILLBOARD (0 or 1) picks the variant: lit meshes (cone, arrow: one flat colour out) or
 // quads turned to the camera (streak, glow: the place on the quad too). Programs, not branches:
 // every value a vertex hands on costs the H200's modest raster front end at a million agents,
@@ -14,7 +14,7 @@
 #include "agent_color.glsl"
 
 #ifdef GL41
-// GL 4.1 (visual/renderer41.py): the agents from the state textures, the visible list's entry
+// GL 4.1 (visual/render/renderer41.py): the agents from the state textures, the visible list's entry
 // as a per-instance attribute.
 #include "gl41_state.glsl"
 uniform sampler2D agent_positions;

@@ -10,7 +10,7 @@
 
 #ifdef GL41
 // GL 4.1 has no storage buffers: the simulate pass hands this on per agent (a varying) and
-// visual/swarm41.py adds the flags up on the GPU.
+// visual/sim/swarm41.py adds the flags up on the GPU.
 bool guard_fired = false;
 #define COUNT_GUARDED() guard_fired = true
 #else

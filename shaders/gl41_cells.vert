@@ -2,7 +2,7 @@
 // the first agent of each cell writes (its place, -, this step's stamp) into its cell's texel;
 // otherwise (the LAST pass) the last agent of each cell writes its place + 1 (the colour masks
 // keep each pass to its channels). Every other point is clipped away. The table is the
-// cell_width-wide texture visual/swarm41.py draws into, its viewport exactly the rows the
+// cell_width-wide texture visual/sim/swarm41.py draws into, its viewport exactly the rows the
 // grid's cells take, so a cell's texel is computed from SwarmParams.grid_dims alone.
 #include "gl41_state.glsl"
 #include "swarm_params.glsl"

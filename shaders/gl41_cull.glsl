@@ -1,4 +1,4 @@
-// gl41_cull.glsl: cull.comp's tests, for the GL 4.1 backend's cull (visual/renderer41.py): is an
+// gl41_cull.glsl: cull.comp's tests, for the GL 4.1 backend's cull (visual/render/renderer41.py): is an
 // agent inside the frustum (a sphere of agent_size x cull_scale), and far (a point) or near (its
 // mesh). The visible lists and the counts of them come from the same vertex shader
 // (gl41_cull.vert), so they always agree.

@@ -1,6 +1,6 @@
 // gl41_simulate.vert: seed 000's CSSimulate as a transform feedback pass (GL 4.1: no compute).
 // One vertex an agent (gl_VertexID, no vertex buffer); the rasteriser is off and the three
-// outputs are captured, each into its own buffer, which visual/swarm41.py copies back into the
+// outputs are captured, each into its own buffer, which visual/sim/swarm41.py copies back into the
 // state textures on the GPU. The arithmetic is boids.glsl's, the compute kernels' own.
 //
 // BRUTE: all pairs, the seed's loop over every agent (texelFetch instead of a groupshared
@@ -23,7 +23,7 @@ uniform sampler2D cell_table;  // CELL_WIDTH wide: (first, last, stamp) a cell
 
 out vec4 o_position;
 out vec4 o_velocity;
-out float o_guard;  // 1: the guard put this agent back (visual/swarm41.py counts them)
+out float o_guard;  // 1: the guard put this agent back (visual/sim/swarm41.py counts them)
 
 #if GRID
 const ivec2 ROWS[9] = ivec2[9](ivec2(0, 0), ivec2(-1, 0), ivec2(1, 0), ivec2(0, -1),

@@ -7,7 +7,7 @@
 // passes read 2 each and wrote STAGES times. After the last pass of the last block the whole
 // texture is sorted. Pairs compare by key, then by index (all different): the order is total,
 // the same every run. u_block and u_stride are this pass's place in the network (plain
-// uniforms: a value a pass; visual/swarm41.py sort_passes).
+// uniforms: a value a pass; visual/sim/swarm41.py sort_passes).
 #include "gl41_state.glsl"
 
 uniform usampler2D pairs;

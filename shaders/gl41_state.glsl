@@ -1,7 +1,7 @@
 // gl41_state.glsl: the GL 4.1 backend's agent state, read from float textures (GL 4.1 has no
 // storage buffers). Agent k lives in texel (k % STATE_WIDTH, k / STATE_WIDTH) of two RGBA32F
 // textures: position (xyz, w the id as a float, as agent.glsl's Agent) and velocity (xyz, w the
-// neighbours the last step saw). STATE_WIDTH is a #define from visual/swarm41.py (a power of
+// neighbours the last step saw). STATE_WIDTH is a #define from visual/sim/swarm41.py (a power of
 // two). The same layout serves the sort's (key, index) pairs, one texel an entry.
 #include "agent.glsl"
 

@@ -1,5 +1,5 @@
-// gl41_words.frag: the draw state as cull.comp leaves it (16 uints, visual/counts.py), one
-// fragment a word of a 16x1 R32UI target that visual/renderer41.py copies into the draw state
+// gl41_words.frag: the draw state as cull.comp leaves it (16 uints, visual/render/counts.py), one
+// fragment a word of a 16x1 R32UI target that visual/render/renderer41.py copies into the draw state
 // buffer on the GPU (a pixel pack): the two indirect commands (the template's words, with the
 // instance counts the counts pass added up), the agents near the lure, and the fixed-point
 // sums cull.comp makes (here from float sums: rounded once, not per agent).

@@ -1,5 +1,5 @@
 // lure.frag: a soft ring, so the performer sees where the swarm is being pulled.
-// LURE_COLOR: a #define from visual/renderer.py.
+// LURE_COLOR: a #define from visual/render/renderer.py.
 
 out vec4 f_color;
 

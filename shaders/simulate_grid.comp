@@ -8,7 +8,7 @@
 // the lanes' partial sums are then added in lane order (a fixed order: the same input gives
 // the same bits). More lanes give the GPU more independent work where an agent has hundreds
 // or thousands of candidates (a settled swarm crowding the lure), fewer waste less where it
-// has a hundred (a spread swarm). visual/swarm.py picks LANES per step from the count and how
+// has a hundred (a spread swarm). visual/sim/swarm.py picks LANES per step from the count and how
 // crowded the swarm is: on a measured step (the MEASURE variant, a program of its own so that
 // the others carry none of it) each workgroup adds up the candidates its agents visit (each
 // capped at CROWD_CAP) and adds the sum / CROWD_UNIT to SwarmStats.crowd, read back a few

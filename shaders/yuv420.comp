@@ -5,7 +5,7 @@
 // makes a block of 8 x 2 pixels: two words of luma in each of its rows, a word of each chroma
 // plane. Planes, one after the other in `planes` (bytes, four to a word, the first byte the
 // lowest): Y (width x height), U and V (width / 2 x height / 2 each). The width is a multiple
-// of 8, the height of 2 (visual/yuv.py checks).
+// of 8, the height of 2 (visual/output/yuv.py checks).
 layout(local_size_x = 8, local_size_y = 8) in;
 
 layout(binding = 0) uniform sampler2D u_frame;

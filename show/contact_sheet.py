@@ -195,7 +195,7 @@ def contact_sheet(settings: SheetSettings = SheetSettings(),
 
 
 def write_contact_sheet(path: str | Path, settings: SheetSettings = SheetSettings()) -> None:
-    from visual.png import write_png
+    from visual.output.png import write_png
 
     sheet, names = contact_sheet(settings)
     write_png(path, sheet)

@@ -34,14 +34,14 @@ from show.looks import Bank, Looks, Recovery
 from show.options import ShowOptions
 from show.report import FrameClock, hud_lines, telemetry
 from show.tempo import AudioTempo
-from visual.camera import OrbitCamera
+from visual.render.camera import OrbitCamera
 from control.files import FileProblem
 from visual.gpu.context import pick_backend
 from visual.gpu.shaders import resolve_shader_dir, ShaderError, ShaderWatch
 from visual.gpu.timers import GpuTimer
-from visual.lure import Lure
+from visual.sim.lure import Lure
 from visual.backends import RendererRole, SwarmRole, backend_classes
-from visual.swarm import MAX_DT, spawn_state
+from visual.sim.swarm import MAX_DT, spawn_state
 
 log = logging.getLogger(__name__)
 BURST_SECONDS = 0.6

@@ -196,7 +196,7 @@ class LiveShow:
         """Write the screenshot, state and last telemetry; report; release the show."""
         import numpy as np
 
-        from visual.png import write_png
+        from visual.output.png import write_png
 
         show, args = self.show, self.args
         if self.stopping:

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 import moderngl
 
 from show.frame import Show
-from visual.swarm import MAX_DT
+from visual.sim.swarm import MAX_DT
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +149,7 @@ class Loop:
             show.advance(tick.dt)
         show.draw(target, size)
         wall = self.wall()
-        if self.outputs is not None:  # video out: never waits (visual/readback.py)
+        if self.outputs is not None:  # video out: never waits (visual/output/readback.py)
             self.outputs.take(target, tuple(size or target.size), wall)
         if show.clock.tick(wall) and show.options.live and wall >= self._next_slow_note:
             self._next_slow_note = wall + 10.0  # at most a line every 10 s

@@ -1,6 +1,6 @@
 """The show's video outputs: the command line's --out-* options, the outputs they open, and
 what the HUD and telemetry say of them. One more sink of the one loop: after each frame is
-drawn, `Outputs.take` hands it to every output (visual/outputs.py), before the HUD is drawn
+drawn, `Outputs.take` hands it to every output (visual/output/frame_output.py), before the HUD is drawn
 over a window's picture, so receivers get the picture alone.
 
     --out-ndi NAME          an NDI source (cyndilib), RGBA with alpha
@@ -11,7 +11,7 @@ over a window's picture, so receivers get the picture alone.
 
 Each takes `,size=WxH` and `,fps=RATE` after its value (default: the frame's size, and every
 frame the show draws), streams also `,bitrate=BITS`. Every option is repeatable and any mix
-runs at once. Main thread only; the outputs' own threads live in visual/outputs.py.
+runs at once. Main thread only; the outputs' own threads live in visual/output/frame_output.py.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any
 import moderngl
 
 from control.text import printable
-from visual.outputs import FrameOutput
+from visual.output.frame_output import FrameOutput
 
 log = logging.getLogger(__name__)
 SETTINGS = ("size", "fps", "bitrate")
@@ -68,7 +68,7 @@ def parse_output(kind: str, text: str) -> OutputSpec:
     if bitrate is not None and kind != "stream":
         raise argparse.ArgumentTypeError("bitrate= is for --out-stream only")
     if kind == "stream":
-        from visual.stream import check_stream_url
+        from visual.output.stream import check_stream_url
 
         problem = check_stream_url(target)
         if problem:
@@ -177,14 +177,14 @@ def render_refusal(args: argparse.Namespace) -> str | None:
 
 def backend_for(spec: OutputSpec) -> Any:
     if spec.kind == "ndi":
-        from visual.ndi import NdiBackend
+        from visual.output.ndi import NdiBackend
 
         return NdiBackend(spec.target)
     if spec.kind == "stream":
-        from visual.stream import stream_backend
+        from visual.output.stream import stream_backend
 
         return stream_backend(spec.target, spec.bitrate)
-    from visual.platform_outputs import SpoutBackend, SyphonBackend, VirtualCamBackend
+    from visual.output.platform_outputs import SpoutBackend, SyphonBackend, VirtualCamBackend
 
     if spec.kind == "syphon":
         return SyphonBackend(spec.target)

@@ -3,7 +3,7 @@
 The same show as live (analysis, modulation, preset, MIDI mapping), driven by the song's time
 instead of the clock: frame i is analysed at t = i / fps, simulated for exactly 1 / fps (in
 equal substeps of at most 1/30 s, the seed's clamp) and drawn offscreen at the video's size;
-its pixels go to the encoder's thread (visual/video.py) while the next frame renders. The same
+its pixels go to the encoder's thread (visual/output/video.py) while the next frame renders. The same
 song, preset, seed and settings give the same frames.
 
 The plan (every check before the first frame) is show/render_job.py, the progress line
@@ -96,13 +96,13 @@ Observer = Callable[[Any, int, float], None]
 class VideoSink:
     """The loop's sink for a render: an offscreen framebuffer whose every frame goes to the
     encoder (its own thread, behind a queue), then to the progress line and `observe`. Where
-    the size allows (visual/yuv.py), the GPU turns each frame into the video's 4:2:0 planes,
+    the size allows (visual/output/yuv.py), the GPU turns each frame into the video's 4:2:0 planes,
     read back two frames late, so neither the frame loop nor the encoder's thread converts or
     waits; elsewhere the frame is read back as RGB and converted by the encoder (swscale)."""
 
     def __init__(self, show: Show, job: RenderJob, encoder: Any, progress: Progress,
                  observe: Observer | None) -> None:
-        from visual.yuv import YuvReadback, supported
+        from visual.output.yuv import supported, YuvReadback
 
         self.offscreen = Offscreen(show, job.size)
         self.job = job
@@ -153,7 +153,7 @@ def render(job: RenderJob, params: Params, options: ShowOptions, routes: Sequenc
     from audio.base import OfflineAudio
     from audio.recorded import RecordedAudio
     from visual.gpu.context import create_headless_context
-    from visual.video import VideoEncoder
+    from visual.output.video import VideoEncoder
 
     audio_for_video = (job.samples, job.rate) if job.samples is not None else None
     encoder = VideoEncoder(job.out, job.size, job.fps, codec=job.codec, crf=job.crf,
@@ -303,7 +303,7 @@ def _finish_extras(show: Any, last_pixels: Callable[[], bytes], job: RenderJob) 
     if args is None:
         return
     if getattr(args, "screenshot", None) and show.frame > 0:
-        from visual.png import write_png
+        from visual.output.png import write_png
 
         pixels = last_pixels()
         width, height = job.size
@@ -320,7 +320,7 @@ def run_render(args: argparse.Namespace, params: Params, routes: list) -> int:
     """`instrument.py --render`: plan (every check), render, report. Bad input raises
     RenderProblem / VideoProblem (FileProblem: the instrument prints one line, exit 2) before
     anything renders; 0 when done, 130 after Ctrl+C (the file holds what was rendered)."""
-    from visual.video import VideoProblem
+    from visual.output.video import VideoProblem
 
     try:
         job, routes = plan_render(args, params, routes)

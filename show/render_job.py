@@ -16,8 +16,8 @@ import numpy as np
 
 from control.files import FileProblem
 from control.params import Params
-from visual.swarm import MAX_DT
-from visual.video import DEFAULT_CRF, DEFAULT_PRESET
+from visual.sim.swarm import MAX_DT
+from visual.output.video import DEFAULT_CRF, DEFAULT_PRESET
 
 log = logging.getLogger(__name__)
 DEFAULT_FPS = 60.0
@@ -117,14 +117,14 @@ def plan_render(args: argparse.Namespace, params: Params, routes: list
     RenderProblem (or VideoProblem) naming the file or option. Applies a control track's
     starting parameters to `params` (then the preset and --count again on top)."""
     from control.control_track import ControlTrack
-    from visual.video import (
-        DEFAULT_CODEC,
-        X264_PRESETS,
+    from visual.output.video import (
         check_output,
         check_size,
         choose_codec,
+        DEFAULT_CODEC,
         fps_fraction,
         frames_for,
+        X264_PRESETS,
     )
 
     if getattr(args, "dt", None) is not None:

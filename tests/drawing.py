@@ -11,9 +11,9 @@ import moderngl
 import numpy as np
 
 from control.params import Params
-from visual.camera import OrbitCamera
-from visual.renderer import Renderer
-from visual.renderer41 import Renderer41
+from visual.render.camera import OrbitCamera
+from visual.render.renderer import Renderer
+from visual.render.renderer41 import Renderer41
 
 
 class _Drawing:

@@ -141,8 +141,8 @@ def ndi_show(out_dir: Path) -> None:
     from show.options import ShowOptions
     from show.outputs import Outputs
     from visual.gpu.context import create_headless_context
-    from visual.ndi import NdiBackend
-    from visual.outputs import FrameOutput
+    from visual.output.ndi import NdiBackend
+    from visual.output.frame_output import FrameOutput
 
     name = f"swarm-test-{os.getpid()}"
     seconds = float(os.environ.get("PEER_SECONDS", "2.5"))

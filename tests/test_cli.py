@@ -11,8 +11,8 @@ from conftest import run_instrument as instrument
 
 from control.files import load_state
 from control.params import Params
-from visual.lure import Lure
-from visual.swarm import spawn_state
+from visual.sim.lure import Lure
+from visual.sim.swarm import spawn_state
 
 
 def test_fixed_steps_reproduce_the_seed_kernel(tmp_path):

@@ -23,7 +23,7 @@ from control.params import REGISTRY, param
 from show.control import Activity, layout_groups, to_action
 from show.live import plan_screens
 from visual.control_window import Messages, hit, lay_out
-from visual.png import read_png
+from visual.output.png import read_png
 
 LAPTOP, PROJECTOR = (0, 0, 960, 600), (960, 0, 640, 360)
 CONTROL_CAPTION = "swarm instrument - control"
@@ -266,7 +266,7 @@ def test_sliders_thumbnails_and_save_in_the_control_window(two_screens, tmp_path
                   "slot 1's thumbnail", process, timeout=90)
         time.sleep(0.5)
         screen = grab(two_screens)
-        from visual.png import write_png
+        from visual.output.png import write_png
 
         write_png(tmp_path / "screens.png", screen)
 

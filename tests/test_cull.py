@@ -13,9 +13,9 @@ from drawing import Drawn, Drawn41
 
 import visual.gpu.programs
 from control.params import Params
-from visual.camera import OrbitCamera, frustum_planes, look_at, perspective, sphere_visible
-from visual.swarm import Swarm, pack_agents
-from visual.swarm41 import STATE_WIDTH, Swarm41, state_rows
+from visual.render.camera import frustum_planes, look_at, OrbitCamera, perspective, sphere_visible
+from visual.sim.swarm import pack_agents, Swarm
+from visual.sim.swarm41 import state_rows, STATE_WIDTH, Swarm41
 
 SIZE = (64, 48)  # the cull tests only need a draw to happen, not to look at it
 

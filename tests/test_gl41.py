@@ -22,7 +22,7 @@ from conftest import run_instrument as instrument
 from xdisplay import xvfb
 
 from visual.gpu.context import pick_backend
-from visual.png import read_png
+from visual.output.png import read_png
 
 MAC_GL = {"MESA_GL_VERSION_OVERRIDE": "4.1", "MESA_GLSL_VERSION_OVERRIDE": "410",
           "MESA_EXTENSION_OVERRIDE": "-GL_ARB_compute_shader "
@@ -72,12 +72,12 @@ import numpy as np
 import reference
 from test_swarm import assert_matches, crowded_state
 import visual.gpu.programs
-import visual.swarm41
+import visual.sim.swarm41
 from control.params import Params
-from visual.camera import OrbitCamera
+from visual.render.camera import OrbitCamera
 from visual.gpu.context import compute_missing, create_headless_context, pick_backend
 from drawing import Drawn41, render_offscreen
-from visual.swarm41 import Swarm41
+from visual.sim.swarm41 import Swarm41
 
 visual.gpu.programs.STRICT = True
 versions = []
@@ -98,7 +98,7 @@ ctx = create_headless_context("4.1")
 out["version"] = ctx.version_code
 out["missing"] = compute_missing(ctx)
 out["backend"] = pick_backend(ctx)[0]
-visual.swarm41.BRUTE_BELOW = 0
+visual.sim.swarm41.BRUTE_BELOW = 0
 params = Params({"count": 2000, "post": "on", "bloom": 0.8, "feedback": 0.6})
 position, velocity = crowded_state(2000, params)
 rx, rv, margin = reference.step(position, velocity, params, 1 / 60, target=(4.0, 2.0, -1.0))

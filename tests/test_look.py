@@ -3,7 +3,7 @@ the shapes, additive light, the post chain on and off (software GL's default), t
 modes, and every bundled preset a lit picture unlike the others.
 
 GPU tests draw agents placed by hand (no simulation) through the renderer, read the pixel at
-each agent's centre and compare it with visual/palettes.py's reference.
+each agent's centre and compare it with visual/render/palettes.py's reference.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from test_cull import AgentBuffer
 import visual.gpu.programs
 from control.params import Params
 from show.contact_sheet import SheetSettings, bundled_presets, contact_sheet
-from visual.camera import OrbitCamera
-from visual.palettes import PALETTES, palette_stops, sample, srgb_to_linear
-from visual.renderer import SPEED_RAMP, Renderer
+from visual.render.camera import OrbitCamera
+from visual.render.palettes import palette_stops, PALETTES, sample, srgb_to_linear
+from visual.render.renderer import Renderer, SPEED_RAMP
 
 SIZE = (256, 160)
 

@@ -8,8 +8,8 @@ import pytest
 from conftest import run_instrument
 
 from show.loop import FixedStep, SongClock, WallClock
-from visual.png import read_png
-from visual.swarm import MAX_DT
+from visual.output.png import read_png
+from visual.sim.swarm import MAX_DT
 
 FPS = 30
 FRAMES = 45

@@ -34,9 +34,9 @@ from show.frame import Show
 from show.loop import Loop, Offscreen, WallClock
 from show.options import ShowOptions
 from show.outputs import Outputs, parse_output
-from visual.outputs import RING_DEPTH, FrameOutput, OutputFailed, RateGate
-from visual.png import read_png, write_png
-from visual.readback import PixelReadback
+from visual.output.frame_output import FrameOutput, OutputFailed, RateGate, RING_DEPTH
+from visual.output.png import read_png, write_png
+from visual.output.readback import PixelReadback
 
 SIZE = (256, 144)
 PEER = ROOT / "tests" / "outputs_peer.py"
@@ -433,7 +433,7 @@ def test_outputs_switched_without_any_are_said_in_the_hud(ctx):
 
 
 def test_syphon_and_spout_elsewhere_say_so_once_and_the_show_goes_on(ctx, said):
-    from visual.platform_outputs import SpoutBackend, SyphonBackend
+    from visual.output.platform_outputs import SpoutBackend, SyphonBackend
 
     outputs = [FrameOutput(SyphonBackend("Swarm", platform="linux")),
                FrameOutput(SpoutBackend("Swarm", platform="linux"))]
@@ -475,7 +475,7 @@ def test_syphon_through_a_fake_syphon_python(ctx, monkeypatch):
                    create_mtl_texture=lambda device, w, h: Texture(w, h))}
     for name, module in modules.items():
         monkeypatch.setitem(sys.modules, name, module)
-    from visual.platform_outputs import SyphonBackend
+    from visual.output.platform_outputs import SyphonBackend
 
     backend = Recorded(SyphonBackend("Swarm", platform="darwin"))
     output = FrameOutput(backend, nominal_rate=20)
@@ -507,7 +507,7 @@ def test_spout_through_a_fake_spoutgl(ctx, monkeypatch):
 
     monkeypatch.setitem(sys.modules, "SpoutGL", types.SimpleNamespace(
         SpoutSender=Sender, enums=types.SimpleNamespace(GL_RGBA=0x1908)))
-    from visual.platform_outputs import SpoutBackend
+    from visual.output.platform_outputs import SpoutBackend
 
     backend = Recorded(SpoutBackend("Swarm", platform="win32"))
     output = FrameOutput(backend, nominal_rate=20)
@@ -546,7 +546,7 @@ def test_virtual_camera_through_pyvirtualcam_backend_hook(ctx):
 
     from pyvirtualcam.camera import BACKENDS
 
-    from visual.platform_outputs import VirtualCamBackend
+    from visual.output.platform_outputs import VirtualCamBackend
 
     pyvirtualcam.register_backend("swarm-test", Device)
     try:
@@ -564,7 +564,7 @@ def test_virtual_camera_through_pyvirtualcam_backend_hook(ctx):
 
 
 def test_virtual_camera_without_a_device_says_why_in_one_line(ctx, said):
-    from visual.platform_outputs import VirtualCamBackend
+    from visual.output.platform_outputs import VirtualCamBackend
 
     output = FrameOutput(VirtualCamBackend(), nominal_rate=20)
     play(ctx, [output], frames=8)
@@ -578,7 +578,7 @@ def test_virtual_camera_without_a_device_says_why_in_one_line(ctx, said):
 
 def test_udp_stream_round_trip(ctx, tmp_path):
     """H.264 in MPEG-TS datagrams to 127.0.0.1, decoded by PyAV in another process."""
-    from visual.stream import TransportStreamBackend
+    from visual.output.stream import TransportStreamBackend
 
     port = free_port()
     out = tmp_path / "udp.npz"
@@ -643,7 +643,7 @@ def test_a_tcp_receiver_that_stops_reading(ctx, said):
     """A receiver that connects and never reads: the stream's writes back up, the output
     drops frames, the show keeps its pace; once nothing was taken for the stall timeout the
     output says so and connects again."""
-    from visual.stream import TransportStreamBackend
+    from visual.output.stream import TransportStreamBackend
 
     server = socket.socket()
     server.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
@@ -719,7 +719,7 @@ def gst_reader(args: list[str], frame_bytes: int | None):
 def test_gstreamer_shared_memory_round_trip(ctx, tmp_path):
     """Raw RGBA into shmsink, read back by shmsrc: every frame that arrives is a sent frame,
     exactly, alpha and all, in order."""
-    from visual.stream import GstShmBackend
+    from visual.output.stream import GstShmBackend
 
     socket_path = tmp_path / "swarm.sock"
     backend = Recorded(GstShmBackend(f"shm://{socket_path}"))
@@ -756,7 +756,7 @@ def test_srt_round_trip_through_gstreamer(ctx, tmp_path):
 
     import av
 
-    from visual.stream import GstSrtBackend
+    from visual.output.stream import GstSrtBackend
 
     port = free_port()
     process, chunks, times, thread = gst_reader(

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from control.params import BY_NAME, ParamError, Params
-from visual.lure import Lure, wander_point
+from visual.sim.lure import Lure, wander_point
 
 SEED_DEFAULTS = {
     "count": 16384, "spawn_radius": 30, "contain_radius": 60, "neighbor_radius": 3,

@@ -16,11 +16,11 @@ from test_cull import AgentBuffer
 
 import visual.gpu.programs
 from control.params import ParamError, Params
-from visual.camera import OrbitCamera
-from visual.palettes import srgb_to_linear
-from visual.png import SIGNATURE, _chunk, decode_png, encode_png, read_png, write_png
-from visual.renderer import BACKGROUND, lod_distance
-from visual.swarm import Swarm, spawn_state
+from visual.render.camera import OrbitCamera
+from visual.render.palettes import srgb_to_linear
+from visual.output.png import _chunk, decode_png, encode_png, read_png, SIGNATURE, write_png
+from visual.render.renderer import BACKGROUND, lod_distance
+from visual.sim.swarm import spawn_state, Swarm
 
 SIZE = (320, 240)
 BLUE, RED, GREEN = (0.0, 0.0, 1.0), (1.0, 0.0, 0.0), (0.0, 1.0, 0.0)

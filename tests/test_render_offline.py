@@ -26,7 +26,7 @@ from show.options import options_from_args
 from show.progress import Progress
 from show.render import render, run_render
 from show.render_job import add_render_arguments, load_song, plan_render
-from visual.video import VideoEncoder, decode_frames, video_info
+from visual.output.video import decode_frames, video_info, VideoEncoder
 
 RATE = 48000
 FPS = 12

@@ -16,8 +16,8 @@ from control.params import Params
 from show.frame import Show
 from show.options import ShowOptions
 from visual.gpu.shaders import BUNDLED_SHADERS, ShaderError
-from visual.renderer import Renderer
-from visual.swarm import Swarm
+from visual.render.renderer import Renderer
+from visual.sim.swarm import Swarm
 
 SIZE = (160, 90)
 

@@ -1,4 +1,4 @@
-"""Far agents splatted by compute (visual/splat.py) against the same agents drawn as GL points:
+"""Far agents splatted by compute (visual/render/splat.py) against the same agents drawn as GL points:
 the same pixels and colours, opaque and added light, meshes and billboards, near meshes over
 far splats, and the splat's state empty again after every frame.
 
@@ -15,7 +15,7 @@ from test_render import ball
 
 import visual.gpu.programs
 from control.params import Params
-from visual.camera import OrbitCamera
+from visual.render.camera import OrbitCamera
 
 SIZE = (200, 150)
 

@@ -1,5 +1,5 @@
 """The GPU swarm against the numpy reference of seed 000's kernel, both neighbour paths, on both
-backends: compute (GL 4.3) and transform feedback (GL 4.1, visual/swarm41.py). A test that takes
+backends: compute (GL 4.3) and transform feedback (GL 4.1, visual/sim/swarm41.py). A test that takes
 the `backend` fixture runs on both; the others test the compute backend's own machinery (its
 lanes, scan levels and buffers; tests/test_swarm41.py has the 4.1 backend's)."""
 
@@ -11,9 +11,9 @@ import reference
 
 import visual.gpu.programs
 from control.params import Params
-import visual.swarm41
-from visual.swarm import MAX_CELLS, Swarm, cell_budget, grid_shape, pack_agents, spawn_state
-from visual.swarm41 import Swarm41
+import visual.sim.swarm41
+from visual.sim.swarm import cell_budget, grid_shape, MAX_CELLS, pack_agents, spawn_state, Swarm
+from visual.sim.swarm41 import Swarm41
 
 PATHS = ("grid", "brute")
 TOL = 2e-4  # positions and velocities are O(1..100); float32 rounding differs in sum order
@@ -70,7 +70,7 @@ def backend(request, monkeypatch):
     """The test runs on this backend: `Swarm` here is its class. On 4.1 "grid" runs the grid
     at every count (BRUTE_BELOW 0), so small tests exercise it."""
     monkeypatch.setitem(globals(), "Swarm", SWARMS[request.param])
-    monkeypatch.setattr(visual.swarm41, "BRUTE_BELOW", 0)
+    monkeypatch.setattr(visual.sim.swarm41, "BRUTE_BELOW", 0)
     return request.param
 
 
@@ -512,7 +512,7 @@ def test_auto_lanes_measure_the_crowd_and_follow_it(ctx, monkeypatch):
     start makes the same choices and the same bits."""
     from benchmarks.swarm import candidates
 
-    import visual.swarm as swarm_module
+    import visual.sim.swarm as swarm_module
 
     params = Params({"count": 3000})
     position, velocity = crowded_state(3000, params, seed=21)
@@ -571,7 +571,7 @@ def test_auto_lanes_read_the_crowd_as_soon_as_the_gpu_is_done(ctx):
 
 def test_the_lane_rule_follows_the_h200_measurements():
     """Four lanes where the GPU has few agents or they crowd, one for a spread million."""
-    from visual.swarm import choose_lanes
+    from visual.sim.swarm import choose_lanes
 
     assert choose_lanes(16384, 95) == 4 and choose_lanes(16384, 776) == 4
     assert choose_lanes(262144, 102) == 1 and choose_lanes(262144, 244) == 4

@@ -1,4 +1,4 @@
-"""The GL 4.1 backend's own machinery (visual/swarm41.py): the bitonic network, the cell order a
+"""The GL 4.1 backend's own machinery (visual/sim/swarm41.py): the bitonic network, the cell order a
 grid step leaves, the guard's count without atomics, the all-pairs pass below BRUTE_BELOW.
 The seed's arithmetic on this backend is tested in tests/test_swarm.py (the `backend` fixture),
 against the same numpy reference as the compute backend."""
@@ -12,8 +12,8 @@ from test_swarm import assert_matches, crowded_state
 
 import visual.gpu.programs
 from control.params import Params
-from visual.swarm import spawn_state
-from visual.swarm41 import BRUTE_BELOW, STATE_WIDTH, Swarm41, sort_passes, sort_stages
+from visual.sim.swarm import spawn_state
+from visual.sim.swarm41 import BRUTE_BELOW, sort_passes, sort_stages, STATE_WIDTH, Swarm41
 
 
 @pytest.fixture(autouse=True)
@@ -79,7 +79,7 @@ def test_a_grid_step_leaves_the_agents_in_cell_order_by_their_previous_place(ctx
             before, _ = _textures(swarm)
             swarm.step(1 / 60)
             after, _ = _textures(swarm)
-            shape = visual.swarm41.grid_shape(params, visual.swarm41.cell_budget_41(2500))
+            shape = visual.sim.swarm41.grid_shape(params, visual.sim.swarm41.cell_budget_41(2500))
             place_before = np.empty(len(before), np.int64)
             place_before[before[:, 3].astype(np.int64)] = np.arange(len(before))
             old = before[place_before[after[:, 3].astype(np.int64)], :3]  # where each started

@@ -14,11 +14,11 @@ from test_cull import AgentBuffer
 
 import visual.gpu.programs
 from control.params import REGISTRY, Params
-from visual.camera import OrbitCamera
+from visual.render.camera import OrbitCamera
 from visual.gpu.programs import check_block, compute_program, set_uniforms
 from visual.gpu.shaders import BUNDLED_SHADERS, ShaderError
-from visual.renderer import Renderer
-from visual.swarm import AGENT_BYTES, Swarm, pack_agents
+from visual.render.renderer import Renderer
+from visual.sim.swarm import AGENT_BYTES, pack_agents, Swarm
 from visual.gpu.uniforms import (
     Block,
     derived,
@@ -226,7 +226,7 @@ def _probe_source_410(block: Block, words: int) -> str:
 def test_glsl_410_reads_every_field_where_python_packs_it(ctx, tmp_path, block):
     """The GL 4.1 backend's blocks: declared without `binding =` (GLSL 4.10 has none), bound
     from Python, read field by field where the packer put them."""
-    from visual.swarm41 import program_410
+    from visual.sim.swarm41 import program_410
 
     assert "binding" not in GENERATED_INCLUDES_410[INCLUDE[block.name]]
     values = {field.name: _sample(block, field.name) for field in block.fields}

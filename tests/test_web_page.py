@@ -259,7 +259,7 @@ def test_the_outputs_go_off_air_and_back_from_the_page(stage):
     from test_outputs import FakeBackend
 
     from show.outputs import Outputs
-    from visual.outputs import FrameOutput
+    from visual.output.frame_output import FrameOutput
 
     assert stage.js("return document.getElementById('outputs-panel').hidden")  # none yet
     outputs = [FrameOutput(FakeBackend(name), size=(32, 18), start=False)

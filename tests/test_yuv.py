@@ -1,4 +1,4 @@
-"""A render's frames to 4:2:0 video on the GPU (visual/yuv.py, shaders/yuv420.comp) against
+"""A render's frames to 4:2:0 video on the GPU (visual/output/yuv.py, shaders/yuv420.comp) against
 numpy's BT.709 limited-range conversion, the ring's order and lag, and a render through it
 decoded beside the same render through swscale (the encoder's RGB path)."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from visual.video import Planes420
-from visual.yuv import YuvReadback, supported
+from visual.output.video import Planes420
+from visual.output.yuv import supported, YuvReadback
 
 
 def reference(rgb: np.ndarray) -> np.ndarray:
@@ -88,7 +88,7 @@ def test_a_render_through_the_gpu_planes_is_as_good_as_through_swscale(tmp_path,
     import io
 
     import instrument
-    import visual.yuv
+    import visual.output.yuv
     from audio.synth import drum_loop
     from audio.wavfile import write_wav
     from show.options import options_from_args
@@ -101,7 +101,7 @@ def test_a_render_through_the_gpu_planes_is_as_good_as_through_swscale(tmp_path,
     size = (160, 96)
     scores = {}
     for name, gpu in (("gpu", True), ("cpu", False)):
-        monkeypatch.setattr(visual.yuv, "supported", lambda size, gpu=gpu: gpu)
+        monkeypatch.setattr(visual.output.yuv, "supported", lambda size, gpu=gpu: gpu)
         out = tmp_path / f"{name}.mp4"
         args = instrument.build_parser().parse_args([
             "--render", str(song), "--out", str(out), "--size", f"{size[0]}x{size[1]}",

@@ -18,12 +18,12 @@ import moderngl
 import numpy as np
 
 from visual.gpu.programs import ProgramSet
-from visual.post import PostSettings
-from visual.post41 import PostChain41
-from visual.renderer import Renderer
-from visual.renderer41 import Renderer41
-from visual.swarm import Swarm
-from visual.swarm41 import Swarm41
+from visual.render.post import PostSettings
+from visual.render.post41 import PostChain41
+from visual.render.renderer import Renderer
+from visual.render.renderer41 import Renderer41
+from visual.sim.swarm import Swarm
+from visual.sim.swarm41 import Swarm41
 
 Values = Mapping[str, Any]
 

@@ -12,9 +12,16 @@ from __future__ import annotations
 
 import moderngl
 
-from visual.readback import (GL_BACK, GL_COLOR_ATTACHMENT0, GL_COLOR_BUFFER_BIT,
-                             GL_DRAW_FRAMEBUFFER, GL_LINEAR, GL_READ_FRAMEBUFFER,
-                             GL_SCISSOR_TEST, _gl_for)
+from visual.output.readback import (
+    _gl_for,
+    GL_BACK,
+    GL_COLOR_ATTACHMENT0,
+    GL_COLOR_BUFFER_BIT,
+    GL_DRAW_FRAMEBUFFER,
+    GL_LINEAR,
+    GL_READ_FRAMEBUFFER,
+    GL_SCISSOR_TEST,
+)
 
 
 def blit(ctx: moderngl.Context, source: moderngl.Framebuffer, source_size: tuple[int, int],

@@ -6,9 +6,9 @@ see `GENERATED_INCLUDES`), and the bytes, packed from plain values by std140's r
 named after a registry parameter takes that parameter's value as it is (this frame's, modulated);
 a `derived` one is computed by the block's owner. Two blocks, each with one owner and one writer:
 
-    SwarmParams  visual/swarm.py writes it once a step (and on a resize): every simulation pass
-    FrameParams  visual/renderer.py writes it once a frame: the cull, draw, fade and lure passes
-    PostParams   visual/post.py writes it once a frame: the post chain's passes (bloom,
+    SwarmParams  visual/sim/swarm.py writes it once a step (and on a resize): every simulation pass
+    FrameParams  visual/render/renderer.py writes it once a frame: the cull, draw, fade and lure passes
+    PostParams   visual/render/post.py writes it once a frame: the post chain's passes (bloom,
                  feedback, tone map), every value clamped to what the chain takes
 
 Description and packing are pure Python (any thread); `BlockBuffer` is GL: main thread only.
@@ -205,7 +205,7 @@ FRAME_PARAMS = Block("FrameParams", binding=7, instance="frame", fields=[
     param("size_by_speed", "float", "fast agents grow by this much"),
     param("fog", "float", "0..1: how much distant agents fade"),
     derived("cull_scale", "float", "the largest agent is agent_size times this"),
-    derived("shape_index", "int", "0 cone, 1 arrow, 2 streak, 3 glow (visual/meshes.py SHAPES)"),
+    derived("shape_index", "int", "0 cone, 1 arrow, 2 streak, 3 glow (visual/render/meshes.py SHAPES)"),
     derived("color_by_index", "int", "0 speed, 1 heading, 2 depth, 3 density"),
     derived("palette_stops", "int", "stops used in palette_colors[] (2..5)"),
     derived("additive", "int", "1: agents add light (no depth), 0: opaque"),

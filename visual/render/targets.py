@@ -38,7 +38,7 @@ class Targets:
     def offscreen(self, size: tuple[int, int]) -> moderngl.Framebuffer:
         """An RGBA8 framebuffer with depth of `size`: one a size, kept until `release()`, so a
         caller may hold several (a preview and a full-size render). Its colour is a texture,
-        so a render's frames can be turned into video on the GPU (visual/yuv.py)."""
+        so a render's frames can be turned into video on the GPU (visual/output/yuv.py)."""
         size = (int(size[0]), int(size[1]))
         if size not in self._offscreen:
             color = self.ctx.texture(size, 4)

@@ -3,7 +3,7 @@
 `Swarm` owns every GPU object of the simulation and releases them. Each step writes the
 SwarmParams uniform block once (visual/gpu/uniforms.py: this step's parameters and derived values),
 then reads the current agents and writes the other buffer (the seed's ping-pong, 5.2). With
-`neighbors="grid"` the current buffer is kept in cell order (visual/grid.py):
+`neighbors="grid"` the current buffer is kept in cell order (visual/sim/grid.py):
 
     simulate_grid  current -> scratch (same order), each agent's new cell and rank there,
                    `lanes` invocations an agent (TUNING)
@@ -37,24 +37,24 @@ from visual.gpu.programs import (
     storage_barrier,
 )
 from visual.gpu.shaders import resolve_shader_dir
-from visual.grid import (
+from visual.sim.grid import (
+    cell_budget,
+    CellGrid,
+    grid_shape,
+    GridShape,
     LOCAL_SIZE,
     MAX_CELLS,
     NO_GRID,
+    PassTimer,
     SCAN_BLOCK,
     SCAN_ITEMS,
     SCAN_LOCAL_SIZE,
     UNTIMED,
-    CellGrid,
-    GridShape,
-    PassTimer,
-    cell_budget,
-    grid_shape,
     zeroed,
 )
 from visual.gpu.uniforms import BlockBuffer, MAX_OBSTACLES, RULE_BITS, SWARM_PARAMS
 
-# What the show, the benchmarks and tests import from here (some of it from visual/grid.py).
+# What the show, the benchmarks and tests import from here (some of it from visual/sim/grid.py).
 __all__ = ["AGENT_BYTES", "MAX_CELLS", "MAX_COUNT", "MAX_DT", "MAX_OBSTACLES", "NEIGHBOR_MODES",
            "GridShape", "Swarm", "cell_budget", "grid_shape", "pack_agents", "spawn_state",
            "checked_obstacles", "step_values"]
@@ -143,7 +143,7 @@ def checked_obstacles(spheres: Sequence[Sequence[float]]) -> list[tuple[float, .
 def step_values(swarm: Any, p: Values, dt: float, target: Sequence[float],
                 speed_scale: float, shape: GridShape | None) -> dict[str, Any]:
     """SwarmParams' derived fields for one step of `swarm` (its count, steps and obstacles),
-    for either backend (visual/swarm41.py writes the same block)."""
+    for either backend (visual/sim/swarm41.py writes the same block)."""
     return {
         "target": target,
         "dt": dt,
@@ -173,7 +173,7 @@ class Swarm(ProgramOwner):
     """The simulated swarm on the GPU. `shader_dir`: the shader folder to compile from (and
     reload from), default `visual.gpu.shaders.shader_dir()` when made."""
 
-    backend = "4.3"  # compute shaders (visual/swarm41.py: the GL 4.1 backend)
+    backend = "4.3"  # compute shaders (visual/sim/swarm41.py: the GL 4.1 backend)
 
     def __init__(self, ctx: moderngl.Context, values: Values, *, neighbors: str = "grid",
                  seed: int = 0, position: np.ndarray | None = None,

@@ -274,7 +274,7 @@ class PostChain(ProgramOwner):
 
     # ---- programs -------------------------------------------------------------------------
 
-    # The passes' shader files (the GL 4.1 chain, visual/post41.py, names its own).
+    # The passes' shader files (the GL 4.1 chain, visual/render/post41.py, names its own).
     PASS_FILES = {"prefilter": "post_prefilter.comp", "downsample": "post_downsample.comp",
                   "upsample": "post_upsample.comp", "composite": "post_composite.comp",
                   "display": "post_display.frag"}

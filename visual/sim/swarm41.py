@@ -1,6 +1,6 @@
 """The GPU swarm on OpenGL 4.1 core (macOS): no compute shaders, no storage buffers, no image
 load/store. The same seed 000 arithmetic (shaders/boids.glsl), the same SwarmParams block and the
-same interface as `visual.swarm.Swarm`, so the show, the renderer and the tests take either.
+same interface as `visual.sim.swarm.Swarm`, so the show, the renderer and the tests take either.
 
 The agents live in two RGBA32F textures (position with the id in w, velocity with the
 neighbours seen in w: shaders/gl41_state.glsl), agent k at texel (k % STATE_WIDTH,
@@ -40,9 +40,16 @@ import numpy as np
 
 from visual.gpu.programs import ProgramOwner, ProgramSet, render_program
 from visual.gpu.shaders import GLSL_410, resolve_shader_dir
-from visual.grid import UNTIMED, GridShape, PassTimer, grid_shape
-from visual.swarm import (MAX_COUNT, MAX_DT, NEIGHBOR_MODES, checked_obstacles, pack_agents,
-                          spawn_state, step_values)
+from visual.sim.grid import grid_shape, GridShape, PassTimer, UNTIMED
+from visual.sim.swarm import (
+    checked_obstacles,
+    MAX_COUNT,
+    MAX_DT,
+    NEIGHBOR_MODES,
+    pack_agents,
+    spawn_state,
+    step_values,
+)
 from visual.gpu.uniforms import BlockBuffer, SWARM_PARAMS
 
 Values = Mapping[str, Any]

@@ -21,7 +21,7 @@ import moderngl
 
 from visual.gpu.programs import compute_program
 from visual.gpu.shaders import resolve_shader_dir
-from visual.video import Planes420
+from visual.output.video import Planes420
 
 DEPTH = 3
 BLOCK = (8, 2)  # pixels an invocation makes (yuv420.comp)

@@ -2,7 +2,7 @@
 (NDI, a stream, Syphon, Spout, a virtual camera) that sends them on a thread of its own.
 
     main thread     take(framebuffer, size, now) once a frame, after the draw: frames the GPU
-                    has finished (visual/readback.py: a ring of pixel buffers read once their
+                    has finished (visual/output/readback.py: a ring of pixel buffers read once their
                     fences signal, a frame or two late) go to the output's thread; this frame
                     is captured into the ring if the output's rate says it is due. Never waits.
     output thread   opens the backend (again and again while it fails: 0.5 s, doubling to
@@ -35,7 +35,7 @@ from typing import Any, Protocol
 import moderngl
 import numpy as np
 
-from visual.readback import PixelReadback, ReadbackUnavailable
+from visual.output.readback import PixelReadback, ReadbackUnavailable
 
 log = logging.getLogger(__name__)
 RETRY_FIRST, RETRY_MOST = 0.5, 5.0  # seconds between attempts to open a failing backend

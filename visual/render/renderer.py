@@ -12,7 +12,7 @@ A frame (`Renderer.render`), with no agent data ever coming back to the CPU:
              linear light): the shape's mesh near the camera, one triangle (or quad) far away,
              pulled from the agent buffer by index; before it the previous image is cleared
              (trail 0) or faded towards the background
-    post     visual/post.py: bloom and feedback (where the post chain is on), then exposure,
+    post     visual/render/post.py: bloom and feedback (where the post chain is on), then exposure,
              the tone map and the sRGB transfer onto the caller's framebuffer (the window's
              default one, whose contents do not survive a buffer swap, or an offscreen one)
 
@@ -20,7 +20,7 @@ Colours (the registry's, the palettes', the background) are given as a screen sh
 (sRGB) and turned into linear light here, so the tone map and the display's transfer give
 back about the colour chosen; `glow` above 1 makes agents brighter than white, into the bloom.
 
-The counts are read back a few frames late (visual/counts.py), so reading never waits for the
+The counts are read back a few frames late (visual/render/counts.py), so reading never waits for the
 GPU. Main thread only: the GL context belongs to it.
 """
 
@@ -35,8 +35,8 @@ from typing import Any
 import moderngl
 import numpy as np
 
-from visual.camera import OrbitCamera
-from visual.counts import DRAW_STATE_UINTS, CountsReadback, CountsView, CullCounts, SumScales
+from visual.render.camera import OrbitCamera
+from visual.render.counts import CountsReadback, CountsView, CullCounts, DRAW_STATE_UINTS, SumScales
 from visual.gpu.context import is_software
 from visual.gpu.programs import (
     ProgramOwner,
@@ -47,11 +47,11 @@ from visual.gpu.programs import (
 )
 from visual.gpu.shaders import resolve_shader_dir
 from visual.gpu.timers import GpuTimer
-from visual.meshes import BILLBOARDS, SHAPES, MeshSet, cone_mesh, lod_distance
-from visual.palettes import COLOR_BY, MAX_STOPS, palette_stops, srgb_to_linear
-from visual.post import PostChain, PostSettings, scene_color_for
-from visual.splat import FarSplat
-from visual.targets import Targets
+from visual.render.meshes import BILLBOARDS, cone_mesh, lod_distance, MeshSet, SHAPES
+from visual.render.palettes import COLOR_BY, MAX_STOPS, palette_stops, srgb_to_linear
+from visual.render.post import PostChain, PostSettings, scene_color_for
+from visual.render.splat import FarSplat
+from visual.render.targets import Targets
 from visual.gpu.uniforms import BlockBuffer, FRAME_PARAMS
 
 __all__ = ["BACKGROUND", "CullCounts", "Renderer", "cone_mesh", "lod_distance"]
@@ -101,7 +101,7 @@ class Renderer(CountsView, ProgramOwner):
     default `visual.gpu.shaders.shader_dir()` when made.
     """
 
-    post_chain = PostChain  # the post chain's class (GL 4.1's: visual/post41.py)
+    post_chain = PostChain  # the post chain's class (GL 4.1's: visual/render/post41.py)
     far_splat: type | None = FarSplat  # far agents' compute splat (None: GL points only)
     backend = "4.3"
 
@@ -129,7 +129,7 @@ class Renderer(CountsView, ProgramOwner):
         self._post = self.post_chain(ctx, shader_dir=self.shader_dir)
         self._splat = (self.far_splat(ctx, self._agent_defines(), shader_dir=self.shader_dir)
                        if self.far_splat is not None else None)
-        # How far agents are drawn: "splat" (compute, visual/splat.py) or "points" (GL points).
+        # How far agents are drawn: "splat" (compute, visual/render/splat.py) or "points" (GL points).
         self.far_draw = FAR_DRAW if self._splat is not None else "points"
         self.post_on = False  # whether the last frame ran bloom and feedback (post_state)
 
@@ -309,7 +309,7 @@ class Renderer(CountsView, ProgramOwner):
 
     def _cull_agents(self, swarm: Any, count: int) -> None:
         """1. cull: reset the commands' instance counts and the sums (a GPU-side copy), then
-        test, append and count; 2. the barrier before the draw (visual/renderer41.py culls
+        test, append and count; 2. the barrier before the draw (visual/render/renderer41.py culls
         without compute)."""
         ctx = self.ctx
         ctx.copy_buffer(self._draw_state, self._draw_template)

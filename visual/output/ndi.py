@@ -2,7 +2,7 @@
 runtime, libndi, in its wheels). Receivers (OBS, Resolume, vMix, TouchDesigner, a hardware
 decoder) find it under "HOST (NAME)". Frames go as RGBA, alpha included.
 
-Runs on the output's thread (visual/outputs.py): the sender is made there, so the threads
+Runs on the output's thread (visual/output/frame_output.py): the sender is made there, so the threads
 libndi starts for it inherit that thread's lower priority. Each frame is sent synchronously
 (compressed by libndi on this thread, queued to every receiver by libndi), unclocked: the
 show's frames set the pace. A receiver that falls behind is dropped frames by libndi itself;
@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from visual.outputs import OutputFailed
-from visual.video import fps_fraction
+from visual.output.frame_output import OutputFailed
+from visual.output.video import fps_fraction
 
 CONNECTIONS_EVERY = 1.0  # seconds between asking libndi how many receivers there are
 

@@ -27,7 +27,7 @@ import moderngl
 
 from visual.gpu.programs import ProgramOwner, ProgramSet, compute_program, storage_barrier
 from visual.gpu.shaders import resolve_shader_dir
-from visual.grid import zeroed
+from visual.sim.grid import zeroed
 from visual.gpu.uniforms import FRAME_PARAMS
 
 LOCAL_SIZE = 256

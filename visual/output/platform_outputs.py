@@ -4,7 +4,7 @@ apps on the Mac read), Spout (Windows, SpoutGL: a shared DirectX texture) and a 
 calls and anything that takes a webcam.
 
 Elsewhere each says so once (OutputUnavailable) and the show goes on. Each is given RGBA frames
-top row first, on the output's thread (visual/outputs.py); Syphon and Spout keep the alpha, a
+top row first, on the output's thread (visual/output/frame_output.py); Syphon and Spout keep the alpha, a
 camera has none. Each library is imported when the output opens, not before.
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from visual.outputs import OutputFailed, OutputUnavailable
+from visual.output.frame_output import OutputFailed, OutputUnavailable
 
 
 def _library(module: str, package: str) -> Any:

@@ -48,7 +48,7 @@ PIXEL_FORMAT = "yuv420p"  # what every player decodes; it needs an even width an
 
 @dataclass(frozen=True)
 class Planes420:
-    """One frame of 4:2:0 video as the GPU makes it (visual/yuv.py): Y (width x height), U
+    """One frame of 4:2:0 video as the GPU makes it (visual/output/yuv.py): Y (width x height), U
     and V (width/2 x height/2), top row first, BT.709 limited range, one after the other."""
 
     size: tuple[int, int]
@@ -272,7 +272,7 @@ class VideoEncoder:
     def submit(self, pixels: bytes | np.ndarray, index: int | None = None) -> bool:
         """Queue one frame: RGB rows bottom first as `framebuffer.read(components=3,
         alignment=1)` gives them (bytes), an (h, w, 3) uint8 array top row first, or the
-        planes of 4:2:0 video made on the GPU (visual/yuv.py's Planes420: encoded as they
+        planes of 4:2:0 video made on the GPU (visual/output/yuv.py's Planes420: encoded as they
         are). False when dropped (non-blocking and full). Raises EncodeFailed once the encoder
         has failed.
         """

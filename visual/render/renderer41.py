@@ -1,4 +1,4 @@
-"""The renderer on OpenGL 4.1 core (macOS): `visual.renderer.Renderer`'s frame, look and counts
+"""The renderer on OpenGL 4.1 core (macOS): `visual.render.renderer.Renderer`'s frame, look and counts
 with a cull that needs no compute shader and no storage buffer. It draws a `Swarm41` (the
 agents in its state textures). Its cull (`_cull_agents`), every frame:
 
@@ -14,11 +14,11 @@ agents in its state textures). Its cull (`_cull_agents`), every frame:
              GPU (a pixel pack), where the indirect draw and the counts' readback find them
 
 Nothing waits for the GPU: the indirect commands are filled on the GPU, and the counts are read
-back a few frames late as on the compute backend (visual/counts.py). The draw is the compute
+back a few frames late as on the compute backend (visual/render/counts.py). The draw is the compute
 backend's: shaders/agent.vert (GL41: the agent from the textures, the list's entry as a
 per-instance attribute, divisor 1), one render_indirect a list; far agents are GL points (the
-compute backend's splat, visual/splat.py, is a compute pass). The post chain is
-visual/post41.py's. Main thread only.
+compute backend's splat, visual/render/splat.py, is a compute pass). The post chain is
+visual/render/post41.py's. Main thread only.
 """
 
 from __future__ import annotations
@@ -29,12 +29,12 @@ from typing import Any
 import moderngl
 import numpy as np
 
-from visual.counts import DRAW_STATE_UINTS
+from visual.render.counts import DRAW_STATE_UINTS
 from visual.gpu.programs import render_program
 from visual.gpu.shaders import GLSL_410
-from visual.post41 import PostChain41
-from visual.renderer import AGENT_PROGRAMS, LURE_COLOR, Renderer, _vec
-from visual.swarm41 import STATE_WIDTH
+from visual.render.post41 import PostChain41
+from visual.render.renderer import _vec, AGENT_PROGRAMS, LURE_COLOR, Renderer
+from visual.sim.swarm41 import STATE_WIDTH
 from visual.gpu.uniforms import FRAME_PARAMS
 
 UNITS = {"agent_positions": 0, "agent_velocities": 1, "cull_counts": 4, "cull_offsets": 5,

@@ -11,7 +11,7 @@ pipe.
     shm:///PATH       raw RGBA frames through GStreamer's shmsink on the socket PATH; read
                       them with `shmsrc socket-path=PATH ! video/x-raw,format=RGBA,...`
 
-Every call runs on the output's thread (visual/outputs.py). H.264 has no alpha: the streams
+Every call runs on the output's thread (visual/output/frame_output.py). H.264 has no alpha: the streams
 drop it; shm keeps it.
 """
 
@@ -29,8 +29,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import numpy as np
 
-from visual.outputs import OutputFailed
-from visual.video import PIXEL_FORMAT, choose_codec, fps_fraction
+from visual.output.frame_output import OutputFailed
+from visual.output.video import choose_codec, fps_fraction, PIXEL_FORMAT
 
 STREAM_SCHEMES = ("udp", "tcp", "srt", "shm")
 UDP_PACKET = 1316  # 7 MPEG-TS packets: what a UDP receiver expects
