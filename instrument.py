@@ -20,7 +20,7 @@ from control.supervisor import StopSignals
 from control.text import printable
 from show.arguments import build_parser
 from show.console import error
-from visual.sim.swarm import MAX_DT
+from visual.sim.agents import MAX_DT
 from visual.gpu.uniforms import MAX_OBSTACLES
 
 NO_DISPLAY_SECONDS = 10.0

@@ -45,14 +45,8 @@ from visual.gpu.context import (  # noqa: E402
     create_headless_context,
     is_software,
 )
-from visual.sim.swarm import (
-    cell_budget,
-    CROWD_EVERY,
-    grid_shape,
-    spawn_state,
-    Swarm,
-    TUNING,
-)  # noqa: E402
+from visual.sim.agents import spawn_state
+from visual.sim.swarm import cell_budget, CROWD_EVERY, grid_shape, Swarm, TUNING  # noqa: E402
 from visual.backends import backend_classes  # noqa: E402
 
 SWARMS = {backend: backend_classes(backend)[0] for backend in BACKENDS}

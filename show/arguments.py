@@ -12,7 +12,7 @@ from control.params import MAX_COUNT
 from show.console import error
 from show.options import HEADLESS_SIZE
 from visual.gpu.context import GL_CHOICES
-from visual.sim.swarm import MAX_DT, NEIGHBOR_MODES
+from visual.sim.agents import MAX_DT, NEIGHBOR_MODES
 from visual.gpu.uniforms import MAX_OBSTACLES
 
 

@@ -41,7 +41,7 @@ from visual.gpu.shaders import resolve_shader_dir, ShaderError, ShaderWatch
 from visual.gpu.timers import GpuTimer
 from visual.sim.lure import Lure
 from visual.backends import RendererRole, SwarmRole, backend_classes
-from visual.sim.swarm import MAX_DT, spawn_state
+from visual.sim.agents import MAX_DT, spawn_state
 
 log = logging.getLogger(__name__)
 BURST_SECONDS = 0.6

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 import moderngl
 
 from show.frame import Show
-from visual.sim.swarm import MAX_DT
+from visual.sim.agents import MAX_DT
 
 log = logging.getLogger(__name__)
 

@@ -320,7 +320,7 @@ def run_render(args: argparse.Namespace, params: Params, routes: list) -> int:
     """`instrument.py --render`: plan (every check), render, report. Bad input raises
     RenderProblem / VideoProblem (FileProblem: the instrument prints one line, exit 2) before
     anything renders; 0 when done, 130 after Ctrl+C (the file holds what was rendered)."""
-    from visual.output.video import VideoProblem
+    from visual.output.video_files import VideoProblem
 
     try:
         job, routes = plan_render(args, params, routes)

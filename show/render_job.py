@@ -16,7 +16,7 @@ import numpy as np
 
 from control.files import FileProblem
 from control.params import Params
-from visual.sim.swarm import MAX_DT
+from visual.sim.agents import MAX_DT
 from visual.output.video import DEFAULT_CRF, DEFAULT_PRESET
 
 log = logging.getLogger(__name__)
@@ -117,14 +117,14 @@ def plan_render(args: argparse.Namespace, params: Params, routes: list
     RenderProblem (or VideoProblem) naming the file or option. Applies a control track's
     starting parameters to `params` (then the preset and --count again on top)."""
     from control.control_track import ControlTrack
-    from visual.output.video import (
+    from visual.output.video import X264_PRESETS
+    from visual.output.video_files import (
         check_output,
         check_size,
         choose_codec,
         DEFAULT_CODEC,
         fps_fraction,
         frames_for,
-        X264_PRESETS,
     )
 
     if getattr(args, "dt", None) is not None:

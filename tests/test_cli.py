@@ -12,7 +12,7 @@ from conftest import run_instrument as instrument
 from control.files import load_state
 from control.params import Params
 from visual.sim.lure import Lure
-from visual.sim.swarm import spawn_state
+from visual.sim.agents import spawn_state
 
 
 def test_fixed_steps_reproduce_the_seed_kernel(tmp_path):

@@ -14,8 +14,10 @@ from drawing import Drawn, Drawn41
 import visual.gpu.programs
 from control.params import Params
 from visual.render.camera import frustum_planes, look_at, OrbitCamera, perspective, sphere_visible
-from visual.sim.swarm import pack_agents, Swarm
-from visual.sim.swarm41 import state_rows, STATE_WIDTH, Swarm41
+from visual.sim.agents import pack_agents
+from visual.sim.swarm import Swarm
+from visual.sim.state41 import state_rows, STATE_WIDTH
+from visual.sim.swarm41 import Swarm41
 
 SIZE = (64, 48)  # the cull tests only need a draw to happen, not to look at it
 

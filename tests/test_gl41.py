@@ -72,7 +72,7 @@ import numpy as np
 import reference
 from test_swarm import assert_matches, crowded_state
 import visual.gpu.programs
-import visual.sim.swarm41
+import visual.sim.state41
 from control.params import Params
 from visual.render.camera import OrbitCamera
 from visual.gpu.context import compute_missing, create_headless_context, pick_backend

@@ -21,7 +21,8 @@ from control.params import Params
 from show.contact_sheet import SheetSettings, bundled_presets, contact_sheet
 from visual.render.camera import OrbitCamera
 from visual.render.palettes import palette_stops, PALETTES, sample, srgb_to_linear
-from visual.render.renderer import Renderer, SPEED_RAMP
+from visual.render.frame_values import SPEED_RAMP
+from visual.render.renderer import Renderer
 
 SIZE = (256, 160)
 

@@ -9,7 +9,7 @@ from conftest import run_instrument
 
 from show.loop import FixedStep, SongClock, WallClock
 from visual.output.png import read_png
-from visual.sim.swarm import MAX_DT
+from visual.sim.agents import MAX_DT
 
 FPS = 30
 FRAMES = 45

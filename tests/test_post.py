@@ -25,8 +25,8 @@ from visual.render.post import (
     HISTORY_MAX,
     PostChain,
     PostSettings,
-    TONEMAPS,
 )
+from visual.render.tonemap import TONEMAPS
 from visual.render.post41 import PostChain41
 
 FLAT = {"dither": False}  # the display values exactly, no noise

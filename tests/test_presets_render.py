@@ -13,7 +13,7 @@ from control.morph import Morph
 from control.params import Params
 from control.preset_bank import BUNDLED_DIR
 from control.presets import apply_preset, load_preset
-from visual.render.renderer import BACKGROUND
+from visual.render.frame_values import BACKGROUND
 
 BUNDLED = sorted(BUNDLED_DIR.glob("[1-9]-*.json"))
 COUNT = 2000

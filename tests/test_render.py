@@ -19,8 +19,9 @@ from control.params import ParamError, Params
 from visual.render.camera import OrbitCamera
 from visual.render.palettes import srgb_to_linear
 from visual.output.png import _chunk, decode_png, encode_png, read_png, SIGNATURE, write_png
-from visual.render.renderer import BACKGROUND, lod_distance
-from visual.sim.swarm import spawn_state, Swarm
+from visual.render.frame_values import BACKGROUND, lod_distance
+from visual.sim.agents import spawn_state
+from visual.sim.swarm import Swarm
 
 SIZE = (320, 240)
 BLUE, RED, GREEN = (0.0, 0.0, 1.0), (1.0, 0.0, 0.0), (0.0, 1.0, 0.0)

@@ -26,7 +26,8 @@ from show.options import options_from_args
 from show.progress import Progress
 from show.render import render, run_render
 from show.render_job import add_render_arguments, load_song, plan_render
-from visual.output.video import decode_frames, video_info, VideoEncoder
+from visual.output.video import VideoEncoder
+from visual.output.video_files import decode_frames, video_info
 
 RATE = 48000
 FPS = 12

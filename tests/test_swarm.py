@@ -11,8 +11,10 @@ import reference
 
 import visual.gpu.programs
 from control.params import Params
-import visual.sim.swarm41
-from visual.sim.swarm import cell_budget, grid_shape, MAX_CELLS, pack_agents, spawn_state, Swarm
+import visual.sim.state41
+from visual.sim.agents import pack_agents, spawn_state
+from visual.sim.grid import MAX_CELLS
+from visual.sim.swarm import cell_budget, grid_shape, Swarm
 from visual.sim.swarm41 import Swarm41
 
 PATHS = ("grid", "brute")

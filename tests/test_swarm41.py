@@ -12,8 +12,9 @@ from test_swarm import assert_matches, crowded_state
 
 import visual.gpu.programs
 from control.params import Params
-from visual.sim.swarm import spawn_state
-from visual.sim.swarm41 import BRUTE_BELOW, sort_passes, sort_stages, STATE_WIDTH, Swarm41
+from visual.sim.agents import spawn_state
+from visual.sim.state41 import sort_passes, sort_stages, STATE_WIDTH
+from visual.sim.swarm41 import BRUTE_BELOW, Swarm41
 
 
 @pytest.fixture(autouse=True)

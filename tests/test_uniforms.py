@@ -18,7 +18,8 @@ from visual.render.camera import OrbitCamera
 from visual.gpu.programs import check_block, compute_program, set_uniforms
 from visual.gpu.shaders import BUNDLED_SHADERS, ShaderError
 from visual.render.renderer import Renderer
-from visual.sim.swarm import AGENT_BYTES, pack_agents, Swarm
+from visual.sim.agents import AGENT_BYTES, pack_agents
+from visual.sim.swarm import Swarm
 from visual.gpu.uniforms import (
     Block,
     derived,
@@ -119,7 +120,9 @@ def test_rule_bits_obstacle_limit_and_agent_are_defined_once():
                 f"{path.name}: a plain uniform; what a pass reads goes in a block")
         if path.name != "agent.glsl":
             assert "struct Agent" not in text, f"{path.name} declares the Agent record again"
-    assert "MAX_OBSTACLES = " not in (BUNDLED_SHADERS.parent / "visual" / "swarm.py").read_text()
+    for path in (BUNDLED_SHADERS.parent / "visual").rglob("*.py"):
+        if path.name != "uniforms.py":
+            assert "MAX_OBSTACLES = " not in path.read_text(), path
 
 
 # ---- on the GPU --------------------------------------------------------------------------------
@@ -226,7 +229,7 @@ def _probe_source_410(block: Block, words: int) -> str:
 def test_glsl_410_reads_every_field_where_python_packs_it(ctx, tmp_path, block):
     """The GL 4.1 backend's blocks: declared without `binding =` (GLSL 4.10 has none), bound
     from Python, read field by field where the packer put them."""
-    from visual.sim.swarm41 import program_410
+    from visual.sim.state41 import program_410
 
     assert "binding" not in GENERATED_INCLUDES_410[INCLUDE[block.name]]
     values = {field.name: _sample(block, field.name) for field in block.fields}

@@ -52,7 +52,7 @@ class MachineLimits:
     def live_count(self) -> int:
         """Agents a live show holds without freezing: memory-bound on a GPU, far fewer in
         software."""
-        from visual.sim.swarm import MAX_COUNT
+        from visual.sim.agents import MAX_COUNT
 
         limit = MAX_COUNT
         if self.memory_bytes is not None:

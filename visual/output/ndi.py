@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from visual.output.frame_output import OutputFailed
-from visual.output.video import fps_fraction
+from visual.output.video_files import fps_fraction
 
 CONNECTIONS_EVERY = 1.0  # seconds between asking libndi how many receivers there are
 

@@ -30,7 +30,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import numpy as np
 
 from visual.output.frame_output import OutputFailed
-from visual.output.video import choose_codec, fps_fraction, PIXEL_FORMAT
+from visual.output.video_files import choose_codec, fps_fraction, PIXEL_FORMAT
 
 STREAM_SCHEMES = ("udp", "tcp", "srt", "shm")
 UDP_PACKET = 1316  # 7 MPEG-TS packets: what a UDP receiver expects

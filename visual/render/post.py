@@ -44,32 +44,22 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import moderngl
-import numpy as np
 
 from visual.gpu.programs import ProgramOwner, ProgramSet, compute_program, render_program
 from visual.gpu.shaders import resolve_shader_dir
 from visual.gpu.timers import GpuTimer
 from visual.gpu.uniforms import BlockBuffer, POST_PARAMS
+from visual.render.tonemap import HDR_MAX, TONEMAPS, clamp_finite
 
-TONEMAPS = ("aces", "agx", "linear")  # the index is post_tonemap.glsl's TONEMAP_* value
 ENCODINGS = ("srgb", "linear")
-HDR_MAX = 65000.0      # every stored value stays finite in a half float (max 65504)
 HISTORY_MAX = 16.0     # the feedback history is read back clamped to this (HDR units)
 MAX_LEVELS = 6         # bloom levels: half resolution, then halved again ...
 MIN_LEVEL_PIXELS = 8   # ... while the smaller side of the next level keeps this many pixels
 MAX_FRAME_STEPS = 4.0  # a long frame moves the feedback at most this many 60 fps frames
-
-
-def _clamp(value: float, low: float, high: float) -> float:
-    value = float(value)
-    if not math.isfinite(value):
-        return low
-    return min(max(value, low), high)
 
 
 @dataclass(frozen=True)
@@ -100,11 +90,11 @@ class PostSettings:
 
     @property
     def bloom_on(self) -> bool:
-        return _clamp(self.bloom, 0.0, 2.0) > 0.0
+        return clamp_finite(self.bloom, 0.0, 2.0) > 0.0
 
     @property
     def feedback_on(self) -> bool:
-        return _clamp(self.feedback, 0.0, 0.98) > 0.0
+        return clamp_finite(self.feedback, 0.0, 0.98) > 0.0
 
 
 @dataclass(frozen=True)
@@ -121,68 +111,20 @@ def feedback_step(settings: PostSettings, dt: float, size: tuple[int, int]) -> F
     """This frame's warp and fade: the per-60-fps-frame amounts raised to (or times) dt x 60,
     so two frames of dt/2 move the image as one frame of dt does. The zoom and rotation turn
     about the centre in square pixels (aspect corrected), as the eye sees them."""
-    steps = _clamp(dt * 60.0, 0.0, MAX_FRAME_STEPS)
-    fade = _clamp(settings.feedback, 0.0, 0.98) ** steps
-    scale = (1.0 + _clamp(settings.feedback_zoom, -0.1, 0.1)) ** steps
-    angle = _clamp(settings.feedback_rotate, -0.1, 0.1) * steps
+    steps = clamp_finite(dt * 60.0, 0.0, MAX_FRAME_STEPS)
+    fade = clamp_finite(settings.feedback, 0.0, 0.98) ** steps
+    scale = (1.0 + clamp_finite(settings.feedback_zoom, -0.1, 0.1)) ** steps
+    angle = clamp_finite(settings.feedback_rotate, -0.1, 0.1) * steps
     aspect = size[0] / max(size[1], 1)
     # Output uv -> the uv it came from: A^-1 R(-angle) A / scale, A = diag(aspect, 1).
     cos, sin = math.cos(angle) / scale, math.sin(angle) / scale
     matrix = (cos, -sin * aspect, sin / aspect, cos)  # columns (m00, m10), (m01, m11)
     drift = settings.feedback_drift
-    offset = (-_clamp(drift[0], -0.05, 0.05) * steps, -_clamp(drift[1], -0.05, 0.05) * steps)
+    offset = (-clamp_finite(drift[0], -0.05, 0.05) * steps, -clamp_finite(drift[1], -0.05, 0.05) * steps)
     return FeedbackStep(fade, matrix, offset)
 
 
 # ---- the tone maps in numpy (post_tonemap.glsl's): the background's inverse, tests ------------
-
-_AGX_INSET = np.array([[0.842479062253094, 0.0423282422610123, 0.0423756549057051],
-                       [0.0784335999999992, 0.878468636469772, 0.0784336],
-                       [0.0792237451477643, 0.0791661274605434, 0.879142973793104]]).T
-_AGX_OUTSET = np.array([[1.19687900512017, -0.0528968517574562, -0.0529716355144438],
-                        [-0.0980208811401368, 1.15190312990417, -0.0980434501171241],
-                        [-0.0990297440797205, -0.0989611768448433, 1.15107367264116]]).T
-_AGX_MIN_EV, _AGX_MAX_EV = -12.47393, 4.026069
-
-
-def tonemap_reference(color: np.ndarray, tonemap: str) -> np.ndarray:
-    """What post_tonemap.glsl's `tonemap` gives for linear HDR `color` (..., 3): linear display
-    values in 0..1."""
-    x = np.maximum(np.asarray(color, float), 0.0)
-    if tonemap == "linear":
-        return np.clip(x, 0.0, 1.0)
-    if tonemap == "aces":
-        return np.clip((x * (2.51 * x + 0.03)) / (x * (2.43 * x + 0.59) + 0.14), 0.0, 1.0)
-    value = np.clip(np.log2(np.maximum(x @ _AGX_INSET.T, 1e-10)), _AGX_MIN_EV, _AGX_MAX_EV)
-    v = (value - _AGX_MIN_EV) / (_AGX_MAX_EV - _AGX_MIN_EV)
-    v2 = v * v
-    v4 = v2 * v2
-    curve = (15.5 * v4 * v2 - 40.14 * v4 * v + 31.96 * v4 - 6.868 * v2 * v + 0.4298 * v2
-             + 0.1191 * v - 0.00232)
-    curve = (curve + 0.00232) / (0.99858 + 0.00232)
-    return np.power(np.clip(curve @ _AGX_OUTSET.T, 0.0, 1.0), 2.2)
-
-
-def scene_color_for(shown: tuple[float, float, float], tonemap: str,
-                    exposure: float) -> tuple[float, float, float]:
-    """The linear scene colour that the display pass (exposure, `tonemap`) turns into `shown`
-    (linear display light): what the renderer clears and fades to, so the background on screen
-    is the one chosen whatever the tone map and exposure. Black stays black."""
-    exposure = _clamp(exposure, 0.1, 8.0)
-    return tuple(c / exposure for c in _tonemap_inverse(tuple(shown), tonemap))
-
-
-@lru_cache(maxsize=16)
-def _tonemap_inverse(shown: tuple[float, ...], tonemap: str) -> tuple[float, ...]:
-    """u with tonemap(u) = shown, by multiplicative iteration (AgX mixes the channels, so
-    not channel by channel); once a colour and tone map: exposure only scales it."""
-    target = np.clip(np.asarray(shown, float), 0.0, 0.95)
-    guess = target.copy()
-    for _ in range(60):
-        got = tonemap_reference(guess, tonemap)
-        ratio = np.where(got > 1e-12, target / np.maximum(got, 1e-12), 1.0)
-        guess = np.where(target > 0.0, guess * ratio ** 0.7, 0.0)
-    return tuple(float(c) for c in np.clip(guess, 0.0, HDR_MAX))
 
 
 def bloom_level_sizes(size: tuple[int, int]) -> list[tuple[int, int]]:
@@ -218,17 +160,17 @@ def _program(ctx: moderngl.Context, fragment: str, folder: Path,
 
 def block_values(settings: PostSettings, dt: float, size: tuple[int, int]) -> dict[str, Any]:
     """This frame's PostParams, every value clamped to what the chain takes."""
-    threshold = _clamp(settings.bloom_threshold, 0.0, 4.0)
+    threshold = clamp_finite(settings.bloom_threshold, 0.0, 4.0)
     step = feedback_step(settings, dt, size)
-    return {"exposure": _clamp(settings.exposure, 0.1, 8.0),
+    return {"exposure": clamp_finite(settings.exposure, 0.1, 8.0),
             "operator": TONEMAPS.index(settings.tonemap),
             "encode": int(settings.encode == "srgb"),
             "dither": 1.0 if settings.dither else 0.0,
-            "bloom_intensity": _clamp(settings.bloom, 0.0, 2.0),
+            "bloom_intensity": clamp_finite(settings.bloom, 0.0, 2.0),
             "threshold": threshold, "knee": 0.5 * threshold,
-            "bloom_mix": _clamp(settings.bloom_radius, 0.0, 1.0),
+            "bloom_mix": clamp_finite(settings.bloom_radius, 0.0, 1.0),
             "feedback_fade": step.fade, "warp": step.matrix, "warp_offset": step.offset,
-            "feedback_background": tuple(_clamp(c, 0.0, HISTORY_MAX)
+            "feedback_background": tuple(clamp_finite(c, 0.0, HISTORY_MAX)
                                          for c in settings.background)}
 
 
@@ -401,7 +343,7 @@ class PostChain(ProgramOwner):
         self._ensure_history(size)
         previous = self._history[self._history_current]
         if not self._history_valid:
-            background = tuple(_clamp(c, 0.0, HISTORY_MAX) for c in settings.background)
+            background = tuple(clamp_finite(c, 0.0, HISTORY_MAX) for c in settings.background)
             previous.framebuffer.clear(*background, 1.0)
         target = self._history[1 - self._history_current]
         hdr.use(0)

@@ -26,7 +26,6 @@ GPU. Main thread only: the GL context belongs to it.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from time import monotonic
@@ -47,29 +46,23 @@ from visual.gpu.programs import (
 )
 from visual.gpu.shaders import resolve_shader_dir
 from visual.gpu.timers import GpuTimer
-from visual.render.meshes import BILLBOARDS, cone_mesh, lod_distance, MeshSet, SHAPES
-from visual.render.palettes import COLOR_BY, MAX_STOPS, palette_stops, srgb_to_linear
-from visual.render.post import PostChain, PostSettings, scene_color_for
+from visual.render.meshes import BILLBOARDS, MeshSet
+from visual.render.frame_values import (
+    BACKGROUND,
+    LURE_COLOR,
+    Telegraph,
+    agent_defines,
+    frame_block,
+    glsl_vec,
+    post_settings,
+    scene_background,
+)
+from visual.render.post import PostChain, PostSettings
 from visual.render.splat import FarSplat
 from visual.render.targets import Targets
 from visual.gpu.uniforms import BlockBuffer, FRAME_PARAMS
 
-__all__ = ["BACKGROUND", "CullCounts", "Renderer", "cone_mesh", "lod_distance"]
-
 CULL_LOCAL_SIZE = 256
-BACKGROUND = (0.035, 0.04, 0.07)  # near black, a hint of blue (as shown: sRGB)
-TELEGRAPH_JUMP = 0.25       # seek_weight rising more than this in one frame is the tell
-TELEGRAPH_SECONDS = 0.5     # how long the colour shift takes to fade out
-FOG_START, FOG_END = 1.2, 3.5  # fog, in multiples of the camera's distance to its target
-# Colour = mix(slow, fast, smoothstep(SPEED_RAMP, speed / max_speed)): a flock cruises at
-# about 0.4-0.7 of max_speed, in the lower middle of the ramp, so bursts (and the audio speed
-# boost, which lets agents pass max_speed) glow towards the fast colour.
-SPEED_RAMP = (0.25, 0.95)
-LURE_COLOR = (1.0, 0.95, 0.85)
-STREAK_LENGTH = 4.0  # a streak at 1.5 x max_speed is this many agent sizes long (agent.vert)
-# Additive blending: an agent with n neighbours adds ADDITIVE_CROWD / (ADDITIVE_CROWD + n) of its
-# light, so a dense core stays coloured (agent.vert).
-ADDITIVE_CROWD = 12.0
 FAR_DRAW = "splat"
 # The agents' draw programs: (name, BILLBOARD, POINTS): meshes near, points far, each as a
 # mesh or a quad turned to the camera.
@@ -83,11 +76,6 @@ GL_BUFFER_UPDATE_BARRIER_BIT = 0x00000200
 GL_SHADER_STORAGE_BARRIER_BIT = 0x00002000
 CULL_TO_DRAW_BARRIERS = (GL_COMMAND_BARRIER_BIT | GL_BUFFER_UPDATE_BARRIER_BIT
                          | GL_SHADER_STORAGE_BARRIER_BIT)
-
-
-def _vec(values: Sequence[float]) -> str:
-    """A GLSL vector literal for a #define: (0.25, 0.95) -> vec2(0.25, 0.95)."""
-    return f"vec{len(values)}({', '.join(repr(float(v)) for v in values)})"
 
 
 class Renderer(CountsView, ProgramOwner):
@@ -127,7 +115,7 @@ class Renderer(CountsView, ProgramOwner):
 
         self._targets = Targets(ctx)
         self._post = self.post_chain(ctx, shader_dir=self.shader_dir)
-        self._splat = (self.far_splat(ctx, self._agent_defines(), shader_dir=self.shader_dir)
+        self._splat = (self.far_splat(ctx, agent_defines(), shader_dir=self.shader_dir)
                        if self.far_splat is not None else None)
         # How far agents are drawn: "splat" (compute, visual/render/splat.py) or "points" (GL points).
         self.far_draw = FAR_DRAW if self._splat is not None else "points"
@@ -137,9 +125,7 @@ class Renderer(CountsView, ProgramOwner):
         self._draw_timer = GpuTimer(ctx)
         self.gpu_ms: dict[str, float | None] = {"cull": None, "draw": None}
         self.last_size: tuple[int, int] | None = None  # the frame last drawn, in pixels
-        self._last_seek: float | None = None
-        self._telegraph_start = -math.inf
-        self.telegraph = 0.0
+        self._telegraph = Telegraph()
 
     # ---- programs -------------------------------------------------------------------------------
 
@@ -150,12 +136,12 @@ class Renderer(CountsView, ProgramOwner):
                                         folder, FRAME_PARAMS)
         for name, billboard, points in AGENT_PROGRAMS:
             built[name] = render_program(ctx, "agent.vert", "agent.frag", {
-                **self._agent_defines(), "BILLBOARD": billboard, "POINTS": points}, folder,
+                **agent_defines(), "BILLBOARD": billboard, "POINTS": points}, folder,
                 block=FRAME_PARAMS)
         built["fade"] = render_program(ctx, "fade.vert", "fade.frag", None, folder,
                                        block=FRAME_PARAMS)
         built["lure"] = render_program(ctx, "lure.vert", "lure.frag",
-                                       {"LURE_COLOR": _vec(LURE_COLOR)}, folder,
+                                       {"LURE_COLOR": glsl_vec(LURE_COLOR)}, folder,
                                        block=FRAME_PARAMS)
         built["agent_vao"] = ctx.vertex_array(
             built["agent"], [(self._mesh, "3f 3f", "in_position", "in_normal")])
@@ -165,11 +151,6 @@ class Renderer(CountsView, ProgramOwner):
             built[name + "_vao"] = ctx.vertex_array(built[name], [])
         built["fade_vao"] = ctx.vertex_array(built["fade"], [])
         built["lure_vao"] = ctx.vertex_array(built["lure"], [])
-
-    @staticmethod
-    def _agent_defines() -> dict[str, str]:
-        """agent_color.glsl's constants, for the draw programs and the splat alike."""
-        return {"SPEED_RAMP": _vec(SPEED_RAMP), "ADDITIVE_CROWD": f"{ADDITIVE_CROWD:.1f}"}
 
     @property
     def program_sets(self) -> tuple[ProgramSet, ...]:
@@ -204,15 +185,10 @@ class Renderer(CountsView, ProgramOwner):
         far_base = self._far_base
         return (lists[:counts.near].copy(), lists[far_base:far_base + counts.far].copy())
 
-    # ---- telegraph --------------------------------------------------------------------------
-
-    def _update_telegraph(self, seek_weight: float, time: float) -> None:
-        if self._last_seek is not None and seek_weight - self._last_seek > TELEGRAPH_JUMP:
-            self._telegraph_start = time
-        self._last_seek = seek_weight
-        age = time - self._telegraph_start
-        fade = 1.0 - age / TELEGRAPH_SECONDS if age >= 0.0 else 0.0
-        self.telegraph = max(0.0, min(1.0, fade)) ** 2
+    @property
+    def telegraph(self) -> float:
+        """The telegraph colour shift's strength in the last frame (0..1)."""
+        return self._telegraph.strength
 
     # ---- buffers and framebuffers -----------------------------------------------------------
 
@@ -250,13 +226,12 @@ class Renderer(CountsView, ProgramOwner):
         ctx = self.ctx
         size = tuple(size or framebuffer.size)
         self.last_size = size
-        aspect = size[0] / max(size[1], 1)
         count = swarm.count
         self._ensure_capacity(count)
         self._set_shape(str(p.get("shape", "cone")))
-        self._update_telegraph(float(p["seek_weight"]), monotonic() if time is None else time)
+        self._telegraph.update(float(p["seek_weight"]), monotonic() if time is None else time)
         scales = SumScales.for_frame(count, camera.target, float(p["contain_radius"]))
-        self._write_params(p, camera, aspect, size, lure, scales)
+        self._write_params(p, camera, size, lure, scales)
 
         # 1-2. cull into the lists and the indirect commands
         self._cull_agents(swarm, count)
@@ -323,10 +298,8 @@ class Renderer(CountsView, ProgramOwner):
         ctx.memory_barrier(CULL_TO_DRAW_BARRIERS)
 
     def scene_background(self, p: Mapping[str, Any]) -> tuple[float, float, float]:
-        """The background in the HDR image: the linear colour that this frame's exposure and
-        tone map show as `background` (sRGB), so the screen shows exactly the colour chosen."""
-        return scene_color_for(srgb_to_linear(self.background), str(p.get("tonemap", "aces")),
-                               float(p.get("exposure", 1.0)))
+        """The background as the HDR image holds it (visual/render/frame_values.py)."""
+        return scene_background(self.background, p)
 
     def post_active(self, values: Mapping[str, Any]) -> bool:
         """Whether bloom and feedback run: `post` on, or auto on a GPU (not software GL)."""
@@ -334,20 +307,9 @@ class Renderer(CountsView, ProgramOwner):
         return choice == "on" or (choice == "auto" and not self.software)
 
     def post_settings(self, p: Mapping[str, Any], background: Sequence[float]) -> PostSettings:
-        """This frame's post chain. Off (software GL's default), bloom and feedback are
-        skipped; exposure and the tone map always apply (one pass, as cheap as a copy)."""
+        """This frame's post chain (bloom and feedback only where `post_active`)."""
         self.post_on = on = self.post_active(p)
-        return PostSettings(
-            exposure=float(p.get("exposure", 1.0)), tonemap=str(p.get("tonemap", "aces")),
-            bloom=float(p.get("bloom", 0.0)) if on else 0.0,
-            bloom_radius=float(p.get("bloom_radius", 0.6)),
-            bloom_threshold=float(p.get("bloom_threshold", 1.0)),
-            feedback=float(p.get("feedback", 0.0)) if on else 0.0,
-            feedback_zoom=float(p.get("feedback_zoom", 0.0)),
-            feedback_rotate=float(p.get("feedback_rotate", 0.0)),
-            feedback_drift=(float(p.get("feedback_drift_x", 0.0)),
-                            float(p.get("feedback_drift_y", 0.0))),
-            background=tuple(background))
+        return post_settings(p, background, on)
 
     @property
     def post_state(self) -> str:
@@ -356,46 +318,12 @@ class Renderer(CountsView, ProgramOwner):
             return "on"
         return "off (software GL: post on turns it on)" if self.software else "off"
 
-    def _write_params(self, p: Mapping[str, Any], camera: OrbitCamera, aspect: float,
+    def _write_params(self, p: Mapping[str, Any], camera: OrbitCamera,
                       size: tuple[int, int], lure: Sequence[float], scales: SumScales) -> None:
         """FrameParams for this frame, written once and bound for every pass that reads it."""
-        eye = np.asarray(camera.eye, float)
-        agent_size = float(p["agent_size"])
-        stops = palette_stops(p)
-        self._params.write(p, {
-            "view_projection": camera.view_projection(aspect),
-            "planes": camera.frustum(aspect),
-            "eye": eye,
-            "light": _light_direction(camera, eye),
-            # A streak is a line several agent sizes long however small it is: a point would
-            # lose it, so streaks keep their quad at any distance.
-            "lod_distance": 1e30 if p.get("shape") == "streak" else lod_distance(
-                agent_size, float(p["lod_pixels"]), size[1], camera.fov_y),
-            "point_scale": size[1] / (2.0 * math.tan(math.radians(camera.fov_y) / 2.0)),
-            "lure": lure,
-            "center": scales.center,
-            "spread_max": scales.reach * scales.reach,
-            "spread_scale": scales.spread_scale,
-            "reach": scales.reach,
-            "offset_scale": scales.offset_scale,
-            "background": self.scene_background(p),
-            "telegraph": self.telegraph,
-            "fog_range": (FOG_START * camera.distance, FOG_END * camera.distance),
-            "cull_scale": (1.0 + 1.5 * float(p.get("size_by_speed", 0.0)))
-                          * (STREAK_LENGTH if p.get("shape") == "streak" else 1.0),
-            "shape_index": SHAPES.index(p.get("shape", "cone")),
-            "color_by_index": COLOR_BY.index(p.get("color_by", "speed")),
-            "palette_stops": len(stops),
-            "additive": int(p.get("blend") == "additive"),
-            "depth_range": (max(camera.distance - scales.reach, 0.0),
-                            camera.distance + scales.reach),
-            "viewport": size,
-            "palette_colors": [(*srgb_to_linear(stop), 0.0) for stop in stops]
-                       + [(0.0, 0.0, 0.0, 0.0)] * (MAX_STOPS - len(stops)),
-            "agent_count": scales.count,
-            "far_base": self._far_base,
-            "lure_pixels": max(12.0, size[1] / 40.0),
-        })
+        self._params.write(p, frame_block(p, camera, size, lure, scales,
+                                          background=self.scene_background(p),
+                                          telegraph=self.telegraph, far_base=self._far_base))
 
     def _draw_lure(self) -> None:
         """A ring at the lure (FrameParams: lure, lure_pixels), over the agents, blended."""
@@ -432,13 +360,3 @@ class Renderer(CountsView, ProgramOwner):
         self._readback.release()
         self._cull_timer.release()
         self._draw_timer.release()
-
-
-def _light_direction(camera: OrbitCamera, eye: np.ndarray) -> np.ndarray:
-    """A light above and a little behind the camera's shoulder: lit faces face the viewer."""
-    back = eye - np.asarray(camera.target, float)
-    back /= np.linalg.norm(back)
-    side = np.cross(np.array([0.0, 1.0, 0.0]), back)
-    side = side / np.linalg.norm(side) if np.linalg.norm(side) > 1e-9 else np.array([1., 0, 0])
-    light = 0.55 * back + 0.75 * np.array([0.0, 1.0, 0.0]) + 0.35 * side
-    return light / np.linalg.norm(light)

@@ -33,8 +33,9 @@ from visual.render.counts import DRAW_STATE_UINTS
 from visual.gpu.programs import render_program
 from visual.gpu.shaders import GLSL_410
 from visual.render.post41 import PostChain41
-from visual.render.renderer import _vec, AGENT_PROGRAMS, LURE_COLOR, Renderer
-from visual.sim.swarm41 import STATE_WIDTH
+from visual.render.frame_values import LURE_COLOR, agent_defines, glsl_vec
+from visual.render.renderer import AGENT_PROGRAMS, Renderer
+from visual.sim.state41 import STATE_WIDTH
 from visual.gpu.uniforms import FRAME_PARAMS
 
 UNITS = {"agent_positions": 0, "agent_velocities": 1, "cull_counts": 4, "cull_offsets": 5,
@@ -79,11 +80,11 @@ class Renderer41(Renderer):
                                         folder, **gl41)
         for name, billboard, points in AGENT_PROGRAMS:
             built[name] = render_program(ctx, "agent.vert", "agent.frag", {
-                **state, **self._agent_defines(), "BILLBOARD": billboard, "POINTS": points},
+                **state, **agent_defines(), "BILLBOARD": billboard, "POINTS": points},
                 folder, **gl41)
         built["fade"] = render_program(ctx, "fade.vert", "fade.frag", None, folder, **gl41)
         built["lure"] = render_program(ctx, "lure.vert", "lure.frag",
-                                       {"LURE_COLOR": _vec(LURE_COLOR)}, folder, **gl41)
+                                       {"LURE_COLOR": glsl_vec(LURE_COLOR)}, folder, **gl41)
         for name in ("cull_near", "cull_far", "words", "fade", "lure"):
             built[name + "_vao"] = ctx.vertex_array(built[name], [])
         if self._near_list is not None:

@@ -43,8 +43,6 @@ from visual.sim.grid import (
     grid_shape,
     GridShape,
     LOCAL_SIZE,
-    MAX_CELLS,
-    NO_GRID,
     PassTimer,
     SCAN_BLOCK,
     SCAN_ITEMS,
@@ -52,19 +50,10 @@ from visual.sim.grid import (
     UNTIMED,
     zeroed,
 )
-from visual.gpu.uniforms import BlockBuffer, MAX_OBSTACLES, RULE_BITS, SWARM_PARAMS
+from visual.gpu.uniforms import BlockBuffer, SWARM_PARAMS
+from visual.sim.agents import AGENT_BYTES, checked_obstacles, MAX_COUNT, MAX_DT, NEIGHBOR_MODES, pack_agents, spawn_state, step_values, Values
 
-# What the show, the benchmarks and tests import from here (some of it from visual/sim/grid.py).
-__all__ = ["AGENT_BYTES", "MAX_CELLS", "MAX_COUNT", "MAX_DT", "MAX_OBSTACLES", "NEIGHBOR_MODES",
-           "GridShape", "Swarm", "cell_budget", "grid_shape", "pack_agents", "spawn_state",
-           "checked_obstacles", "step_values"]
 
-Values = Mapping[str, Any]  # parameter name -> this frame's value (plain numbers)
-
-MAX_DT = 1.0 / 30.0  # the seed clamps a frame's step so a hitch does not explode the flock
-AGENT_BYTES = 32  # shaders/agent.glsl's Agent: two vec4
-MAX_COUNT = 1 << 24  # agent ids are stored as float32 on the GPU: exact below 2^24
-NEIGHBOR_MODES = ("grid", "brute")
 # The kernels that read SwarmParams (scan reads only its own plain uniforms).
 KERNELS = {"brute": "simulate_brute.comp", "grid": "simulate_grid.comp", "bin": "bin.comp",
            "scatter": "scatter.comp", "order": "order.comp", "resize": "resize.comp"}
@@ -108,65 +97,6 @@ def choose_lanes(count: int, mean_candidates: float | None) -> int:
             threshold = y0 + (y1 - y0) * (x - x0) / (x1 - x0)
             break
     return 1 if mean_candidates < threshold else 4
-
-
-def spawn_state(count: int, params: Values, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """The seed's spawn: positions inside a sphere of spawn_radius, velocities on a sphere of
-    max_speed / 2 (a disc and a circle in 2D). Same seed, same start."""
-    rng = np.random.default_rng(seed)
-    flat = params["dimensions"] == 2
-    dims = 2 if flat else 3
-    direction = rng.normal(size=(count, dims))
-    direction /= np.maximum(np.linalg.norm(direction, axis=1, keepdims=True), 1e-12)
-    radius = params["spawn_radius"] * rng.random(count) ** (1.0 / dims)
-    position = np.zeros((count, 3), np.float32)
-    position[:, :dims] = direction * radius[:, None]
-    heading = rng.normal(size=(count, dims))
-    heading /= np.maximum(np.linalg.norm(heading, axis=1, keepdims=True), 1e-12)
-    velocity = np.zeros((count, 3), np.float32)
-    velocity[:, :dims] = heading * params["max_speed"] * 0.5
-    return position, velocity
-
-
-def checked_obstacles(spheres: Sequence[Sequence[float]]) -> list[tuple[float, ...]]:
-    """Up to MAX_OBSTACLES (x, y, z, radius > 0) finite spheres, as tuples; ValueError says
-    what is wrong (both backends' set_obstacles)."""
-    spheres = [tuple(float(v) for v in s) for s in spheres]
-    if len(spheres) > MAX_OBSTACLES:
-        raise ValueError(f"at most {MAX_OBSTACLES} obstacles, got {len(spheres)}")
-    for sphere in spheres:
-        if len(sphere) != 4 or sphere[3] <= 0 or not all(map(math.isfinite, sphere)):
-            raise ValueError(f"an obstacle is x, y, z, radius > 0; got {sphere}")
-    return spheres
-
-
-def step_values(swarm: Any, p: Values, dt: float, target: Sequence[float],
-                speed_scale: float, shape: GridShape | None) -> dict[str, Any]:
-    """SwarmParams' derived fields for one step of `swarm` (its count, steps and obstacles),
-    for either backend (visual/sim/swarm41.py writes the same block)."""
-    return {
-        "target": target,
-        "dt": dt,
-        "center": (0.0, 0.0, 0.0),
-        **(shape.block_values() if shape is not None else NO_GRID),
-        "agent_count": swarm.count,
-        "speed_limit": p["max_speed"] * max(float(speed_scale), 0.0),
-        "rules": sum(bit for name, bit in RULE_BITS.items() if p[name]),
-        "wrap": p["boundary"] == "wrap",
-        "step_index": swarm.steps,
-        "obstacle_count": len(swarm.obstacles),
-        "obstacles": swarm.obstacles,
-    }
-
-
-def pack_agents(position: np.ndarray, velocity: np.ndarray) -> np.ndarray:
-    """(N, 3) position and velocity -> the (N, 8) float32 GPU layout with ids in position.w."""
-    count = len(position)
-    agents = np.zeros((count, 8), np.float32)
-    agents[:, 0:3] = position
-    agents[:, 3] = np.arange(count, dtype=np.float32)
-    agents[:, 4:7] = velocity
-    return agents
 
 
 class Swarm(ProgramOwner):

@@ -29,7 +29,6 @@ Nothing is read back to the CPU per step. Main thread only.
 
 from __future__ import annotations
 
-import math
 from collections import ChainMap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -38,10 +37,10 @@ from typing import Any
 import moderngl
 import numpy as np
 
-from visual.gpu.programs import ProgramOwner, ProgramSet, render_program
-from visual.gpu.shaders import GLSL_410, resolve_shader_dir
+from visual.gpu.programs import ProgramOwner, ProgramSet
+from visual.gpu.shaders import resolve_shader_dir
 from visual.sim.grid import grid_shape, GridShape, PassTimer, UNTIMED
-from visual.sim.swarm import (
+from visual.sim.agents import (
     checked_obstacles,
     MAX_COUNT,
     MAX_DT,
@@ -51,10 +50,10 @@ from visual.sim.swarm import (
     step_values,
 )
 from visual.gpu.uniforms import BlockBuffer, SWARM_PARAMS
+from visual.sim.state41 import StateTextures, program_410, release_framebuffer, sort_passes, sort_rows, state_rows, STATE_UNITS, STATE_WIDTH
 
 Values = Mapping[str, Any]
 
-STATE_WIDTH = 1024  # texels a row of the state and pair textures: 16,384 rows hold MAX_COUNT
 CELL_WIDTH = 4096   # texels a row of the cell table
 MAX_CELLS_41 = 1 << 24  # cells the table may take (16 bytes each: 256 MB at most)
 CELLS_PER_AGENT_41 = 4  # the table is 16 bytes a cell (a compute grid's is 8)
@@ -66,90 +65,11 @@ MIN_CELLS_41 = 1 << 15
 # grid 1.6-3x faster. A GPU's crossover is for benchmarks/swarm.py to say (README).
 BRUTE_BELOW = 1024
 SORT_STAGES = 3  # bitonic stages a sort pass runs (1 to 3; benchmarks/swarm.py --variant)
-STATE_UNITS = {"agent_positions": 0, "agent_velocities": 1, "pairs": 2, "cell_table": 3}
 
 
 def cell_budget_41(count: int) -> int:
     """The most cells worth having for `count` agents on this backend."""
     return min(MAX_CELLS_41, max(MIN_CELLS_41, CELLS_PER_AGENT_41 * count))
-
-
-def state_rows(count: int) -> int:
-    return -(-count // STATE_WIDTH)
-
-
-def sort_rows(count: int) -> int:
-    """Rows of the pair textures: a power of two, so that the entries are too."""
-    return 1 << max(0, math.ceil(math.log2(state_rows(count))))
-
-
-def sort_stages(entries: int) -> list[tuple[int, int]]:
-    """(block, stride) of each stage of the bitonic network over `entries` (a power of two)."""
-    stages = []
-    block = 2
-    while block <= entries:
-        stride = block // 2
-        while stride >= 1:
-            stages.append((block, stride))
-            stride //= 2
-        block *= 2
-    return stages
-
-
-def sort_passes(entries: int, most: int = 3) -> list[tuple[int, int, int]]:
-    """(block, first stride, stages) of each fragment pass: a block's stages, `most` at a time
-    (shaders/gl41_sort.frag runs up to three in one pass: 77 passes at 2^20 entries where one
-    a stage would be 210)."""
-    passes = []
-    block = 2
-    while block <= entries:
-        stride = block // 2
-        while stride >= 1:
-            stages = min(most, stride.bit_length())  # strides stride .. 1 remain
-            passes.append((block, stride, stages))
-            stride >>= stages
-        block *= 2
-    return passes
-
-
-def program_410(ctx: moderngl.Context, vertex: str, fragment: str | None, folder: Path,
-                defines: Mapping[str, Any] | None = None, *, varyings: Sequence[str] = (),
-                separate: bool = False, block: Any = SWARM_PARAMS) -> moderngl.Program:
-    """One of this backend's GLSL 4.10 programs (visual/gpu/programs.py `render_program`):
-    SwarmParams and the state's samplers bound unless said otherwise."""
-    return render_program(ctx, vertex, fragment, defines, folder, version=GLSL_410,
-                          varyings=varyings, separate=separate, block=block, units=STATE_UNITS)
-
-
-def release_framebuffer(framebuffer: moderngl.Framebuffer) -> None:
-    """Release a framebuffer, first binding another where it is moderngl's current one
-    (moderngl binds its current framebuffer again after making another: a deleted one is
-    GL_INVALID_OPERATION). Standalone contexts have no screen."""
-    ctx = framebuffer.ctx
-    if ctx.fbo is framebuffer:
-        (ctx.screen or ctx.detect_framebuffer(0)).use()
-    framebuffer.release()
-
-
-class _State:
-    """Position and velocity textures for `count` agents, and a framebuffer drawing both."""
-
-    def __init__(self, ctx: moderngl.Context, count: int) -> None:
-        size = (STATE_WIDTH, state_rows(count))
-        self.positions = ctx.texture(size, 4, dtype="f4")
-        self.velocities = ctx.texture(size, 4, dtype="f4")
-        for texture in (self.positions, self.velocities):
-            texture.filter = (moderngl.NEAREST, moderngl.NEAREST)
-        self.framebuffer = ctx.framebuffer([self.positions, self.velocities])
-
-    def use(self, first_unit: int = 0) -> None:
-        self.positions.use(first_unit)
-        self.velocities.use(first_unit + 1)
-
-    def release(self) -> None:
-        release_framebuffer(self.framebuffer)
-        self.positions.release()
-        self.velocities.release()
 
 
 class Swarm41(ProgramOwner):
@@ -262,8 +182,8 @@ class Swarm41(ProgramOwner):
         for obj in (self._sorted, *self._pairs[0::2], *self._outputs, self._scatter):
             if obj is not None:
                 obj.release()
-        self._current = _State(self.ctx, count)
-        self._sorted = _State(self.ctx, count)
+        self._current = StateTextures(self.ctx, count)
+        self._sorted = StateTextures(self.ctx, count)
         pairs_size = (STATE_WIDTH, sort_rows(count))
         for obj in self._pairs[1::2]:
             release_framebuffer(obj)
@@ -404,7 +324,7 @@ class Swarm41(ProgramOwner):
         self._cells_target = self.ctx.framebuffer([self._cells])
         self._cells_target.clear(0.0, 0.0, -1.0, 0.0)  # stamp -1: no step wrote it
 
-    def _into_cell_order(self, shape: GridShape, timed: PassTimer) -> _State:
+    def _into_cell_order(self, shape: GridShape, timed: PassTimer) -> StateTextures:
         """Key, sort, gather and the cell table (see the module's comment); the state in
         cell order."""
         programs = self._programs

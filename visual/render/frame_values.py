@@ -1,0 +1,143 @@
+"""What a frame's passes read, worked out from the parameters and the camera: the FrameParams
+block's values (visual/gpu/uniforms.py), the post chain's settings, the background as the
+scene holds it, the light and the telegraph's colour shift. Pure: numbers in, numbers out
+(the renderers write them: visual/render/renderer.py and its GL 4.1 twin). Main thread.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from visual.render.camera import OrbitCamera
+from visual.render.counts import SumScales
+from visual.render.meshes import SHAPES, lod_distance
+from visual.render.palettes import COLOR_BY, MAX_STOPS, palette_stops, srgb_to_linear
+from visual.render.post import PostSettings
+from visual.render.tonemap import scene_color_for
+
+Values = Mapping[str, Any]
+
+BACKGROUND = (0.035, 0.04, 0.07)  # near black, a hint of blue (as shown: sRGB)
+TELEGRAPH_JUMP = 0.25       # seek_weight rising more than this in one frame is the tell
+TELEGRAPH_SECONDS = 0.5     # how long the colour shift takes to fade out
+FOG_START, FOG_END = 1.2, 3.5  # fog, in multiples of the camera's distance to its target
+# Colour = mix(slow, fast, smoothstep(SPEED_RAMP, speed / max_speed)): a flock cruises at
+# about 0.4-0.7 of max_speed, in the lower middle of the ramp, so bursts (and the audio speed
+# boost, which lets agents pass max_speed) glow towards the fast colour.
+SPEED_RAMP = (0.25, 0.95)
+LURE_COLOR = (1.0, 0.95, 0.85)
+STREAK_LENGTH = 4.0  # a streak at 1.5 x max_speed is this many agent sizes long (agent.vert)
+# Additive blending: an agent with n neighbours adds ADDITIVE_CROWD / (ADDITIVE_CROWD + n) of its
+# light, so a dense core stays coloured (agent.vert).
+ADDITIVE_CROWD = 12.0
+
+
+def glsl_vec(values: Sequence[float]) -> str:
+    """A GLSL vector literal for a #define: (0.25, 0.95) -> vec2(0.25, 0.95)."""
+    return f"vec{len(values)}({', '.join(repr(float(v)) for v in values)})"
+
+
+def agent_defines() -> dict[str, str]:
+    """agent_color.glsl's constants, for the draw programs and the splat alike."""
+    return {"SPEED_RAMP": glsl_vec(SPEED_RAMP), "ADDITIVE_CROWD": f"{ADDITIVE_CROWD:.1f}"}
+
+
+class Telegraph:
+    """Seed 000's telegraph: when seek_weight jumps (the swarm is about to rush the lure) the
+    agents shift towards the telegraph colour, fading out over TELEGRAPH_SECONDS."""
+
+    def __init__(self) -> None:
+        self._last_seek: float | None = None
+        self._start = -math.inf
+        self.strength = 0.0  # 0..1, this frame's
+
+    def update(self, seek_weight: float, time: float) -> float:
+        if self._last_seek is not None and seek_weight - self._last_seek > TELEGRAPH_JUMP:
+            self._start = time
+        self._last_seek = seek_weight
+        age = time - self._start
+        fade = 1.0 - age / TELEGRAPH_SECONDS if age >= 0.0 else 0.0
+        self.strength = max(0.0, min(1.0, fade)) ** 2
+        return self.strength
+
+
+def scene_background(background: Sequence[float], p: Values) -> tuple[float, float, float]:
+    """The background in the HDR image: the linear colour that this frame's exposure and tone
+    map show as `background` (sRGB), so the screen shows exactly the colour chosen."""
+    return scene_color_for(srgb_to_linear(tuple(background)), str(p.get("tonemap", "aces")),
+                           float(p.get("exposure", 1.0)))
+
+
+def post_settings(p: Values, background: Sequence[float], on: bool) -> PostSettings:
+    """This frame's post chain. Off (software GL's default), bloom and feedback are skipped;
+    exposure and the tone map always apply (one pass, as cheap as a copy)."""
+    return PostSettings(
+        exposure=float(p.get("exposure", 1.0)), tonemap=str(p.get("tonemap", "aces")),
+        bloom=float(p.get("bloom", 0.0)) if on else 0.0,
+        bloom_radius=float(p.get("bloom_radius", 0.6)),
+        bloom_threshold=float(p.get("bloom_threshold", 1.0)),
+        feedback=float(p.get("feedback", 0.0)) if on else 0.0,
+        feedback_zoom=float(p.get("feedback_zoom", 0.0)),
+        feedback_rotate=float(p.get("feedback_rotate", 0.0)),
+        feedback_drift=(float(p.get("feedback_drift_x", 0.0)),
+                        float(p.get("feedback_drift_y", 0.0))),
+        background=tuple(background))
+
+
+def frame_block(p: Values, camera: OrbitCamera, size: tuple[int, int], lure: Sequence[float],
+                scales: SumScales, *, background: Sequence[float], telegraph: float,
+                far_base: int) -> dict[str, Any]:
+    """FrameParams' derived fields for one frame (`background`: the scene's, linear)."""
+    aspect = size[0] / max(size[1], 1)
+    eye = np.asarray(camera.eye, float)
+    agent_size = float(p["agent_size"])
+    stops = palette_stops(p)
+    streak = p.get("shape") == "streak"
+    return {
+        "view_projection": camera.view_projection(aspect),
+        "planes": camera.frustum(aspect),
+        "eye": eye,
+        "light": light_direction(camera, eye),
+        # A streak is a line several agent sizes long however small it is: a point would lose
+        # it, so streaks keep their quad at any distance.
+        "lod_distance": 1e30 if streak else lod_distance(
+            agent_size, float(p["lod_pixels"]), size[1], camera.fov_y),
+        "point_scale": size[1] / (2.0 * math.tan(math.radians(camera.fov_y) / 2.0)),
+        "lure": lure,
+        "center": scales.center,
+        "spread_max": scales.reach * scales.reach,
+        "spread_scale": scales.spread_scale,
+        "reach": scales.reach,
+        "offset_scale": scales.offset_scale,
+        "background": tuple(background),
+        "telegraph": telegraph,
+        "fog_range": (FOG_START * camera.distance, FOG_END * camera.distance),
+        "cull_scale": (1.0 + 1.5 * float(p.get("size_by_speed", 0.0)))
+                      * (STREAK_LENGTH if streak else 1.0),
+        "shape_index": SHAPES.index(p.get("shape", "cone")),
+        "color_by_index": COLOR_BY.index(p.get("color_by", "speed")),
+        "palette_stops": len(stops),
+        "additive": int(p.get("blend") == "additive"),
+        "depth_range": (max(camera.distance - scales.reach, 0.0),
+                        camera.distance + scales.reach),
+        "viewport": size,
+        "palette_colors": [(*srgb_to_linear(stop), 0.0) for stop in stops]
+                   + [(0.0, 0.0, 0.0, 0.0)] * (MAX_STOPS - len(stops)),
+        "agent_count": scales.count,
+        "far_base": far_base,
+        "lure_pixels": max(12.0, size[1] / 40.0),
+    }
+
+
+def light_direction(camera: OrbitCamera, eye: np.ndarray) -> np.ndarray:
+    """A light above and a little behind the camera's shoulder: lit faces face the viewer."""
+    back = eye - np.asarray(camera.target, float)
+    back /= np.linalg.norm(back)
+    side = np.cross(np.array([0.0, 1.0, 0.0]), back)
+    side = side / np.linalg.norm(side) if np.linalg.norm(side) > 1e-9 else np.array([1., 0, 0])
+    light = 0.55 * back + 0.75 * np.array([0.0, 1.0, 0.0]) + 0.35 * side
+    return light / np.linalg.norm(light)
