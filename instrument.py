@@ -14,9 +14,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from control.files import FileProblem, load_state
-from control.params import ParamError, Params
-from control.supervisor import StopSignals
+from control.looks.files import FileProblem, load_state
+from control.parameters.registry import ParamError, Params
+from show.supervisor import StopSignals
 from control.text import printable
 from show.arguments import build_parser
 from show.console import error
@@ -31,9 +31,9 @@ NO_DISPLAY_SCREENSHOT = "swarm-screenshot.png"
 def build_params(args: argparse.Namespace) -> tuple[Params, list, Any]:
     """The parameters (defaults, then --resume's recovery file or --preset, then --count), the
     audio modulation routes and the preset started from."""
-    from control.preset_bank import PresetBank
-    from control.presets import PresetError, apply_preset, load_preset
-    from control.recovery import load_recovery
+    from control.looks.preset_bank import PresetBank
+    from control.looks.presets import apply_preset, load_preset, PresetError
+    from control.looks.recovery import load_recovery
 
     params, routes, preset = Params(), [], None
     keep = ("count",) if args.count is not None else ()
@@ -97,7 +97,7 @@ def check_args(args: argparse.Namespace) -> None:
     if args.state_in:
         load_state(args.state_in)  # a bad state file ends the start here, named
     if args.midi_map and not args.no_midi and not args.safe_mode:
-        from control.midi_map_file import load_mapping
+        from control.midi.mapping_file import load_mapping
 
         load_mapping(args.midi_map)  # MappingError names the file and the line or key
     if args.audio_file and not args.safe_mode:
@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         print(printable(list_input_devices()))
         return 0
     if args.list_midi:
-        from control.midi_system import list_midi_ports
+        from control.midi.systems import list_midi_ports
 
         print(printable(list_midi_ports(args.midi_api)))
         return 0
@@ -177,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         return 0
     if supervised(args) and args.render is None:
-        from control.supervisor import Supervisor
+        from show.supervisor import Supervisor
 
         say("supervisor: the show runs in a child process and comes back if it dies or hangs "
             "(--no-supervisor to run it here)")

@@ -168,7 +168,7 @@ class AudioFrameSource:
         return self.features.onsets
 
     def sources(self) -> dict[str, float]:
-        """Modulation source values for `control.modulation.modulate`."""
+        """Modulation source values for `control.parameters.modulation.modulate`."""
         return self.features.sources()
 
     def take_messages(self) -> list[str]:

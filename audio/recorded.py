@@ -1,4 +1,4 @@
-"""The audio features of a recorded set (a control track, control/control_track.py) played
+"""The audio features of a recorded set (a control track, control/tracks/control_track.py) played
 back as an audio source, for a set rendered without its sound. Main thread only."""
 
 from __future__ import annotations

@@ -46,9 +46,9 @@ def render_once(song: Path, out: Path, args: argparse.Namespace, *, gpu: bool, p
                 crf: float | None = None, frames: int | None = None, keep: bool = False
                 ) -> dict:
     import visual.output.yuv
-    from control.params import Params
-    from control.preset_bank import PresetBank
-    from control.presets import apply_preset, load_preset
+    from control.parameters.registry import Params
+    from control.looks.preset_bank import PresetBank
+    from control.looks.presets import apply_preset, load_preset
     from show.arguments import build_parser
     from show.options import options_from_args
     from show.progress import Progress

@@ -53,7 +53,7 @@ def synthetic_song(seconds: float = 32.0) -> np.ndarray:
 
 
 class RandomMidi:
-    """A MIDI source (control.midi's MessageSource) that plays random traffic."""
+    """A MIDI source (control.midi.midi_in's MessageSource) that plays random traffic."""
 
     def __init__(self, seed: int, program_changes: bool = True) -> None:
         self.rng = np.random.default_rng(seed)
@@ -116,7 +116,7 @@ def save_checkpoint(path: str, state: dict, position: np.ndarray, velocity: np.n
     the lent GPU): agents, parameters, the MIDI generator, frame times so far."""
     import io
 
-    from control.atomic import atomic_write_bytes
+    from control.looks.atomic import atomic_write_bytes
 
     buffer = io.BytesIO()
     np.savez(buffer, position=position, velocity=velocity, times=times,
@@ -157,9 +157,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from audio.base import OfflineAudio
     from audio.wavfile import read_wav
-    from control.midi import DEFAULT_MAPPING, Midi
-    from control.params import Params
-    from control.preset_bank import PresetBank
+    from control.midi.midi_in import DEFAULT_MAPPING, Midi
+    from control.parameters.registry import Params
+    from control.looks.preset_bank import PresetBank
     from show.frame import Show
     from show.loop import Loop, Offscreen
     from show.options import ShowOptions

@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from control.params import Params  # noqa: E402
+from control.parameters.registry import Params  # noqa: E402
 from visual.gpu.context import (  # noqa: E402
     BACKENDS,
     compute_missing,

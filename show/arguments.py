@@ -8,7 +8,7 @@ import argparse
 import sys
 from typing import NoReturn
 
-from control.params import MAX_COUNT
+from control.parameters.registry import MAX_COUNT
 from show.console import error
 from show.options import HEADLESS_SIZE
 from visual.gpu.context import GL_CHOICES
@@ -250,7 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def web_endpoint(text: str) -> tuple[str, int]:
     """--web's value, checked while the command line is parsed."""
-    from control.web import parse_endpoint
+    from control.web.web_remote import parse_endpoint
 
     try:
         return parse_endpoint(text)
@@ -260,7 +260,7 @@ def web_endpoint(text: str) -> tuple[str, int]:
 
 def osc_endpoint(text: str) -> tuple[str, int]:
     """--osc's value, checked while the command line is parsed."""
-    from control.osc import parse_endpoint
+    from control.osc.osc_input import parse_endpoint
 
     try:
         return parse_endpoint(text)

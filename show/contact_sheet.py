@@ -21,8 +21,8 @@ import numpy as np
 
 from audio.base import OfflineAudio
 from audio.synth import drum_loop
-from control.params import Params
-from control.presets import Preset, apply_preset, load_preset
+from control.parameters.registry import Params
+from control.looks.presets import apply_preset, load_preset, Preset
 from show.frame import Show
 from show.loop import Loop, Offscreen, SongClock
 from show.options import ShowOptions
@@ -48,7 +48,7 @@ class SheetSettings:
 def bundled_presets() -> list[tuple[int | None, Preset]]:
     """The bundled presets, in the order of their files' numbers: (slot 1-9, or None for the
     looks past the nine number keys, recalled by name), preset."""
-    from control.preset_bank import BUNDLED_DIR, SLOTS, preset_files
+    from control.looks.preset_bank import BUNDLED_DIR, preset_files, SLOTS
 
     def number(path: Path) -> tuple[int, str]:
         match = re.match(r"(\d+)-", path.name)

@@ -1,6 +1,6 @@
 """The control window as one of the show's inputs (visual/control_window.py draws it): its
 gestures become the frame's actions through the same checks as OSC and the web remote
-(control/osc.py `interpret`), and the show's state goes back to it every frame or two.
+(control/osc/osc_input.py `interpret`), and the show's state goes back to it every frame or two.
 
     poll()               once a frame, beside OSC and the web remote (show/frame.py): the
                          window's messages -> Actions (at most 256 a frame, as OSC)
@@ -24,10 +24,10 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from control.actions import Action
-from control.osc import interpret
-from control.osc_wire import OscError
-from control.param_groups import grouped
-from control.params import REGISTRY, param
+from control.osc.osc_input import interpret
+from control.osc.osc_wire import OscError
+from control.parameters.groups import grouped
+from control.parameters.registry import param, REGISTRY
 from show.remote import ShowView
 from visual.preview import Preview, Thumbnails
 
@@ -45,7 +45,7 @@ BUTTON_ADDRESSES = {"tap": "/swarm/tap", "downbeat": "/swarm/downbeat",
 
 
 def layout_groups() -> list[tuple[str, list[dict[str, Any]]]]:
-    """The registry in its groups (control/param_groups.py) as the window lays it out."""
+    """The registry in its groups (control/parameters/groups.py) as the window lays it out."""
     specs = {p.name: p for p in REGISTRY}
     return [(group, [{"name": name, "kind": specs[name].kind,
                       "choices": [str(c) for c in specs[name].choices]} for name in names])
@@ -171,7 +171,7 @@ class ThumbnailJob:
     def step(self) -> int | None:
         """Play a few frames of the slot in hand (starting the next one when none is); the
         slot whose thumbnail was just finished, else None."""
-        from control.presets import PresetError, load_preset
+        from control.looks.presets import load_preset, PresetError
         from show.contact_sheet import LookRun
 
         if self.run is None:

@@ -26,16 +26,16 @@ import numpy as np
 from audio.analysis import speed_scale
 from audio.base import AudioFrameSource, Silence
 from control.actions import QUANTIZABLE, Action
-from control.modulation import Route, modulate, tempo_sources
-from control.params import REGISTRY, Params, param
-from control.presets import Preset
-from control.tempo import TapTempo, Tempo
+from control.parameters.modulation import modulate, Route, tempo_sources
+from control.parameters.registry import param, Params, REGISTRY
+from control.looks.presets import Preset
+from control.musical_time.tempo import TapTempo, Tempo
 from show.looks import Bank, Looks, Recovery
 from show.options import ShowOptions
 from show.report import FrameClock, hud_lines, telemetry
 from show.tempo import AudioTempo
 from visual.render.camera import OrbitCamera
-from control.files import FileProblem
+from control.looks.files import FileProblem
 from visual.gpu.context import pick_backend
 from visual.gpu.shaders import resolve_shader_dir, ShaderError, ShaderWatch
 from visual.gpu.timers import GpuTimer
@@ -49,7 +49,7 @@ BURST_BOOST = 3.0  # a full burst adds this much separation_weight, fading over 
 
 
 class MidiIn(Protocol):
-    """The show's MIDI (control.midi.Midi)."""
+    """The show's MIDI (control.midi.midi_in.Midi)."""
 
     def update(self, now: float) -> list[Action]: ...
     def preset_recalled(self) -> None: ...
@@ -60,7 +60,7 @@ class MidiIn(Protocol):
 
 
 class OscIn(Protocol):
-    """The show's OSC input (control.osc.OscInput)."""
+    """The show's OSC input (control.osc.osc_input.OscInput)."""
 
     rejected: int
     last_error: str | None
@@ -83,7 +83,7 @@ class WebIn(Protocol):
 
 
 class Recorder(Protocol):
-    """--record-control's recorder (control.control_track.ControlRecorder)."""
+    """--record-control's recorder (control.tracks.control_track.ControlRecorder)."""
 
     def capture(self, show: Any, t: float) -> None: ...
     def record_action(self, t: float, action: str, value: float | None = None) -> None: ...

@@ -4,7 +4,7 @@ Esc): each becomes an `Action` the show carries out like MIDI's or OSC's. Pure."
 from __future__ import annotations
 
 from control.actions import Action
-from control.params import NUDGE_COARSE, NUDGE_FINE
+from control.parameters.registry import NUDGE_COARSE, NUDGE_FINE
 
 KEYS = {
     "SPACE": Action("pause"),

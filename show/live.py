@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from control.files import FileProblem, save_state
-from control.params import Params
-from control.supervisor import Heartbeat, StopSignals
+from control.looks.files import FileProblem, save_state
+from control.parameters.registry import Params
+from show.supervisor import Heartbeat, StopSignals
 from show.frame import Show
 from show.keys import key_action
 from show.loop import Loop, Offscreen, WallClock
@@ -32,7 +32,7 @@ def open_inputs(args: argparse.Namespace, params: Params) -> dict[str, Any]:
     (each says why and the show runs without it). Safe mode opens none."""
     from audio.base import Silence
     from audio.source import open_audio
-    from control.midi import Midi
+    from control.midi.midi_in import Midi
 
     if args.safe_mode:
         log.info("safe mode: no audio, no MIDI, no OSC, no web remote, the bundled shaders")
@@ -52,7 +52,7 @@ def open_inputs(args: argparse.Namespace, params: Params) -> dict[str, Any]:
 def open_osc(endpoint: tuple[str, int] | None):
     """The OSC input --osc asks for, or None; a port that cannot be opened is said and the
     show runs without OSC."""
-    from control.osc import OscInput, OscProblem
+    from control.osc.osc_input import OscInput, OscProblem
 
     if not endpoint:
         return None
@@ -70,7 +70,7 @@ def open_osc(endpoint: tuple[str, int] | None):
 def open_link(show: Show, bpm: float) -> None:
     """--link: join the Ableton Link session on the local network (its tempo and grid lead
     musical time); a Link that cannot start is said and the show goes on without it."""
-    from control.link import LinkClock, LinkUnavailable
+    from control.musical_time.link import LinkClock, LinkUnavailable
 
     try:
         link = LinkClock.open(bpm=bpm)
@@ -125,9 +125,9 @@ class LiveShow:
         """The show on `ctx` once the machine can hold it, its inputs open, --record-control's
         recorder on it, its video outputs (`rate`: the window's, told to their receivers) and
         the loop that plays it."""
-        from control.preset_bank import PresetBank
-        from control.recovery import RecoveryWriter
-        from control.track_recorder import open_recorder
+        from control.looks.preset_bank import PresetBank
+        from control.looks.recovery import RecoveryWriter
+        from control.tracks.track_recorder import open_recorder
         from show.outputs import open_outputs
 
         self.options.count_limit = check_machine(ctx, self.args, self.params, size)

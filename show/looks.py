@@ -12,10 +12,10 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
-from control.modulation import Route
-from control.morph import Morph, blend_routes, crossfade
-from control.params import Params
-from control.presets import Preset, PresetError, differs, preset_from_show
+from control.parameters.modulation import Route
+from control.parameters.morph import blend_routes, crossfade, Morph
+from control.parameters.registry import Params
+from control.looks.presets import differs, Preset, preset_from_show, PresetError
 
 log = logging.getLogger(__name__)
 # Parameters that steer the preset machinery itself: recalls and crossfades leave them alone.
@@ -27,14 +27,14 @@ SLOTS = range(1, 10)
 
 
 class Bank(Protocol):
-    """The preset slots (control.presets.PresetBank)."""
+    """The preset slots (control.looks.presets.PresetBank)."""
 
     def recall(self, slot: int) -> Preset: ...
     def save(self, slot: int, preset: Preset) -> Any: ...
 
 
 class Recovery(Protocol):
-    """The recovery file's writer (control.recovery.RecoveryWriter)."""
+    """The recovery file's writer (control.looks.recovery.RecoveryWriter)."""
 
     def maybe_save(self, now: float, params: Params, routes: Iterable[Route],
                    extra: dict[str, Any] | None = None) -> str | None: ...

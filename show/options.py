@@ -10,8 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from control.files import FileProblem, load_state
-from control.params import Params
+from control.looks.files import FileProblem, load_state
+from control.parameters.registry import Params
 from visual.gpu.shaders import BUNDLED_SHADERS
 
 HEADLESS_SIZE = (1280, 720)  # a headless run's frame unless --size

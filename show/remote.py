@@ -1,9 +1,9 @@
-"""The web remote as one of the show's inputs (control/web.py's server): its messages become the
+"""The web remote as one of the show's inputs (control/web/web_remote.py's server): its messages become the
 frame's actions, and the show's state goes back to the page a few times a second.
 
 `WebInput.poll()` is read once a frame next to OSC (show/frame.py); `publish(show, now)` then
 hands the server a fresh snapshot (the meters and slots read by `ShowView`, which the control
-window reads too: show/control.py) at most every PUSH_SECONDS (control/web.py): the meters
+window reads too: show/control.py) at most every PUSH_SECONDS (control/web/web_remote.py): the meters
 (level, bands, onset, tempo and beat, frame time), the preset slots with their names, the
 preset playing and its morph, and every parameter's value. Building it costs a few tens of
 microseconds; the slot names (nine small files read) only when the preset changes (a recall, a
@@ -16,7 +16,13 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from control.actions import Action
-from control.web import WebProblem, WebRemote, is_loopback, load_or_create_token, plain_value
+from control.web.web_remote import (
+    is_loopback,
+    load_or_create_token,
+    plain_value,
+    WebProblem,
+    WebRemote,
+)
 
 if TYPE_CHECKING:
     from show.frame import Show

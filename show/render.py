@@ -7,7 +7,7 @@ its pixels go to the encoder's thread (visual/output/video.py) while the next fr
 song, preset, seed and settings give the same frames.
 
 The plan (every check before the first frame) is show/render_job.py, the progress line
-show/progress.py. A control track (`--control`, control/control_track.py) automates
+show/progress.py. A control track (`--control`, control/tracks/control_track.py) automates
 parameters along the song:
 a track recorded live with `--record-control`, or a Standard MIDI File sent through the MIDI
 mapping. Every check that can fail (the song, the track, the codec, the size, the output)
@@ -35,9 +35,9 @@ from typing import Any
 import numpy as np
 
 from control.actions import Action
-from control.files import save_state
-from control.modulation import routes_from_json
-from control.params import Params
+from control.looks.files import save_state
+from control.parameters.modulation import routes_from_json
+from control.parameters.registry import Params
 from show.console import console as show_console
 from show.frame import Show
 from show.loop import Loop, Offscreen, SongClock, Tick
@@ -248,7 +248,7 @@ def render(job: RenderJob, params: Params, options: ShowOptions, routes: Sequenc
 
 def apply_event(show: Show, event: Any) -> None:
     """A recorded param, preset or action event, at its time (audio and midi events are
-    read elsewhere or only logged: see control/control_track.py). A recalled preset's values
+    read elsewhere or only logged: see control/tracks/control_track.py). A recalled preset's values
     are in the param events that follow; only actions that change no parameter (a respawn, a
     separation burst) are replayed. A burst recorded before strengths were 0..1 holds the
     note's velocity 1-127."""
@@ -275,9 +275,9 @@ def _midi_file_input(job: RenderJob, params: Params) -> Any:
     file at song time. Knobs act at once: no pickup, since a file has no physical knob."""
     if job.track is None or not job.track.from_midi_file:
         return None
-    from control.midi import Midi, user_mapping
-    from control.midi_controller import MidiController
-    from control.midi_file import MidiFileSource
+    from control.midi.midi_in import Midi, user_mapping
+    from control.midi.controller import MidiController
+    from control.tracks.midi_track import MidiFileSource
 
     learned = user_mapping()
     mapping = job.midi_mapping or (learned if learned.exists() else None)
@@ -291,7 +291,7 @@ def _preset_bank() -> Any:
     """The preset slots, so a MIDI file's program changes and crossfades recall presets as
     live. Not for recorded tracks: their param events already hold what the presets did."""
     try:
-        from control.preset_bank import PresetBank
+        from control.looks.preset_bank import PresetBank
     except ImportError:
         return None
     return PresetBank()

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from control.files import FileProblem
-from control.params import Params
+from control.looks.files import FileProblem
+from control.parameters.registry import Params
 from visual.sim.agents import MAX_DT
 from visual.output.video import DEFAULT_CRF, DEFAULT_PRESET
 
@@ -97,7 +97,7 @@ class RenderJob:
     encoder_preset: str
     frames: int  # frames to render
     duration: float  # seconds of song (or of control track)
-    track: Any = None  # control.control_track.ControlTrack
+    track: Any = None  # control.tracks.control_track.ControlTrack
     midi_mapping: str | None = None
     args: argparse.Namespace | None = None  # for --screenshot and --state-out at the end
 
@@ -116,7 +116,7 @@ def plan_render(args: argparse.Namespace, params: Params, routes: list
     """Check everything a render needs and return the job and the routes to use; raises
     RenderProblem (or VideoProblem) naming the file or option. Applies a control track's
     starting parameters to `params` (then the preset and --count again on top)."""
-    from control.control_track import ControlTrack
+    from control.tracks.control_track import ControlTrack
     from visual.output.video import X264_PRESETS
     from visual.output.video_files import (
         check_output,

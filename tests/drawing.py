@@ -10,7 +10,7 @@ from typing import Any
 import moderngl
 import numpy as np
 
-from control.params import Params
+from control.parameters.registry import Params
 from visual.render.camera import OrbitCamera
 from visual.render.renderer import Renderer
 from visual.render.renderer41 import Renderer41

@@ -3,7 +3,7 @@ that runs as its own process, as a controller or a DAW would.
 
 The sender lives in another process so that unplugging it is killing it: JACK drops its
 client without the sender unregistering ports, which libjack cannot do safely while the graph
-changes (see control/midi_input.py). Run as a script it is that sender:
+changes (see control/midi/ports.py). Run as a script it is that sender:
     python tests/midi_jack.py CLIENT --virtual PORT   (a device with an output port)
     python tests/midi_jack.py CLIENT --to PORT        (a program that plays our port)
 then reads messages as hex bytes, one a line ("b0 46 7f"), from stdin; "clock BPM" starts

@@ -135,7 +135,7 @@ class Recorded:
 
 def ndi_show(out_dir: Path) -> None:
     """A show sending NDI while a receiver process watches it (see the module's comment)."""
-    from control.params import Params
+    from control.parameters.registry import Params
     from show.frame import Show
     from show.loop import Loop, Offscreen, WallClock
     from show.options import ShowOptions

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from control.params import Params
+from control.parameters.registry import Params
 
 F = np.float32
 

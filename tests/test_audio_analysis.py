@@ -23,8 +23,14 @@ from audio.analysis import (
 )
 from audio.base import OfflineAudio
 from audio.ring import Ring
-from control.modulation import Route, RouteError, modulate, routes_from_json, routes_to_json
-from control.params import Params
+from control.parameters.modulation import (
+    modulate,
+    Route,
+    RouteError,
+    routes_from_json,
+    routes_to_json,
+)
+from control.parameters.registry import Params
 
 RATE = 48000
 FPS = 60

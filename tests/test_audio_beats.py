@@ -284,7 +284,7 @@ def test_offline_beats_land_on_the_song_and_repeat_exactly():
 
 
 def test_silence_gives_no_beats_and_the_tempo_holds():
-    from control.tempo import Tempo
+    from control.musical_time.tempo import Tempo
     from show.tempo import AudioTempo
 
     clicks, _ = click_track(120.0, 8.0)
@@ -398,7 +398,7 @@ def test_a_render_pulses_on_the_songs_beats(tmp_path):
 
     import instrument
     from audio.wavfile import write_wav
-    from control.modulation import Route
+    from control.parameters.modulation import Route
     from show.options import options_from_args
     from show.progress import Progress
     from show.render import render

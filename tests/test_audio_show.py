@@ -9,7 +9,7 @@ import numpy as np
 from conftest import run_instrument as instrument
 
 from audio.wavfile import write_wav
-from control.files import load_state
+from control.looks.files import load_state
 
 RATE = 48000
 

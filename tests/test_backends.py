@@ -8,7 +8,7 @@ import inspect
 
 import pytest
 
-from control.params import Params
+from control.parameters.registry import Params
 from visual.backends import BACKEND_CLASSES, PostRole, RendererRole, SwarmRole, backend_classes
 from visual.gpu.context import BACKENDS
 

@@ -9,8 +9,8 @@ import pytest
 import reference
 from conftest import run_instrument as instrument
 
-from control.files import load_state
-from control.params import Params
+from control.looks.files import load_state
+from control.parameters.registry import Params
 from visual.sim.lure import Lure
 from visual.sim.agents import spawn_state
 

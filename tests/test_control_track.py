@@ -12,14 +12,14 @@ import pytest
 
 from audio.analysis import AudioFeatures, Bands
 from audio.recorded import RecordedAudio
-from control import control_track
-from control.control_track import ControlTrack, ControlTrackError
-from control.midi import DEFAULT_MAPPING, Midi
-from control.midi_controller import MidiController
-from control.midi_file import MidiFileSource
-from control.modulation import Route
-from control.params import Params
-from control.track_recorder import ControlRecorder
+import control.tracks.control_track as control_track
+from control.tracks.control_track import ControlTrack, ControlTrackError
+from control.midi.midi_in import DEFAULT_MAPPING, Midi
+from control.midi.controller import MidiController
+from control.tracks.midi_track import MidiFileSource
+from control.parameters.modulation import Route
+from control.parameters.registry import Params
+from control.tracks.track_recorder import ControlRecorder
 
 
 def features(level: float, onset: bool = False) -> AudioFeatures:

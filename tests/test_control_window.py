@@ -19,7 +19,7 @@ from conftest import ROOT
 from conftest import run_instrument as instrument
 from xdisplay import Performer, grab, split_into_monitors, with_display, xvfb
 
-from control.params import REGISTRY, param
+from control.parameters.registry import param, REGISTRY
 from show.control import Activity, layout_groups, to_action
 from show.live import plan_screens
 from visual.control_window import Messages, hit, lay_out
@@ -98,7 +98,7 @@ def test_messages_become_the_actions_osc_would_give():
     assert to_action(("save", 9), values).value == 9
     assert to_action(("learn", "glow"), values).param == "glow"
     assert to_action(("action", "burst"), values).kind == "separation_burst"
-    from control.osc_wire import OscError
+    from control.osc.osc_wire import OscError
 
     for bad in (("norm", "no_such", 0.5), ("save", 10), ("preset", 0), ("action", "quit"),
                 ("norm", "slow_color", 0.5), ("learn", "nothing")):
@@ -404,7 +404,7 @@ def test_thumbnails_are_the_presets_played_and_played_again_when_saved(ctx, tmp_
     pixels, copied on the GPU), an empty slot has none, and a slot whose file changes is
     played again."""
     from audio.synth import drum_loop
-    from control.presets import load_preset
+    from control.looks.presets import load_preset
     from show.contact_sheet import AUDIO_RATE, SHEET_BPM, SheetSettings, render_look
     from show.control import ThumbnailJob
 

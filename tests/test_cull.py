@@ -12,7 +12,7 @@ import pytest
 from drawing import Drawn, Drawn41
 
 import visual.gpu.programs
-from control.params import Params
+from control.parameters.registry import Params
 from visual.render.camera import frustum_planes, look_at, OrbitCamera, perspective, sphere_visible
 from visual.sim.agents import pack_agents
 from visual.sim.swarm import Swarm

@@ -25,12 +25,12 @@ from test_midi_show import FakeSource
 import visual.gpu.shaders
 from audio.live import AudioInput
 from control.actions import Action
-from control.midi import DEFAULT_MAPPING, Midi
-from control.osc import OscInput
-from control.params import Params
-from control.preset_bank import PresetBank
-from control.presets import load_preset
-from control.recovery import RecoveryWriter
+from control.midi.midi_in import DEFAULT_MAPPING, Midi
+from control.osc.osc_input import OscInput
+from control.parameters.registry import Params
+from control.looks.preset_bank import PresetBank
+from control.looks.presets import load_preset
+from control.looks.recovery import RecoveryWriter
 from show.frame import Show
 from show.loop import FixedStep, Loop, Offscreen
 from show.options import ShowOptions

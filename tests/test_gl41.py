@@ -73,7 +73,7 @@ import reference
 from test_swarm import assert_matches, crowded_state
 import visual.gpu.programs
 import visual.sim.state41
-from control.params import Params
+from control.parameters.registry import Params
 from visual.render.camera import OrbitCamera
 from visual.gpu.context import compute_missing, create_headless_context, pick_backend
 from drawing import Drawn41, render_offscreen

@@ -39,5 +39,5 @@ def test_the_parts_know_nothing_of_each_other():
 def test_the_check_sees_a_crossing(tmp_path):
     """The reader finds imports in functions too (a check that cannot fail is no check)."""
     path = tmp_path / "module.py"
-    path.write_text("def f():\n    from control.params import Params\n")
-    assert imports(path) == [(2, "control.params")]
+    path.write_text("def f():\n    from control.parameters.registry import Params\n")
+    assert imports(path) == [(2, "control.parameters.registry")]

@@ -1,4 +1,4 @@
-"""Ableton Link (control/link.py): the clock's arithmetic against a stand-in for the `link`
+"""Ableton Link (control/musical_time/link.py): the clock's arithmetic against a stand-in for the `link`
 module, and a real session of two peers.
 
 Link multicasts on every network interface, so a real session runs only in a network namespace
@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from control.link import LinkClock, LinkUnavailable
-from control.tempo import Tempo
+from control.musical_time.link import LinkClock, LinkUnavailable
+from control.musical_time.tempo import Tempo
 
 ROOT = Path(__file__).resolve().parent.parent
 

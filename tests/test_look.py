@@ -17,7 +17,7 @@ from conftest import run_instrument
 from test_cull import AgentBuffer
 
 import visual.gpu.programs
-from control.params import Params
+from control.parameters.registry import Params
 from show.contact_sheet import SheetSettings, bundled_presets, contact_sheet
 from visual.render.camera import OrbitCamera
 from visual.render.palettes import palette_stops, PALETTES, sample, srgb_to_linear

@@ -18,11 +18,11 @@ import pytest
 from midi_jack import Sender, jack_midi_server
 from test_midi_input import NANO, alsa  # noqa: F401 - the fake ALSA fixture
 
-from control.midi import DEFAULT_MAPPING, Midi
-from control.midi_clock import VANISH_S, MidiClock
-from control.midi_input import MidiInput, PortTimeline
-from control.params import Params
-from control.tempo import Tempo, TempoReading
+from control.midi.midi_in import DEFAULT_MAPPING, Midi
+from control.musical_time.midi_clock import MidiClock, VANISH_S
+from control.midi.ports import MidiInput, PortTimeline
+from control.parameters.registry import Params
+from control.musical_time.tempo import Tempo, TempoReading
 
 FPS = 60.0
 CLOCK, START, CONTINUE, STOP = b"\xf8", b"\xfa", b"\xfb", b"\xfc"

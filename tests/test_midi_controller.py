@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from control.actions import Action
-from control.midi import DEFAULT_MAPPING, Midi
-from control.midi_controller import LEARN_FINE_WINDOW_S, MidiController
-from control.midi_map import ActionRule, Binding, MidiMapping
-from control.midi_map_file import load_mapping
-from control.params import ParamError, Params
+from control.midi.midi_in import DEFAULT_MAPPING, Midi
+from control.midi.controller import LEARN_FINE_WINDOW_S, MidiController
+from control.midi.mapping import ActionRule, Binding, MidiMapping
+from control.midi.mapping_file import load_mapping
+from control.parameters.registry import ParamError, Params
 
 
 def cc(channel: int, controller: int, value: int) -> bytes:
@@ -298,7 +298,7 @@ def test_without_rtmidi_the_instrument_runs_without_midi(monkeypatch):
 
 
 def test_unknown_api_is_refused_clearly():
-    from control.midi_input import MidiInput
+    from control.midi.ports import MidiInput
 
     reports: list[str] = []
     source = MidiInput(api="coreaudio", report=reports.append)

@@ -11,9 +11,10 @@ from collections import deque
 
 import pytest
 
-from control import midi_input, midi_system
-from control.midi_input import MidiInput
-from control.midi_system import port_key
+import control.midi.ports as midi_input
+import control.midi.systems as midi_system
+from control.midi.ports import MidiInput
+from control.midi.systems import port_key
 
 
 class FakeSystemError(OSError):

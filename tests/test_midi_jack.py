@@ -17,12 +17,12 @@ import pytest
 from midi_jack import WAIT_S, Sender, jack_midi_server
 
 from control.actions import Action
-from control.midi import DEFAULT_MAPPING, Midi
-from control.midi_input import MidiInput
-from control.midi_map import Binding
-from control.midi_map_file import load_mapping
-from control.midi_system import list_midi_ports
-from control.params import Params
+from control.midi.midi_in import DEFAULT_MAPPING, Midi
+from control.midi.ports import MidiInput
+from control.midi.mapping import Binding
+from control.midi.mapping_file import load_mapping
+from control.midi.systems import list_midi_ports
+from control.parameters.registry import Params
 
 
 @pytest.fixture(scope="module")

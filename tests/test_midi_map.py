@@ -8,17 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from control.midi_map import (
+from control.midi.mapping import (
     ActionRule,
     Binding,
     MappingError,
     MidiMapping,
     Pickup,
-    position_7bit,
     position_14bit,
+    position_7bit,
 )
-from control.midi_map_file import load_mapping, save_mapping
-from control.params import param
+from control.midi.mapping_file import load_mapping, save_mapping
+from control.parameters.registry import param
 
 DEFAULT = Path(__file__).resolve().parent.parent / "presets" / "midi-default.json"
 

@@ -17,26 +17,26 @@ from pythonosc.osc_message_builder import OscMessageBuilder
 from pythonosc.udp_client import SimpleUDPClient
 
 from control.actions import Action
-from control.midi_map import Binding
-from control.osc import (
+from control.midi.mapping import Binding
+from control.osc.osc_input import (
+    interpret,
     MAX_DATAGRAMS_PER_FRAME,
     MAX_MESSAGES_PER_FRAME,
     OscInput,
     OscProblem,
-    interpret,
     parse_endpoint,
 )
-from control.osc_wire import (
-    MAX_ARGUMENTS,
+from control.osc.osc_wire import (
     Budget,
+    MAX_ARGUMENTS,
     OscError,
-    TimeTag,
     parse_message,
     parse_packet,
     printable,
+    TimeTag,
 )
-from control.params import Params, param
-from control.preset_bank import PresetBank
+from control.parameters.registry import param, Params
+from control.looks.preset_bank import PresetBank
 from show.frame import Show
 from show.options import ShowOptions
 from show.report import osc_line
@@ -525,7 +525,7 @@ def test_command_line_osc(tmp_path):
 
 def test_osc_actions_are_recorded_like_the_pads(ctx, osc, tmp_path):
     """--record-control keeps what OSC did, so the set renders again with it."""
-    from control.track_recorder import ControlRecorder
+    from control.tracks.track_recorder import ControlRecorder
 
     params = Params({"count": 300})
     show = Show(ctx, params, ShowOptions(), osc=osc)

@@ -29,7 +29,7 @@ import pytest
 from conftest import ROOT, run_instrument
 from outputs_peer import Recorded, to_rgb, write_ndi_config
 
-from control.params import Params
+from control.parameters.registry import Params
 from show.frame import Show
 from show.loop import Loop, Offscreen, WallClock
 from show.options import ShowOptions
@@ -371,7 +371,7 @@ def test_hud_and_telemetry_tell_each_output(ctx):
 def test_outputs_go_off_air_and_back_from_the_key_and_osc(ctx, said):
     """O takes every output off air (nothing more is captured; what was in flight arrives),
     OSC /swarm/outputs 1 puts them back, /swarm/outputs N 0|1 one of them; said each time."""
-    from control.osc import interpret
+    from control.osc.osc_input import interpret
     from show.keys import key_action
 
     first, second = FakeBackend("one"), FakeBackend("two")
@@ -416,7 +416,7 @@ def test_outputs_go_off_air_and_back_from_the_key_and_osc(ctx, said):
 
 
 def test_outputs_switched_without_any_are_said_in_the_hud(ctx):
-    from control.osc import OscError, interpret
+    from control.osc.osc_input import interpret, OscError
 
     show = Show(ctx, Params(LIVELY), ShowOptions())
     try:

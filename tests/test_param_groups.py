@@ -1,12 +1,12 @@
-"""Every parameter of the registry has one place on a control surface: control/param_groups.py
+"""Every parameter of the registry has one place on a control surface: control/parameters/groups.py
 puts each in exactly one group (a new look parameter without a group fails here, by name)."""
 
 from __future__ import annotations
 
 from collections import Counter
 
-from control.param_groups import GROUPS, OTHER, grouped
-from control.params import REGISTRY
+from control.parameters.groups import grouped, GROUPS, OTHER
+from control.parameters.registry import REGISTRY
 
 
 def test_every_parameter_is_in_exactly_one_group():
@@ -15,7 +15,7 @@ def test_every_parameter_is_in_exactly_one_group():
     missing = [name for name in registry if name not in placed]
     twice = sorted(name for name, times in placed.items() if times > 1)
     unknown = sorted(set(placed) - set(registry))
-    assert not missing, f"parameters in no group of control/param_groups.py: {missing}"
+    assert not missing, f"parameters in no group of control/parameters/groups.py: {missing}"
     assert not twice, f"parameters in more than one group: {twice}"
     assert not unknown, f"groups name parameters the registry lacks: {unknown}"
 
@@ -28,7 +28,7 @@ def test_groups_are_named_once_and_none_is_empty():
 
 
 def test_the_page_gets_every_parameter_once_even_one_the_table_lacks(monkeypatch):
-    import control.param_groups as groups
+    import control.parameters.groups as groups
 
     laid_out = [name for _, names in grouped() for name in names]
     assert sorted(laid_out) == sorted(p.name for p in REGISTRY)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from control.params import BY_NAME, ParamError, Params
+from control.parameters.registry import BY_NAME, ParamError, Params
 from visual.sim.lure import Lure, wander_point
 
 SEED_DEFAULTS = {
@@ -80,7 +80,7 @@ def test_a_hitch_is_a_slow_frame_and_a_slow_machine_is_not():
 
 
 def test_every_number_has_a_performance_range_inside_its_hard_limits():
-    from control.params import REGISTRY
+    from control.parameters.registry import REGISTRY
 
     for spec in REGISTRY:
         if spec.kind not in ("float", "int"):
@@ -99,7 +99,7 @@ def test_every_number_has_a_performance_range_inside_its_hard_limits():
 
 
 def test_a_nudge_moves_along_the_range_and_never_pulls_a_value_into_it():
-    from control.params import NUDGE_COARSE, NUDGE_FINE
+    from control.parameters.registry import NUDGE_COARSE, NUDGE_FINE
 
     weight = BY_NAME["alignment_weight"]  # linear over 0..4
     assert weight.nudge(1.0, NUDGE_FINE) == pytest.approx(1.04)

@@ -15,26 +15,26 @@ from pathlib import Path
 
 import pytest
 
-from control.atomic import STEPS, atomic_write_text, backup_path
-from control.files import FileProblem
-from control.modulation import Route
-from control.morph import Morph, blend_routes, blend_value, crossfade
-from control.params import REGISTRY, Param, Params
-from control.preset_bank import BUNDLED_DIR, PresetBank
-from control.presets import (
-    FORMAT,
-    VERSION,
-    Preset,
-    PresetError,
+from control.looks.atomic import atomic_write_text, backup_path, STEPS
+from control.looks.files import FileProblem
+from control.parameters.modulation import Route
+from control.parameters.morph import blend_routes, blend_value, crossfade, Morph
+from control.parameters.registry import Param, Params, REGISTRY
+from control.looks.preset_bank import BUNDLED_DIR, PresetBank
+from control.looks.presets import (
     apply_preset,
     differences,
     differs,
+    FORMAT,
     load_preset,
+    Preset,
     preset_from_show,
     preset_to_json,
+    PresetError,
     save_preset,
+    VERSION,
 )
-from control.recovery import RecoveryWriter, load_recovery
+from control.looks.recovery import load_recovery, RecoveryWriter
 
 ROOT = Path(__file__).resolve().parent.parent
 BUNDLED = sorted(BUNDLED_DIR.glob("[1-9]-*.json"))
@@ -356,7 +356,7 @@ def test_first_save_interrupted_leaves_no_file_or_the_whole_file(tmp_path, step)
 CHILD = """
 import os, sys
 sys.path.insert(0, sys.argv[1])
-from control.atomic import atomic_write_text
+from control.looks.atomic import atomic_write_text
 def die(name):
     if name == sys.argv[3]:
         os._exit(17)  # no finally, no cleanup: as a power cut would leave it
@@ -512,7 +512,7 @@ def test_recovery_is_written_off_the_frame(tmp_path, monkeypatch):
     """The frame hands the text over and goes on while the write (fsync and all) runs."""
     import threading
 
-    import control.recovery as presets
+    import control.looks.recovery as presets
 
     release, writing = threading.Event(), threading.Event()
     real_write = presets.atomic_write_text
@@ -590,6 +590,6 @@ def test_bundled_presets_are_distinct_looks():
 
 @pytest.mark.parametrize("path", MAPPINGS, ids=lambda p: p.name)
 def test_bundled_midi_mappings_load(path):
-    from control.midi_map_file import load_mapping
+    from control.midi.mapping_file import load_mapping
 
     assert load_mapping(path) is not None

@@ -9,10 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from control.morph import Morph
-from control.params import Params
-from control.preset_bank import BUNDLED_DIR
-from control.presets import apply_preset, load_preset
+from control.parameters.morph import Morph
+from control.parameters.registry import Params
+from control.looks.preset_bank import BUNDLED_DIR
+from control.looks.presets import apply_preset, load_preset
 from visual.render.frame_values import BACKGROUND
 
 BUNDLED = sorted(BUNDLED_DIR.glob("[1-9]-*.json"))

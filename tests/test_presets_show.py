@@ -13,10 +13,10 @@ import pytest
 from conftest import ROOT
 
 from control.actions import Action
-from control.params import Params
-from control.preset_bank import PresetBank
-from control.presets import load_preset
-from control.recovery import RecoveryWriter
+from control.parameters.registry import Params
+from control.looks.preset_bank import PresetBank
+from control.looks.presets import load_preset
+from control.looks.recovery import RecoveryWriter
 from show.frame import Show
 from show.options import ShowOptions
 

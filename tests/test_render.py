@@ -15,7 +15,7 @@ from drawing import Drawn, render_offscreen
 from test_cull import AgentBuffer
 
 import visual.gpu.programs
-from control.params import ParamError, Params
+from control.parameters.registry import ParamError, Params
 from visual.render.camera import OrbitCamera
 from visual.render.palettes import srgb_to_linear
 from visual.output.png import _chunk, decode_png, encode_png, read_png, SIGNATURE, write_png

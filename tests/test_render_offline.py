@@ -21,7 +21,7 @@ from conftest import ROOT, listening
 
 import instrument
 from audio.wavfile import write_wav
-from control.files import FileProblem
+from control.looks.files import FileProblem
 from show.options import options_from_args
 from show.progress import Progress
 from show.render import render, run_render
@@ -337,7 +337,7 @@ def test_progress_line():
 def test_an_explicit_seed_overrides_the_tracks_even_zero(tmp_path):
     from types import SimpleNamespace
 
-    from control.params import Params
+    from control.parameters.registry import Params
     from show.render_job import _apply_track_start
 
     track = SimpleNamespace(header={"seed": 3}, path=tmp_path / "set.jsonl", start_params={},

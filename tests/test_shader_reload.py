@@ -12,7 +12,7 @@ import pytest
 
 import visual.gpu.shaders
 import visual.gpu.programs
-from control.params import Params
+from control.parameters.registry import Params
 from show.frame import Show
 from show.options import ShowOptions
 from visual.gpu.shaders import BUNDLED_SHADERS, ShaderError

@@ -14,7 +14,7 @@ from test_cull import AgentBuffer
 from test_render import ball
 
 import visual.gpu.programs
-from control.params import Params
+from control.parameters.registry import Params
 from visual.render.camera import OrbitCamera
 
 SIZE = (200, 150)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from control.supervisor import Supervisor, crash_logger
+from show.supervisor import crash_logger, Supervisor
 
 WAIT_S = 60.0
 

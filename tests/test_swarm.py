@@ -10,7 +10,7 @@ import pytest
 import reference
 
 import visual.gpu.programs
-from control.params import Params
+from control.parameters.registry import Params
 import visual.sim.state41
 from visual.sim.agents import pack_agents, spawn_state
 from visual.sim.grid import MAX_CELLS

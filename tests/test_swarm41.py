@@ -11,7 +11,7 @@ import reference
 from test_swarm import assert_matches, crowded_state
 
 import visual.gpu.programs
-from control.params import Params
+from control.parameters.registry import Params
 from visual.sim.agents import spawn_state
 from visual.sim.state41 import sort_passes, sort_stages, STATE_WIDTH
 from visual.sim.swarm41 import BRUTE_BELOW, Swarm41

@@ -6,10 +6,17 @@ from __future__ import annotations
 import pytest
 
 from control.actions import Action
-from control.modulation import Route, RouteError, lfo, modulate, routes_from_json, tempo_sources
-from control.osc import interpret
-from control.params import Params
-from control.tempo import TapTempo, Tempo, TempoReading
+from control.parameters.modulation import (
+    lfo,
+    modulate,
+    Route,
+    RouteError,
+    routes_from_json,
+    tempo_sources,
+)
+from control.osc.osc_input import interpret
+from control.parameters.registry import Params
+from control.musical_time.tempo import TapTempo, Tempo, TempoReading
 from show.frame import Show
 from show.keys import key_action
 from show.options import ShowOptions

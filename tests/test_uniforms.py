@@ -13,7 +13,7 @@ import pytest
 from test_cull import AgentBuffer
 
 import visual.gpu.programs
-from control.params import REGISTRY, Params
+from control.parameters.registry import Params, REGISTRY
 from visual.render.camera import OrbitCamera
 from visual.gpu.programs import check_block, compute_program, set_uniforms
 from visual.gpu.shaders import BUNDLED_SHADERS, ShaderError

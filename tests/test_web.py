@@ -1,4 +1,4 @@
-"""The web remote's server (control/web.py): what a message means (OSC's addresses as JSON), the
+"""The web remote's server (control/web/web_remote.py): what a message means (OSC's addresses as JSON), the
 token kept with the user's settings, and every hostile request and message refused and counted
 over real sockets: no token, a wrong token, a foreign Origin or Host, oversized, malformed and
 binary messages, and a flood of 10,000 messages while a real show plays, its frame time
@@ -24,20 +24,20 @@ from conftest import ROOT, run_instrument
 from web_client import RawSocket, Refused, frame
 
 from control.actions import Action
-from control.params import BY_NAME, REGISTRY, Params
-from control.web import (
-    MAX_MESSAGE,
-    MESSAGE_BURST,
-    MESSAGE_RATE,
-    TOKEN_FILE,
-    WebError,
-    WebRemote,
+from control.parameters.registry import BY_NAME, Params, REGISTRY
+from control.web.web_remote import (
     describe_params,
     is_loopback,
     load_or_create_token,
+    MAX_MESSAGE,
+    MESSAGE_BURST,
+    MESSAGE_RATE,
     parse_endpoint,
     parse_message,
+    TOKEN_FILE,
     token_path,
+    WebError,
+    WebRemote,
 )
 from show.frame import Show
 from show.loop import Loop, Offscreen, WallClock
@@ -252,7 +252,7 @@ def test_loopback_needs_no_token_but_refuses_other_hosts(open_remote):
 def test_a_port_in_use_is_one_clear_line(open_remote):
     holder = socket.create_server(("127.0.0.1", 0))
     try:
-        from control.web import WebProblem
+        from control.web.web_remote import WebProblem
 
         with pytest.raises(WebProblem, match=r"127.0.0.1:\d+ .*--web PORT"):
             WebRemote("127.0.0.1", holder.getsockname()[1])

@@ -27,10 +27,10 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 
 from control.actions import Action
-from control.param_groups import grouped
-from control.params import BY_NAME, REGISTRY, Params
-from control.preset_bank import PresetBank
-from control.web import WebRemote
+from control.parameters.groups import grouped
+from control.parameters.registry import BY_NAME, Params, REGISTRY
+from control.looks.preset_bank import PresetBank
+from control.web.web_remote import WebRemote
 from show.frame import Show
 from show.loop import Loop, Offscreen, WallClock
 from show.options import ShowOptions

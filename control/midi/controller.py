@@ -2,7 +2,7 @@
 program changes as actions, and MIDI learn.
 
 Main thread only: rtmidi queues raw messages in C, the frame's update step reads them
-(control/midi_input.py) and hands each one to `MidiController.handle`. No device here, so
+(control/midi/ports.py) and hands each one to `MidiController.handle`. No device here, so
 tests drive it with plain byte strings.
 """
 
@@ -13,8 +13,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from control.actions import Action
-from control.midi_map import KNOB_KINDS, Binding, MidiMapping, Pickup, position_7bit, position_14bit
-from control.params import ParamError, Params, param
+from control.midi.mapping import (
+    Binding,
+    KNOB_KINDS,
+    MidiMapping,
+    Pickup,
+    position_14bit,
+    position_7bit,
+)
+from control.parameters.registry import param, ParamError, Params
 
 # After learn binds controller n (0-31), its LSB n + 32 arriving this soon after on the same
 # channel shows a 14-bit knob, and the binding becomes a 14-bit one.

@@ -26,7 +26,7 @@ import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from control.params import MAX_COUNT
+from control.parameters.registry import MAX_COUNT
 from control.text import printable
 
 if TYPE_CHECKING:  # numpy is imported where arrays are read, so the JSON readers start fast
@@ -357,10 +357,10 @@ def _read_array(path: Path, key: str, member: Any) -> np.ndarray:
 
 
 def save_state(path: str | os.PathLike, position: np.ndarray, velocity: np.ndarray) -> None:
-    """Write the state atomically (control/atomic.py), keeping the file it replaces as .bak."""
+    """Write the state atomically (control/looks/atomic.py), keeping the file it replaces as .bak."""
     import numpy as np
 
-    from control.atomic import atomic_write_bytes
+    from control.looks.atomic import atomic_write_bytes
 
     buffer = io.BytesIO()
     np.savez(buffer, position=position.astype(np.float32), velocity=velocity.astype(np.float32))

@@ -15,9 +15,9 @@ import math
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
-from control.modulation import Route
-from control.params import BY_NAME, REGISTRY, Param
-from control.presets import Preset
+from control.parameters.modulation import Route
+from control.parameters.registry import BY_NAME, Param, REGISTRY
+from control.looks.presets import Preset
 
 
 def is_stepped(p: Param) -> bool:

@@ -1,7 +1,7 @@
 """The MIDI systems under python-rtmidi: which API opens (ALSA, then JACK on Linux), said in one
 line when none does (the lines ALSA and libjack print themselves collected, not shown); ports
 listed and named without ALSA's changing numbers; and, for JACK, a small portless client that
-connects devices to our one input port (see control/midi_input.py). Main thread only."""
+connects devices to our one input port (see control/midi/ports.py). Main thread only."""
 
 from __future__ import annotations
 

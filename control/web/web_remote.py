@@ -2,10 +2,10 @@
 its sliders, switches, preset grid and buttons speaking to the show over a WebSocket, and live
 meters pushed back a few times a second.
 
-    GET /  /app.js  /style.css    the page (control/web_page/, held in memory from the start)
+    GET /  /app.js  /style.css    the page (control/web/page/, held in memory from the start)
     GET /ws                       the WebSocket: JSON text messages, each OSC's address and
                                   arguments as an array, the same meaning and the same checks
-                                  as OSC (control/osc.py `interpret`):
+                                  as OSC (control/osc/osc_input.py `interpret`):
         ["/swarm/max_speed/norm", 0.5]   a slider over the performance range, on its curve
         ["/swarm/separation", false]     a value in the parameter's units (a switch, a choice,
         ["/swarm/fast_color", "#ff8800"] a colour, a number)
@@ -61,17 +61,17 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from control.actions import Action
-from control.files import FileProblem, read_bytes
-from control.osc import MAX_TEXT, interpret
-from control.osc_wire import MAX_ARGUMENTS, OscError, plain_reason, printable
-from control.param_groups import grouped
-from control.params import REGISTRY
-from control.preset_bank import user_presets_dir
+from control.looks.files import FileProblem, read_bytes
+from control.osc.osc_input import interpret, MAX_TEXT
+from control.osc.osc_wire import MAX_ARGUMENTS, OscError, plain_reason, printable
+from control.parameters.groups import grouped
+from control.parameters.registry import REGISTRY
+from control.looks.preset_bank import user_presets_dir
 
 log = logging.getLogger(__name__)
 
 DEFAULT_HOST = "127.0.0.1"  # this machine only, unless told otherwise
-PAGE_DIR = Path(__file__).resolve().parent / "web_page"
+PAGE_DIR = Path(__file__).resolve().parent / "page"
 PAGE_FILES = {"/": ("index.html", "text/html; charset=utf-8"),
               "/index.html": ("index.html", "text/html; charset=utf-8"),
               "/app.js": ("app.js", "text/javascript; charset=utf-8"),
@@ -251,7 +251,7 @@ def parse_message(data: str | bytes) -> Action:
 
 def describe_params() -> dict[str, Any]:
     """What the page builds itself from: every parameter with its kind, group, range,
-    performance range, curve, choices and meaning, in groups (control/param_groups.py)."""
+    performance range, curve, choices and meaning, in groups (control/parameters/groups.py)."""
     by_name = {p.name: p for p in REGISTRY}
     params = []
     groups = []

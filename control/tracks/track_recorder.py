@@ -14,8 +14,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from control.control_track import ACTION_KINDS, AUDIO_KEYS, FORMAT, VERSION, ControlTrackError
-from control.params import Params
+from control.tracks.control_track import (
+    ACTION_KINDS,
+    AUDIO_KEYS,
+    ControlTrackError,
+    FORMAT,
+    VERSION,
+)
+from control.parameters.registry import Params
 
 FLUSH_SECONDS = 0.5  # the writer flushes at least this often, so a crash loses at most this
 

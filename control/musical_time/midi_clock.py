@@ -4,8 +4,8 @@
 (0xFB) from where it stopped, stop (0xFC) holds the beat and the tempo, song position (0xF2, in
 sixteenths) moves the beat. A clock heard with no start (the show opened mid-song) counts from
 its first pulse. `handle(message, when)` takes each message with its arrival time (MidiInput
-stamps them in time.perf_counter()'s clock, see control/midi_input.py); `reading(now)` is the
-`TempoSource` that control/tempo.py's Tempo asks once a frame.
+stamps them in time.perf_counter()'s clock, see control/midi/ports.py); `reading(now)` is the
+`TempoSource` that control/musical_time/tempo.py's Tempo asks once a frame.
 
 The tempo is a least-squares line through the times of the last WINDOW pulses (four beats),
 refitted without the pulses more than OUTLIER_SIGMAS robust deviations off it: ±2 ms of jitter
@@ -20,7 +20,7 @@ Tempo holds the tempo and the grid; when pulses come back with no start, continu
 position, the count goes on from where the held tempo has taken it. After a stop the reading
 stays, with `running` False. Work is a few operations a message, and one fit a frame.
 
-Pure: no device, no thread; the main thread calls it (through control.midi.Midi).
+Pure: no device, no thread; the main thread calls it (through control.midi.midi_in.Midi).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
-from control.tempo import TempoReading
+from control.musical_time.tempo import TempoReading
 
 PULSES_A_BEAT = 24
 WINDOW = 96  # pulses in the tempo's line: four beats
@@ -80,7 +80,7 @@ def _median(values: list[float]) -> float:
 
 
 class MidiClock:
-    """MIDI clock as a tempo source (control/tempo.py's `TempoSource`)."""
+    """MIDI clock as a tempo source (control/musical_time/tempo.py's `TempoSource`)."""
 
     name = "midi clock"
 

@@ -9,22 +9,22 @@ import os
 import re
 from pathlib import Path
 
-from control.atomic import remove_stale_temporaries
-from control.files import FileProblem, read_json
-from control.presets import (
-    SLOT_FILE,
-    Preset,
-    PresetError,
+from control.looks.atomic import remove_stale_temporaries
+from control.looks.files import FileProblem, read_json
+from control.looks.presets import (
     did_you_mean,
     load_preset,
     name_from_file,
+    Preset,
+    PresetError,
     save_preset,
+    SLOT_FILE,
 )
 
 SLOTS = range(1, 10)  # number keys 1-9; MIDI program change p recalls slot p + 1
 
 
-BUNDLED_DIR = Path(__file__).resolve().parent.parent / "presets"
+BUNDLED_DIR = Path(__file__).resolve().parents[2] / "presets"
 
 
 USER_DIR_ENV = "SWARM_PRESETS_DIR"

@@ -15,14 +15,14 @@ from os import PathLike
 from pathlib import Path
 from typing import Any, Protocol
 
-from control.midi_clock import MidiClock
-from control.midi_controller import Action, MidiController
-from control.midi_map import MappingError, MidiMapping
-from control.midi_map_file import load_mapping, save_mapping
-from control.params import Params
-from control.preset_bank import user_presets_dir
+from control.musical_time.midi_clock import MidiClock
+from control.midi.controller import Action, MidiController
+from control.midi.mapping import MappingError, MidiMapping
+from control.midi.mapping_file import load_mapping, save_mapping
+from control.parameters.registry import Params
+from control.looks.preset_bank import user_presets_dir
 
-PRESETS = Path(__file__).resolve().parent.parent / "presets"
+PRESETS = Path(__file__).resolve().parents[2] / "presets"
 DEFAULT_MAPPING = PRESETS / "midi-default.json"  # shipped: an 8-knob controller
 
 
@@ -103,7 +103,7 @@ class Midi:
         """Open the ports (--midi-port selectors, None for every input; --midi-virtual NAME;
         --midi-api) and load the mapping. Without rtmidi or a MIDI system it still returns a
         Midi, one that reports why once and receives nothing."""
-        from control.midi_input import MidiInput
+        from control.midi.ports import MidiInput
 
         source = MidiInput(ports, virtual, api, client_name, report)
         return cls(params, source, mapping_path, save_path, report)

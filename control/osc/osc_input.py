@@ -42,17 +42,17 @@ import socket
 from typing import Any
 
 from control.actions import Action
-from control.osc_wire import (
+from control.osc.osc_wire import (
+    Budget,
     MAX_DATAGRAM,
     MAX_MESSAGES_PER_FRAME,
-    Budget,
     OscError,
-    TimeTag,
     parse_packet,
     plain_reason,
     printable,
+    TimeTag,
 )
-from control.params import BY_NAME, Param, ParamError
+from control.parameters.registry import BY_NAME, Param, ParamError
 
 PREFIX = "/swarm/"
 MAX_DATAGRAMS_PER_FRAME = 256  # a phone's fader sends ~60 a second: room for a crowd of them

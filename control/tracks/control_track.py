@@ -47,9 +47,9 @@ from pathlib import Path
 from typing import Any
 
 from control.actions import MAPPABLE
-from control.files import FileProblem, read_bytes
-from control.modulation import SOURCES, routes_from_json
-from control.params import BY_NAME, ParamError, Params
+from control.looks.files import FileProblem, read_bytes
+from control.parameters.modulation import routes_from_json, SOURCES
+from control.parameters.registry import BY_NAME, ParamError, Params
 
 FORMAT = "swarm-control"
 VERSION = 1
@@ -105,7 +105,7 @@ class ControlTrack:
         """Read a control track (.jsonl) or a Standard MIDI File (.mid); every problem is a
         ControlTrackError naming the file, the line and the key."""
         path = Path(path)
-        from control.midi_file import MIDI_SUFFIXES, load_midi_file  # it builds our Events
+        from control.tracks.midi_track import load_midi_file, MIDI_SUFFIXES  # it builds our Events
 
         if path.suffix.lower() in MIDI_SUFFIXES:
             return cls(path, load_midi_file(path), {}, from_midi_file=True)

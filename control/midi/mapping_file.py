@@ -8,8 +8,8 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-from control.files import FileProblem, read_json
-from control.midi_map import ACTIONS, ActionRule, Binding, EntryError, MappingError, MidiMapping
+from control.looks.files import FileProblem, read_json
+from control.midi.mapping import ActionRule, ACTIONS, Binding, EntryError, MappingError, MidiMapping
 
 _BINDING_KEYS = ("channel", "controller", "fine_controller", "param", "curve", "invert",
                  "lo", "hi")
@@ -141,10 +141,10 @@ def load_mapping(path: str | os.PathLike) -> MidiMapping:
 
 
 def save_mapping(path: str | os.PathLike, mapping: MidiMapping) -> None:
-    """Write atomically (control/atomic.py: a temporary file in the same folder, fsync, one
+    """Write atomically (control/looks/atomic.py: a temporary file in the same folder, fsync, one
     rename), keeping the file it replaces as PATH.bak: a crash or a full disk never leaves a
     half-written mapping."""
-    from control.atomic import atomic_write_text
+    from control.looks.atomic import atomic_write_text
 
     try:
         atomic_write_text(path, _format(mapping_to_json(mapping)), backup=True)

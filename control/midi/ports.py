@@ -37,12 +37,12 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from control.midi_system import (
+from control.midi.systems import (
+    _api_constant,
     _JACK_PORT_IS_INPUT,
     _JACK_PORT_IS_OUTPUT,
-    MidiUnavailable,
-    _api_constant,
     _JackPatchbay,
+    MidiUnavailable,
     open_api,
     port_key,
 )

@@ -7,10 +7,10 @@ Main thread only. A preset file is readable JSON:
 
 A parameter missing from "params" takes the registry default, so presets written before a
 parameter existed keep working (a file with neither "format" nor "version", the README's older
-form, reads as version 1). Colours are [r, g, b] lists. Recovery files (control/recovery.py)
+form, reads as version 1). Colours are [r, g, b] lists. Recovery files (control/looks/recovery.py)
 add "state" (the preset name, the seed, ...). Every problem is a `PresetError` naming the file
 and the key, and a file is checked whole before anything is applied: a bad file changes
-nothing. Blending one look into another is control/morph.py.
+nothing. Blending one look into another is control/parameters/morph.py.
 """
 from __future__ import annotations
 
@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from control.atomic import atomic_write_text
-from control.files import FileProblem, read_json
-from control.modulation import Route, RouteError, routes_from_json, routes_to_json
-from control.params import BY_NAME, REGISTRY, Param, ParamError, Params
+from control.looks.atomic import atomic_write_text
+from control.looks.files import FileProblem, read_json
+from control.parameters.modulation import Route, RouteError, routes_from_json, routes_to_json
+from control.parameters.registry import BY_NAME, Param, ParamError, Params, REGISTRY
 
 FORMAT = "swarm-preset"
 VERSION = 1  # the newest format this instrument reads and the one it writes
@@ -205,7 +205,7 @@ def differs(preset: Preset, params: Params, routes: Iterable[Route],
 # ---- helpers -----------------------------------------------------------------------------------
 
 def _read_json(path: Path) -> Any:
-    """The file's JSON (control.files.read_json: truncation, duplicates, .bak hint), or
+    """The file's JSON (control.looks.files.read_json: truncation, duplicates, .bak hint), or
     PresetError."""
     try:
         return read_json(path)

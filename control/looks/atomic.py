@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from control.files import FileProblem, file_kind
+from control.looks.files import file_kind, FileProblem
 
 STEPS = ("create", "write", "fsync", "close", "backup", "replace", "sync")
 BACKUP_SUFFIX = ".bak"

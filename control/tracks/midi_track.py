@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from control.control_track import ControlTrackError, Event
-from control.files import FileProblem, read_bytes
+from control.tracks.control_track import ControlTrackError, Event
+from control.looks.files import FileProblem, read_bytes
 
 MIDI_LIMIT = 64 << 20  # a whole album of automation is a few megabytes
 MIDI_SUFFIXES = (".mid", ".midi", ".smf")
@@ -48,7 +48,7 @@ def load_midi_file(path: str | os.PathLike) -> list[Event]:
 
 
 class MidiFileSource:
-    """Plays timed MIDI messages to `control.midi.Midi` as if they arrived live: `poll(now)`
+    """Plays timed MIDI messages to `control.midi.midi_in.Midi` as if they arrived live: `poll(now)`
     releases the messages up to `now` (song seconds) and `drain()` hands them over. Main
     thread only, like the show that polls it."""
 

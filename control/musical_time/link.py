@@ -1,7 +1,7 @@
 """Ableton Link in: the tempo and the beat grid of a Link session on the local network.
 
 `LinkClock.open(bpm)` joins the session (quantum 4: a bar of 4/4) and is the `TempoSource`
-named "link" that control/tempo.py's Tempo asks once a frame. Link's own threads (the
+named "link" that control/musical_time/tempo.py's Tempo asks once a frame. Link's own threads (the
 `link` module, LinkPython-extern, wrapping Ableton's C++ library) find the peers, agree the
 tempo and keep the clocks in step; this side only reads the session state and commits a
 tempo, from the main thread, each call a few microseconds: nothing here waits on the network.
@@ -29,7 +29,7 @@ import math
 import time
 from typing import Any
 
-from control.tempo import MAX_BPM, MIN_BPM, TempoReading
+from control.musical_time.tempo import MAX_BPM, MIN_BPM, TempoReading
 
 QUANTUM = 4.0  # beats a bar: the phase that peers share
 SAMPLES = 5  # clock readings an offset measurement takes (the narrowest bracket wins)

@@ -25,7 +25,7 @@ function el(tag, cls, text) {
   return node;
 }
 
-// ---- the curves of control/params.py (curve_value, curve_position) -------------------------
+// ---- the curves of control/parameters/registry.py (curve_value, curve_position) -------------------------
 
 function curveValue(x, lo, hi, curve) {
   if (curve === "linear") return lo + x * (hi - lo);

@@ -2,7 +2,7 @@
 `--resume` brings back what was playing after a crash; a damaged one is set aside.
 
 The frame hands the look over (`RecoveryWriter.maybe_save`, main thread); the writer thread
-writes it atomically (control/atomic.py). `load_recovery` runs at start.
+writes it atomically (control/looks/atomic.py). `load_recovery` runs at start.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from control.atomic import atomic_write_text, remove_stale_temporaries
-from control.files import FileProblem
-from control.modulation import Route
-from control.params import Params
-from control.presets import Preset, PresetError, format_preset, load_preset
+from control.looks.atomic import atomic_write_text, remove_stale_temporaries
+from control.looks.files import FileProblem
+from control.parameters.modulation import Route
+from control.parameters.registry import Params
+from control.looks.presets import format_preset, load_preset, Preset, PresetError
 
 RECOVERY_ENV = "SWARM_RECOVERY_FILE"
 STATE_DIR_ENV = "SWARM_STATE_DIR"  # also the supervisor's crash.log folder

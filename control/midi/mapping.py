@@ -5,9 +5,9 @@ Pure functions and plain data, no device and no thread of its own: the main thre
 
 Knob position: a 7-bit value v reads as x = v / 127, a 14-bit (MSB, LSB) pair as
 x = (MSB * 128 + LSB) / 16383, so both reach exactly 0 and 1. `invert` turns x into 1 - x.
-A knob spans the parameter's performance range on its curve (control/params.py: the same
+A knob spans the parameter's performance range on its curve (control/parameters/registry.py: the same
 range OSC's /norm and the HUD's keys use) unless the binding sets `lo` / `hi` / `curve`.
-Curves from x in [0, 1] to a value in [lo, hi] (`control.params.curve_value`):
+Curves from x in [0, 1] to a value in [lo, hi] (`control.parameters.registry.curve_value`):
 - "linear": lo + x * (hi - lo).
 - "exp" with lo > 0: lo * (hi / lo) ** x, geometric: equal turns multiply the value by equal
   ratios, which suits radii and speeds that matter in proportion.
@@ -25,8 +25,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from control.actions import MAPPABLE
-from control.files import FileProblem
-from control.params import CURVES, Param, ParamError, curve_position, curve_value, param
+from control.looks.files import FileProblem
+from control.parameters.registry import (
+    curve_position,
+    curve_value,
+    CURVES,
+    Param,
+    param,
+    ParamError,
+)
 
 KNOB_KINDS = ("float", "int", "bool", "choice")  # a colour is three numbers: not one knob
 ACTIONS = MAPPABLE  # what a note or a program change may do (control/actions.py)
