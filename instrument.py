@@ -18,8 +18,8 @@ from control.looks.files import FileProblem, load_state
 from control.parameters.registry import ParamError, Params
 from show.supervisor import StopSignals
 from control.text import printable
-from show.arguments import build_parser
-from show.console import error
+from show.cli.arguments import build_parser
+from show.cli.console import error
 from visual.sim.agents import MAX_DT
 from visual.gpu.uniforms import MAX_OBSTACLES
 
@@ -62,7 +62,7 @@ STOP = StopSignals()  # installed by main() for the live show (a render handles 
 
 
 log = logging.getLogger("instrument")
-say = log.info  # the console (show/console.py) prints it as "instrument: ...", made printable
+say = log.info  # the console (show/cli/console.py) prints it as "instrument: ...", made printable
 
 
 
@@ -101,8 +101,8 @@ def check_args(args: argparse.Namespace) -> None:
 
         load_mapping(args.midi_map)  # MappingError names the file and the line or key
     if args.audio_file and not args.safe_mode:
-        from audio.decode import check_audio_file
-        from audio.wavfile import AudioFileError
+        from audio.files.decode import check_audio_file
+        from audio.files.wavfile import AudioFileError
 
         try:
             check_audio_file(args.audio_file)
@@ -145,7 +145,7 @@ def supervised(args: argparse.Namespace) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from show.console import install
+    from show.cli.console import install
 
     install()
     parser = build_parser()
@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         error(exc)
         return 2
     if args.contact_sheet:
-        from show.contact_sheet import SheetSettings, write_contact_sheet
+        from show.offline.contact_sheet import SheetSettings, write_contact_sheet
 
         try:
             write_contact_sheet(args.contact_sheet, SheetSettings(
@@ -190,10 +190,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         params, routes, preset = build_params(args)
         if args.render is not None:
-            from show.render import run_render
+            from show.offline.offline_render import run_render
 
             return run_render(args, params, routes)
-        from show.live import LiveShow, run_headless, run_window
+        from show.cli.live_show import LiveShow, run_headless, run_window
 
         live = LiveShow(args, params, routes, preset, STOP)
         if args.headless:

@@ -2,7 +2,7 @@
 array analysed offline.
 
 Main thread only: `update(now)` once a frame runs the analysis over the newest samples, feeds
-the beat tracker every sample that arrived since the last frame (audio/beats.py) and
+the beat tracker every sample that arrived since the last frame (audio/analysis/beats.py) and
 everything else reads what they found. Sources with a device (live.py, playback.py) add a
 callback thread that only writes their ring buffer.
 """
@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from audio.analysis import DB_FLOOR, Analyzer, AudioFeatures, Bands
-from audio.beat_feed import MAX_S, RingBeatFeed
-from audio.beats import BeatInfo, BeatTracker
-from audio.ring import Ring
+from audio.analysis.features import Analyzer, AudioFeatures, Bands, DB_FLOOR
+from audio.analysis.beat_feed import MAX_S, RingBeatFeed
+from audio.analysis.beats import BeatInfo, BeatTracker
+from audio.input.ring import Ring
 
 DEFAULT_RATE = 48000
 MAX_DT = 0.25  # a longer gap (a hitch, a breakpoint) must not swing the smoothing wildly

@@ -1,6 +1,6 @@
 """What a performer can ask of the show, whatever they ask with: a MIDI note or program change,
 an OSC message, a key, a recorded control track. Every input turns its gesture into an `Action`
-and the show (show/frame.py) carries actions out in one place. Plain data, any thread.
+and the show (show/show.py) carries actions out in one place. Plain data, any thread.
 """
 
 from __future__ import annotations

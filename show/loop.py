@@ -6,7 +6,7 @@ benchmarks, the soak) plays the same frame, with a clock and a sink given to it.
     frame    show.update(now); show.advance(dt) (steps times); show.draw(target)
     sink     where the frame goes: an offscreen framebuffer (headless, screenshots) or a video
              encoder; the window's swap is pyglet's, which calls `Loop.frame` from on_draw
-    outputs  video out (show/outputs.py): every drawn frame too, read back a frame or two late
+    outputs  video out (show/video_outputs.py): every drawn frame too, read back a frame or two late
              and sent on the outputs' own threads (NDI, streams, Syphon, Spout, a camera)
 
 The show never reads a clock; the loop does (and times the frames for the HUD). Main thread.
@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 import moderngl
 
-from show.frame import Show
+from show.show import Show
 from visual.sim.agents import MAX_DT
 
 log = logging.getLogger(__name__)
@@ -125,7 +125,7 @@ class Loop:
     calls it from on_draw), `run(sink, ...)` repeats it into a sink. `before(tick)` runs
     before the update (a render's recorded events), `after()` after the draw (heartbeat,
     telemetry). The wall clock times each frame for the HUD and notes slow ones (live).
-    `outputs` (show/outputs.py) take every drawn frame too, before anything is drawn over it."""
+    `outputs` (show/video_outputs.py) take every drawn frame too, before anything is drawn over it."""
 
     def __init__(self, show: Show, clock: Clock, *, before: Callable[[Tick], None] | None = None,
                  after: Callable[[], None] | None = None,

@@ -18,7 +18,7 @@ import numpy as np
 from control.text import printable
 
 if TYPE_CHECKING:
-    from show.frame import Show
+    from show.show import Show
 
 SLOW_MS = 50.0  # a frame this long shows on stage
 

@@ -136,10 +136,10 @@ class Recorded:
 def ndi_show(out_dir: Path) -> None:
     """A show sending NDI while a receiver process watches it (see the module's comment)."""
     from control.parameters.registry import Params
-    from show.frame import Show
+    from show.show import Show
     from show.loop import Loop, Offscreen, WallClock
-    from show.options import ShowOptions
-    from show.outputs import Outputs
+    from show.cli.options import ShowOptions
+    from show.video_outputs import Outputs
     from visual.gpu.context import create_headless_context
     from visual.output.ndi import NdiBackend
     from visual.output.frame_output import FrameOutput

@@ -10,10 +10,10 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from audio.analysis import (
-    DB_FLOOR,
+from audio.analysis.features import (
     Analyzer,
     BandAnalyzer,
+    DB_FLOOR,
     LevelSettings,
     LevelTracker,
     peak_db,
@@ -22,7 +22,7 @@ from audio.analysis import (
     speed_scale,
 )
 from audio.base import OfflineAudio
-from audio.ring import Ring
+from audio.input.ring import Ring
 from control.parameters.modulation import (
     modulate,
     Route,

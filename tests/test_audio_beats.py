@@ -1,4 +1,4 @@
-"""Beat tracking (audio/beats.py): synthesised click tracks and drum loops at 90, 120, 128 and
+"""Beat tracking (audio/analysis/beats.py): synthesised click tracks and drum loops at 90, 120, 128 and
 174 BPM, through a real JACK port into the live input's worker process and offline, frame by
 frame, as a render reads a song.
 
@@ -26,10 +26,10 @@ import pytest
 from jackd import RATE, SignalPlayer, jack_server
 
 from audio.base import OfflineAudio, Silence
-from audio.beat_feed import RingBeatFeed
-from audio.beats import BeatInfo, BeatTracker
-from audio.live import AudioInput
-from audio.ring import Ring
+from audio.analysis.beat_feed import RingBeatFeed
+from audio.analysis.beats import BeatInfo, BeatTracker
+from audio.input.live_input import AudioInput
+from audio.input.ring import Ring
 
 ROOT = Path(__file__).resolve().parent.parent
 FRAME = 1 / 60
@@ -285,7 +285,7 @@ def test_offline_beats_land_on_the_song_and_repeat_exactly():
 
 def test_silence_gives_no_beats_and_the_tempo_holds():
     from control.musical_time.tempo import Tempo
-    from show.tempo import AudioTempo
+    from show.inputs.beat_clock import AudioTempo
 
     clicks, _ = click_track(120.0, 8.0)
     samples = np.concatenate([clicks, np.zeros(4 * RATE, np.float32)])
@@ -397,12 +397,12 @@ def test_a_render_pulses_on_the_songs_beats(tmp_path):
     import io
 
     import instrument
-    from audio.wavfile import write_wav
+    from audio.files.wavfile import write_wav
     from control.parameters.modulation import Route
-    from show.options import options_from_args
-    from show.progress import Progress
-    from show.render import render
-    from show.render_job import plan_render
+    from show.cli.options import options_from_args
+    from show.offline.progress import Progress
+    from show.offline.offline_render import render
+    from show.offline.render_job import plan_render
 
     fps, seconds = 30, 10.0
     samples, beats = drum_loop(128.0, seconds)
@@ -443,7 +443,7 @@ def test_the_beats_benchmark_runs(tmp_path):
     import sys
 
     out = tmp_path / "beats.json"
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "beats.py"), "--seconds",
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_beats.py"), "--seconds",
                            "12", "--json", str(out)], capture_output=True, text=True,
                           timeout=120, check=False)
     assert done.returncode == 0, done.stderr

@@ -12,11 +12,11 @@ import av
 import numpy as np
 import pytest
 
-import audio.decode
-from audio.decode import check_audio_file, read_audio
-from audio.playback import AudioFile
+import audio.files.decode
+from audio.files.decode import check_audio_file, read_audio
+from audio.files.playback import AudioFile
 from audio.source import open_audio
-from audio.wavfile import AudioFileError, write_wav
+from audio.files.wavfile import AudioFileError, write_wav
 
 RATE = 48000
 FPS = 60
@@ -182,7 +182,7 @@ def test_a_picture_holds_no_audio(tmp_path):
 def test_too_large_and_too_long_are_refused_before_reading(tmp_path):
     huge = tmp_path / "huge.flac"
     with open(huge, "wb") as file:  # sparse: no disk used
-        file.truncate(audio.decode.MAX_FILE_BYTES + 1)
+        file.truncate(audio.files.decode.MAX_FILE_BYTES + 1)
     for read in (read_audio, check_audio_file):
         with pytest.raises(AudioFileError, match=r"huge.flac: 2.0 GiB is too large"):
             read(huge)
@@ -202,7 +202,7 @@ def test_a_compressed_song_too_long_is_refused(tmp_path, monkeypatch):
     """By the length FFmpeg finds in the container (or, where it says none, while decoding)."""
     path = tmp_path / "song.mp3"
     encode(path, "libmp3lame", tone(2.0))
-    monkeypatch.setattr(audio.decode, "MAX_SECONDS", 1.0)
+    monkeypatch.setattr(audio.files.decode, "MAX_SECONDS", 1.0)
     for read in (read_audio, check_audio_file):
         with pytest.raises(AudioFileError, match=r"song.mp3: lasts .* longer than the"):
             read(path)

@@ -20,11 +20,11 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from audio.devices import AudioProblem, list_input_devices, resolve_input_device, stable_name
-from audio.live import AudioInput
-from audio.playback import AudioFile
+from audio.input.devices import AudioProblem, list_input_devices, resolve_input_device, stable_name
+from audio.input.live_input import AudioInput
+from audio.files.playback import AudioFile
 from audio.source import Silence, open_audio
-from audio.wavfile import write_wav
+from audio.files.wavfile import write_wav
 
 RATE = 48000
 BLOCK = 256

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from audio.playback import AudioFile
-from audio.wavfile import AudioFileError, read_wav, write_wav
+from audio.files.playback import AudioFile
+from audio.files.wavfile import AudioFileError, read_wav, write_wav
 
 RATE = 48000
 FPS = 60

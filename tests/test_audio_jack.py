@@ -19,11 +19,11 @@ import pytest
 import sounddevice as sd
 from jackd import PERIOD, RATE, ToneBurstClient, jack_server
 
-from audio.devices import list_input_devices
-from audio.live import AudioInput
-from audio.playback import AudioFile
+from audio.input.devices import list_input_devices
+from audio.input.live_input import AudioInput
+from audio.files.playback import AudioFile
 from audio.source import open_audio
-from audio.wavfile import write_wav
+from audio.files.wavfile import write_wav
 
 FRAME = 1 / 60
 BLOCK = PERIOD / RATE

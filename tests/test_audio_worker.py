@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 from jackd import ToneBurstClient, jack_server, start_jackd, stop_jackd
 
-from audio.live import AudioInput
-from audio.process import summarize_library_lines
+from audio.input.live_input import AudioInput
+from audio.input.process import summarize_library_lines
 from audio.source import open_audio
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from audio.analysis import AudioFeatures, Bands
-from audio.recorded import RecordedAudio
+from audio.analysis.features import AudioFeatures, Bands
+from audio.files.recorded import RecordedAudio
 import control.tracks.control_track as control_track
 from control.tracks.control_track import ControlTrack, ControlTrackError
 from control.midi.midi_in import DEFAULT_MAPPING, Midi

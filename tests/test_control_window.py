@@ -20,8 +20,8 @@ from conftest import run_instrument as instrument
 from xdisplay import Performer, grab, split_into_monitors, with_display, xvfb
 
 from control.parameters.registry import param, REGISTRY
-from show.control import Activity, layout_groups, to_action
-from show.live import plan_screens
+from show.inputs.control_surface import Activity, layout_groups, to_action
+from show.cli.live_show import plan_screens
 from visual.control_window import Messages, hit, lay_out
 from visual.output.png import read_png
 
@@ -405,8 +405,8 @@ def test_thumbnails_are_the_presets_played_and_played_again_when_saved(ctx, tmp_
     played again."""
     from audio.synth import drum_loop
     from control.looks.presets import load_preset
-    from show.contact_sheet import AUDIO_RATE, SHEET_BPM, SheetSettings, render_look
-    from show.control import ThumbnailJob
+    from show.offline.contact_sheet import AUDIO_RATE, render_look, SHEET_BPM, SheetSettings
+    from show.inputs.control_surface import ThumbnailJob
 
     (tmp_path / "slot-2.json").write_text((ROOT / "presets" / "2-murmuration.json")
                                           .read_text())

@@ -23,7 +23,7 @@ from test_audio_faults import FakeSoundDevice, mic, sine_block
 from test_midi_show import FakeSource
 
 import visual.gpu.shaders
-from audio.live import AudioInput
+from audio.input.live_input import AudioInput
 from control.actions import Action
 from control.midi.midi_in import DEFAULT_MAPPING, Midi
 from control.osc.osc_input import OscInput
@@ -31,9 +31,9 @@ from control.parameters.registry import Params
 from control.looks.preset_bank import PresetBank
 from control.looks.presets import load_preset
 from control.looks.recovery import RecoveryWriter
-from show.frame import Show
+from show.show import Show
 from show.loop import FixedStep, Loop, Offscreen
-from show.options import ShowOptions
+from show.cli.options import ShowOptions
 
 SIZE = (160, 90)
 FPS = 60

@@ -18,7 +18,7 @@ from test_cull import AgentBuffer
 
 import visual.gpu.programs
 from control.parameters.registry import Params
-from show.contact_sheet import SheetSettings, bundled_presets, contact_sheet
+from show.offline.contact_sheet import bundled_presets, contact_sheet, SheetSettings
 from visual.render.camera import OrbitCamera
 from visual.render.palettes import palette_stops, PALETTES, sample, srgb_to_linear
 from visual.render.frame_values import SPEED_RAMP

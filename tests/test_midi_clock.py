@@ -20,7 +20,8 @@ from test_midi_input import NANO, alsa  # noqa: F401 - the fake ALSA fixture
 
 from control.midi.midi_in import DEFAULT_MAPPING, Midi
 from control.musical_time.midi_clock import MidiClock, VANISH_S
-from control.midi.ports import MidiInput, PortTimeline
+from control.midi.ports import MidiInput
+from control.midi.timeline import PortTimeline
 from control.parameters.registry import Params
 from control.musical_time.tempo import Tempo, TempoReading
 

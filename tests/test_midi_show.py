@@ -95,8 +95,8 @@ def test_learn_from_the_hud_and_the_burst_and_respawn_notes(ctx, tmp_path):
     from control.actions import Action
     from control.midi.midi_in import DEFAULT_MAPPING, Midi
     from control.parameters.registry import Params
-    from show.frame import Show
-    from show.options import ShowOptions
+    from show.show import Show
+    from show.cli.options import ShowOptions
 
     params = Params({"count": 300})
     source = FakeSource()

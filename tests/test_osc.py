@@ -37,8 +37,8 @@ from control.osc.osc_wire import (
 )
 from control.parameters.registry import param, Params
 from control.looks.preset_bank import PresetBank
-from show.frame import Show
-from show.options import ShowOptions
+from show.show import Show
+from show.cli.options import ShowOptions
 from show.report import osc_line
 
 # The two examples of the OSC 1.0 specification, byte for byte.

@@ -30,10 +30,10 @@ from conftest import ROOT, run_instrument
 from outputs_peer import Recorded, to_rgb, write_ndi_config
 
 from control.parameters.registry import Params
-from show.frame import Show
+from show.show import Show
 from show.loop import Loop, Offscreen, WallClock
-from show.options import ShowOptions
-from show.outputs import Outputs, parse_output
+from show.cli.options import ShowOptions
+from show.video_outputs import Outputs, parse_output
 from visual.output.frame_output import FrameOutput, OutputFailed, RateGate, RING_DEPTH
 from visual.output.png import read_png, write_png
 from visual.output.readback import PixelReadback
@@ -322,7 +322,7 @@ def test_a_stuck_receiver_drops_frames_and_never_slows_the_show(ctx):
     """A receiver that takes nothing (its send hangs) and one that takes a frame in 0.12 s:
     they drop frames, counted, while the show's frames cost what they cost in a show beside
     it whose two receivers keep up (the same readback work; on software GL its copy waits
-    for the frame's rasterization, which benchmarks/outputs.py measures)."""
+    for the frame's rasterization, which benchmarks/bench_outputs.py measures)."""
     fast = [FrameOutput(FakeBackend(f"fast{i}"), nominal_rate=20) for i in range(2)]
     stuck = FakeBackend(block=True)
     slow = FakeBackend("slow", send_seconds=0.12)
@@ -372,7 +372,7 @@ def test_outputs_go_off_air_and_back_from_the_key_and_osc(ctx, said):
     """O takes every output off air (nothing more is captured; what was in flight arrives),
     OSC /swarm/outputs 1 puts them back, /swarm/outputs N 0|1 one of them; said each time."""
     from control.osc.osc_input import interpret
-    from show.keys import key_action
+    from show.inputs.keys import key_action
 
     first, second = FakeBackend("one"), FakeBackend("two")
     outputs = [FrameOutput(first, size=(64, 36), nominal_rate=20),

@@ -24,8 +24,8 @@ FRAMES = 4
 @pytest.fixture(scope="module")
 def show(gl_context):
     """One show for the module, as on stage: presets are recalled onto it in turn."""
-    from show.frame import Show
-    from show.options import ShowOptions
+    from show.show import Show
+    from show.cli.options import ShowOptions
 
     show = Show(gl_context, Params({"count": COUNT}), ShowOptions(fixed_dt=1 / 30))
     yield show

@@ -17,8 +17,8 @@ from control.parameters.registry import Params
 from control.looks.preset_bank import PresetBank
 from control.looks.presets import load_preset
 from control.looks.recovery import RecoveryWriter
-from show.frame import Show
-from show.options import ShowOptions
+from show.show import Show
+from show.cli.options import ShowOptions
 
 
 @pytest.fixture

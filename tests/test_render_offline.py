@@ -20,12 +20,12 @@ import pytest
 from conftest import ROOT, listening
 
 import instrument
-from audio.wavfile import write_wav
+from audio.files.wavfile import write_wav
 from control.looks.files import FileProblem
-from show.options import options_from_args
-from show.progress import Progress
-from show.render import render, run_render
-from show.render_job import add_render_arguments, load_song, plan_render
+from show.cli.options import options_from_args
+from show.offline.progress import Progress
+from show.offline.offline_render import render, run_render
+from show.offline.render_job import add_render_arguments, load_song, plan_render
 from visual.output.video import VideoEncoder
 from visual.output.video_files import decode_frames, video_info
 
@@ -157,7 +157,7 @@ def test_the_swarm_follows_the_song(observed):
 def test_ctrl_c_leaves_a_playable_file(song, tmp_path, monkeypatch):
     """SIGINT during the fourth frame's simulation: the file holds the three frames before it,
     with their sound."""
-    from show.frame import Show
+    from show.show import Show
 
     path, _ = song
     out = tmp_path / "stopped.mp4"
@@ -338,7 +338,7 @@ def test_an_explicit_seed_overrides_the_tracks_even_zero(tmp_path):
     from types import SimpleNamespace
 
     from control.parameters.registry import Params
-    from show.render_job import _apply_track_start
+    from show.offline.render_job import _apply_track_start
 
     track = SimpleNamespace(header={"seed": 3}, path=tmp_path / "set.jsonl", start_params={},
                             routes=[])

@@ -13,8 +13,8 @@ import pytest
 import visual.gpu.shaders
 import visual.gpu.programs
 from control.parameters.registry import Params
-from show.frame import Show
-from show.options import ShowOptions
+from show.show import Show
+from show.cli.options import ShowOptions
 from visual.gpu.shaders import BUNDLED_SHADERS, ShaderError
 from visual.render.renderer import Renderer
 from visual.sim.swarm import Swarm

@@ -512,7 +512,7 @@ def test_auto_lanes_measure_the_crowd_and_follow_it(ctx, monkeypatch):
     step after the next one (the same mean as counting the 27 cells around each agent on the
     CPU) and picks the kernel it runs from it. Each kernel is the seed's step, and the same
     start makes the same choices and the same bits."""
-    from benchmarks.swarm import candidates
+    from benchmarks.bench_swarm import candidates
 
     import visual.sim.swarm as swarm_module
 

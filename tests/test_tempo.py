@@ -17,9 +17,9 @@ from control.parameters.modulation import (
 from control.osc.osc_input import interpret
 from control.parameters.registry import Params
 from control.musical_time.tempo import TapTempo, Tempo, TempoReading
-from show.frame import Show
-from show.keys import key_action
-from show.options import ShowOptions
+from show.show import Show
+from show.inputs.keys import key_action
+from show.cli.options import ShowOptions
 
 
 class Fixed:

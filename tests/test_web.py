@@ -39,10 +39,10 @@ from control.web.web_remote import (
     WebError,
     WebRemote,
 )
-from show.frame import Show
+from show.show import Show
 from show.loop import Loop, Offscreen, WallClock
-from show.options import ShowOptions
-from show.remote import WebInput
+from show.cli.options import ShowOptions
+from show.inputs.web_input import WebInput
 from show.report import web_line
 
 TOKEN = "test-token-0123456789abcdef"

@@ -31,10 +31,10 @@ from control.parameters.groups import grouped
 from control.parameters.registry import BY_NAME, Params, REGISTRY
 from control.looks.preset_bank import PresetBank
 from control.web.web_remote import WebRemote
-from show.frame import Show
+from show.show import Show
 from show.loop import Loop, Offscreen, WallClock
-from show.options import ShowOptions
-from show.remote import WebInput
+from show.cli.options import ShowOptions
+from show.inputs.web_input import WebInput
 
 TOKEN = "page-test-token-0123456789"
 PHONE = (390, 844)
@@ -258,7 +258,7 @@ def test_the_outputs_go_off_air_and_back_from_the_page(stage):
     and another tap puts it back (OSC's /swarm/outputs N 0|1)."""
     from test_outputs import FakeBackend
 
-    from show.outputs import Outputs
+    from show.video_outputs import Outputs
     from visual.output.frame_output import FrameOutput
 
     assert stage.js("return document.getElementById('outputs-panel').hidden")  # none yet
@@ -320,7 +320,7 @@ def test_the_page_fits_a_phone_and_a_laptop(stage, tmp_path):
 
 
 def test_the_meters_move_with_audio_from_a_jack_port(gl_context, driver, tmp_path):
-    from audio.live import AudioInput
+    from audio.input.live_input import AudioInput
     from audio.source import open_audio
 
     with jack_server() as server:

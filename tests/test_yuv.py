@@ -90,11 +90,11 @@ def test_a_render_through_the_gpu_planes_is_as_good_as_through_swscale(tmp_path,
     import instrument
     import visual.output.yuv
     from audio.synth import drum_loop
-    from audio.wavfile import write_wav
-    from show.options import options_from_args
-    from show.progress import Progress
-    from show.render import render
-    from show.render_job import plan_render
+    from audio.files.wavfile import write_wav
+    from show.cli.options import options_from_args
+    from show.offline.progress import Progress
+    from show.offline.offline_render import render
+    from show.offline.render_job import plan_render
 
     song = tmp_path / "song.wav"
     write_wav(song, drum_loop(120.0, 1.0, 48000)[:, None], 48000)

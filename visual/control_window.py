@@ -2,7 +2,7 @@
 output, every parameter as a slider in its group, the nine preset slots as thumbnails, the A/B
 crossfade, buttons for tap, downbeat, respawn and burst, and the meters.
 
-It knows nothing of the show: show/control.py hands it a layout once (groups of parameters as
+It knows nothing of the show: show/inputs/control_surface.py hands it a layout once (groups of parameters as
 plain data) and a state a few dozen times a second (each parameter's position and text, the
 knobs waiting for pickup, the slots, the meters), and takes back the gestures as plain
 messages, which it turns into the show's actions through the same checks as OSC:
@@ -496,7 +496,7 @@ class ControlWindow:
     # ---- state in ---------------------------------------------------------------------------
 
     def update(self, state: dict[str, Any]) -> None:
-        """The show's latest state (show/control.py); drawn at the next redraw."""
+        """The show's latest state (show/inputs/control_surface.py); drawn at the next redraw."""
         self.state = state
         self._dirty = True
 

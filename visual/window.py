@@ -1,5 +1,5 @@
 """The live window: pyglet owns the OpenGL 4.3 context and the event loop; a performer (the
-show, wired in show/live.py) plays its frames.
+show, wired in show/cli/live_show.py) plays its frames.
 
 Full-screen on the chosen screen by default (a borderless window covering it where true
 full-screen fails), vsync and a frame-rate cap. The window keeps F (full-screen), H (HUD) and
@@ -110,7 +110,7 @@ def display_rate(window, default: float = 60.0) -> float:
 
 
 class Performer(Protocol):
-    """What the window hands its events and frames to (show/live.py wires the show in)."""
+    """What the window hands its events and frames to (show/cli/live_show.py wires the show in)."""
 
     def frame(self, target: moderngl.Framebuffer, size: tuple[int, int]) -> list[str]:
         """Play one frame into `target`, `size` pixels; the HUD's lines."""

@@ -33,7 +33,7 @@ AAC_RATES = (96000, 88200, 64000, 48000, 44100, 32000, 24000, 22050, 16000, 1200
 # The default encoding: x264's veryfast at CRF 16 holds the picture as medium at CRF 18 did
 # (PSNR against the frames drawn, 1080p60 of aurora on the H200, 2026-12-01: worst frame 32.81
 # against 32.86 dB, mean 35.41 against 35.46) at 2.2 times the speed (102 against 46 frames a
-# second), the file 27 % larger (benchmarks/render.py).
+# second), the file 27 % larger (benchmarks/bench_render.py).
 DEFAULT_PRESET = "veryfast"
 DEFAULT_CRF = 16.0
 X264_PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow",

@@ -11,7 +11,7 @@ then reads the current agents and writes the other buffer (the seed's ping-pong,
 
 With `neighbors="brute"` the seed's tiled all-pairs kernel reads current, writes scratch and
 the two swap. Nothing is read back to the CPU per step. Main thread only. `pass_timer`, when
-set (benchmarks/swarm.py), is wrapped around each pass by name: simulate, scan, scatter,
+set (benchmarks/bench_swarm.py), is wrapped around each pass by name: simulate, scan, scatter,
 order, and bin on a re-sort.
 """
 
@@ -57,7 +57,7 @@ from visual.sim.agents import AGENT_BYTES, checked_obstacles, MAX_COUNT, MAX_DT,
 # The kernels that read SwarmParams (scan reads only its own plain uniforms).
 KERNELS = {"brute": "simulate_brute.comp", "grid": "simulate_grid.comp", "bin": "bin.comp",
            "scatter": "scatter.comp", "order": "order.comp", "resize": "resize.comp"}
-# simulate_grid.comp's settings (benchmarks/swarm.py --variant times others): invocations an
+# simulate_grid.comp's settings (benchmarks/bench_swarm.py --variant times others): invocations an
 # agent ("auto": chosen each step, below) and the workgroup size.
 TUNING = {"lanes": "auto", "local_size": 128}
 # Software GL (llvmpipe) runs invocations on CPU cores, which have no latency to hide: a lane an
@@ -74,7 +74,7 @@ AUTO_LOCAL_SIZE = {1: 64, 4: 128}
 CROWD_EVERY = 8
 CROWD_UNIT = 32  # simulate_grid.comp adds up visited candidates / 32 (a uint holds 4M x 4095)
 # Where one lane an agent beats four, by mean candidates, against log2(count): measured on the
-# H200 (2026-12-01, benchmarks/swarm.py, l1 against l4, simulate pass): four lanes win wherever
+# H200 (2026-12-01, benchmarks/bench_swarm.py, l1 against l4, simulate pass): four lanes win wherever
 # the GPU has few agents to spread (0.21 against 0.74 ms at 16,384 settled, 776 candidates), one
 # wins a spread crowd of a million or more (0.35 against 0.50 ms at 1M, 104 candidates; 1.29
 # against 2.04 at 4M), and four win again as it crowds (0.81 against 1.04 ms at 1M, 192); the

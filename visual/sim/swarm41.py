@@ -22,7 +22,7 @@ the textures on the GPU (`Texture.write` from a buffer: a pixel unpack). With
 
 With `neighbors="brute"` the pass reads every agent (the seed's all pairs, O(N^2)): below
 BRUTE_BELOW agents it is what "grid" runs too (on this backend the sort's fixed cost is
-larger than the pairs there; benchmarks/swarm.py --backend 4.1 measures both). The guard's count
+larger than the pairs there; benchmarks/bench_swarm.py --backend 4.1 measures both). The guard's count
 (agents put back when non-finite) is a blended point a guarded agent into one float texel.
 Nothing is read back to the CPU per step. Main thread only.
 """
@@ -59,12 +59,12 @@ MAX_CELLS_41 = 1 << 24  # cells the table may take (16 bytes each: 256 MB at mos
 CELLS_PER_AGENT_41 = 4  # the table is 16 bytes a cell (a compute grid's is 8)
 MIN_CELLS_41 = 1 << 15
 # Below this many agents "grid" runs the all-pairs pass: the sort's passes cost more than the
-# pairs there. Measured with benchmarks/swarm.py --backend 4.1 --variant g:brute_below=0 on
+# pairs there. Measured with benchmarks/bench_swarm.py --backend 4.1 --variant g:brute_below=0 on
 # llvmpipe (2 shared cores, 2026-12-01): all pairs 2.6 ms a step at 512 agents where the grid
 # took 12.5; at 1,024 the two within the machine's noise (9.8-12.3 and 6.5-18 ms); at 1,536 the
-# grid 1.6-3x faster. A GPU's crossover is for benchmarks/swarm.py to say (README).
+# grid 1.6-3x faster. A GPU's crossover is for benchmarks/bench_swarm.py to say (README).
 BRUTE_BELOW = 1024
-SORT_STAGES = 3  # bitonic stages a sort pass runs (1 to 3; benchmarks/swarm.py --variant)
+SORT_STAGES = 3  # bitonic stages a sort pass runs (1 to 3; benchmarks/bench_swarm.py --variant)
 
 
 def cell_budget_41(count: int) -> int:

@@ -1,0 +1,166 @@
+"""Time whole frames: simulate + cull + draw + HUD, offscreen at 1920x1080 by default.
+
+    python benchmarks/bench_frame.py 16384 262144 1048576 --json out.json
+
+The post chain runs whole (bloom and feedback on; `--post off`: exposure and the tone map only).
+Each count runs at the seed's density (spawn and contain radius scaled by (N / 16384)^(1/3)),
+settles for a few simulated seconds, has the camera frame the swarm as the live window does,
+then renders frames with a fixed 1/60 s step. Whole frames are timed by the wall clock up to
+ctx.finish() (CPU work included), each pass by GL timer queries where the driver has them.
+The HUD is drawn with pyglet in a hidden headless window where pyglet can open one (else
+left out, and said).
+ `--backend 4.3,4.1` times both
+backends' frames side by side (default: both where the driver has compute shaders, else 4.1),
+with a ratio line per count and far draw (the 4.1 backend draws far agents as points only:
+the splat is a compute pass; its row is timed once, and compared with each 4.3 far draw).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.bench_swarm import scaled_params  # noqa: E402
+
+
+def make_context(size: tuple[int, int]):
+    """(ctx, hud or None, note): a pyglet headless context with the HUD, else plain EGL."""
+    from visual.hud import headless_text_context
+
+    ctx, hud, note = headless_text_context(size)
+    return ctx, hud, note.replace("text drawn", "HUD drawn").replace("no text", "HUD left out")
+
+
+def bench_count(ctx, hud, count: int, args: argparse.Namespace, far: str,
+                backend: str = "4.3") -> dict:
+    from show.show import Show
+    from show.loop import FixedStep, Loop, Offscreen
+    from show.cli.options import ShowOptions
+
+    params = scaled_params(count)
+    if args.post == "full":  # the whole post chain: bloom and feedback, on any GL
+        params.update({"post": "on", "bloom": 0.8, "feedback": 0.85, "feedback_zoom": 0.01})
+    else:
+        params["post"] = "off"  # exposure and the tone map only
+    show = Show(ctx, params, ShowOptions(seed=1, fixed_dt=1 / 60, live=False, gl=backend))
+    if backend == "4.3":
+        show.renderer.far_draw = far
+    sink = Offscreen(show, args.size)
+    framebuffer = sink.framebuffer
+    for _ in range(round(args.settle * 30)):
+        show.swarm.step(1 / 30, target=show.lure_position())
+    for _ in range(4):  # the renderer measures the swarm; the camera snaps to frame it
+        show.draw(framebuffer)
+    show.renderer.read_counts_now()
+    show.camera.follow(show.renderer.swarm_radius, 1e6, show.renderer.swarm_center)
+
+    loop = Loop(show, FixedStep(1 / 60))  # the show's one loop: update, step, draw
+    frames, passes = [], {"simulate": [], "cull": [], "draw": [], "post": []}
+    started = time.perf_counter()
+    for _ in range(args.frames):
+        # The whole frame by the wall clock, CPU work included, waiting for the GPU at the end
+        # as a swap would (timer queries cannot nest, and the passes own theirs).
+        ctx.finish()
+        t0 = time.perf_counter()
+        loop.frame(*sink.target())
+        if hud is not None:
+            framebuffer.use()
+            hud.draw(show.hud_lines())
+        ctx.finish()
+        frames.append((time.perf_counter() - t0) * 1e3)
+        for name, value in show.gpu_ms.items():
+            if value is not None:
+                passes[name].append(value)
+        if time.perf_counter() - started > args.budget:
+            break
+    counts = show.renderer.read_counts_now()
+    row = {
+        "count": count, "backend": backend, "far_draw": show.renderer.far_draw,
+        "frames": len(frames), "frame_ms": statistics.median(frames),
+        "frame_ms_max": max(frames),
+        "passes_ms": {k: statistics.median(v) if v else None for k, v in passes.items()},
+        "visible": counts.visible, "near": counts.near, "far": counts.far,
+        "camera_distance": show.camera.distance,
+    }
+    show.release()
+    return row
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("counts", nargs="*", type=int, default=[16384, 65536])
+    parser.add_argument("--json", metavar="PATH")
+    parser.add_argument("--size", default="1920x1080", help="frame size (default 1920x1080)")
+    parser.add_argument("--settle", type=float, default=3.0, help="simulated seconds first")
+    parser.add_argument("--frames", type=int, default=60, help="frames timed per count")
+    parser.add_argument("--budget", type=float, default=30.0, help="wall seconds per count")
+    parser.add_argument("--post", choices=("full", "off"), default="full",
+                        help="full: bloom and feedback on (default); off: tone map only")
+    parser.add_argument("--far", default="splat",
+                        help="how far agents are drawn: splat (compute, the default), points "
+                             "(GL points), or both: splat,points (each count timed both ways)")
+    parser.add_argument("--backend", default=None,
+                        help="4.3,4.1: the backends to time (default: both where the driver "
+                             "has compute shaders, else 4.1)")
+    args = parser.parse_args(argv)
+    args.size = tuple(int(v) for v in args.size.lower().split("x"))
+
+    ctx, hud, note = make_context(args.size)
+    from visual.gpu.context import BACKENDS, compute_missing, is_software
+
+    missing = compute_missing(ctx)
+    available = ["4.1"] if missing else list(BACKENDS)
+    backends = [b for b in (args.backend or ",".join(available)).split(",") if b]
+    if not set(backends) <= set(available):
+        parser.error(f"--backend {args.backend}: this context offers {', '.join(available)}")
+    renderer = ctx.info["GL_RENDERER"]
+    timing = "frames: wall time to ctx.finish(); passes: " + (
+        "n/a (software GL)" if is_software(ctx) else "GL timer queries")
+    print(f"# {renderer}; {timing}; {args.size[0]}x{args.size[1]}; {note}", flush=True)
+    fars = args.far.split(",")
+    if not fars or any(far not in ("splat", "points") for far in fars):
+        parser.error(f"--far: splat, points or splat,points, not {args.far!r}")
+    print(f"{'agents':>10} {'gl':>4} {'far draw':>8} {'frame ms':>9} {'sim':>7} {'cull':>7} "
+          f"{'draw':>7} {'post':>7} {'visible':>9} {'far':>9}", flush=True)
+    rows, ratios = [], []
+
+    def ms(v):
+        return f"{v:7.3f}" if v is not None else "      -"
+
+    for count in args.counts:
+        made = []
+        for backend in backends:
+            for far in (fars if backend == "4.3" else ["points"]):
+                row = bench_count(ctx, hud, count, args, far, backend)
+                rows.append(row)
+                made.append(row)
+                p = row["passes_ms"]
+                print(f"{count:>10} {backend:>4} {row['far_draw']:>8} {row['frame_ms']:9.3f} "
+                      f"{ms(p['simulate'])} {ms(p['cull'])} {ms(p['draw'])} {ms(p['post'])} "
+                      f"{row['visible']:>9} {row['far']:>9}", flush=True)
+        for gl41 in (r for r in made if r["backend"] == "4.1"):
+            for gl43 in (r for r in made if r["backend"] == "4.3"):
+                ratio = gl41["frame_ms"] / gl43["frame_ms"]
+                ratios.append({"count": count, "far_draw_43": gl43["far_draw"], "ratio": ratio})
+                print(f"{count:>10} 4.1 / 4.3 ({gl43['far_draw']}): {ratio:.2f}x the frame time",
+                      flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps({
+            "benchmark": "whole frame", "renderer": renderer, "timing": timing,
+            "size": args.size, "hud": note, "post": args.post, "backends": backends,
+            "ratios_41_over_43": ratios, "python": platform.python_version(),
+            "date": time.strftime("%Y-%m-%d %H:%M:%S"), "results": rows}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

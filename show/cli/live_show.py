@@ -1,0 +1,373 @@
+"""A live show from the command line: its inputs opened, the show built, played by the one
+loop in a window or headless, and ended cleanly (screenshot, state, the last telemetry).
+
+`run_headless` and `run_window` differ only in the sink: an offscreen framebuffer, or the
+window's, whose on_draw calls `Loop.frame`. Ctrl+C and SIGTERM end the show after its frame
+(`StopSignals`, installed by instrument.py). Main thread only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from control.looks.files import FileProblem, save_state
+from control.parameters.registry import Params
+from show.supervisor import Heartbeat, StopSignals
+from show.show import Show
+from show.inputs.keys import key_action
+from show.loop import Loop, Offscreen, WallClock
+from show.cli.options import HEADLESS_SIZE, options_from_args, ShowOptions
+from show.report import LatestRecord, Telemetry
+
+log = logging.getLogger(__name__)
+
+
+def open_inputs(args: argparse.Namespace, params: Params) -> dict[str, Any]:
+    """The audio source, MIDI, OSC and the web remote the command line asks for; none fails
+    (each says why and the show runs without it). Safe mode opens none."""
+    from audio.base import Silence
+    from audio.source import open_audio
+    from control.midi.midi_in import Midi
+
+    if args.safe_mode:
+        log.info("safe mode: no audio, no MIDI, no OSC, no web remote, the bundled shaders")
+        return {"audio": Silence("safe mode", "safe mode: audio is off"), "midi": None,
+                "osc": None, "web": None}
+    audio = open_audio(args.audio_device, args.audio_file, args.mute)
+    midi = None
+    if not args.no_midi:
+        midi = Midi.open(params, ports=args.midi_port or None, virtual=args.midi_virtual,
+                         api=args.midi_api, mapping_path=args.midi_map)
+    from show.inputs.web_input import open_web
+
+    return {"audio": audio, "midi": midi, "osc": open_osc(args.osc),
+            "web": open_web(getattr(args, "web", None))}
+
+
+def open_osc(endpoint: tuple[str, int] | None):
+    """The OSC input --osc asks for, or None; a port that cannot be opened is said and the
+    show runs without OSC."""
+    from control.osc.osc_input import OscInput, OscProblem
+
+    if not endpoint:
+        return None
+    host, port = endpoint
+    try:
+        osc = OscInput(host, port)
+    except OscProblem as exc:
+        log.info(f"{exc}; the show goes on without OSC")
+        return None
+    log.info(f"osc: listening on {osc.host}:{osc.port} (/swarm/<param> value, /swarm/preset N, "
+             "...)")
+    return osc
+
+
+def open_link(show: Show, bpm: float) -> None:
+    """--link: join the Ableton Link session on the local network (its tempo and grid lead
+    musical time); a Link that cannot start is said and the show goes on without it."""
+    from control.musical_time.link import LinkClock, LinkUnavailable
+
+    try:
+        link = LinkClock.open(bpm=bpm)
+    except LinkUnavailable as exc:
+        log.info(f"link: {exc}; the show goes on without Link")
+        return
+    show.tempo.add(link)
+    log.info(f"link: joined the session at {bpm:g} BPM (quantum 4)")
+
+
+def check_machine(ctx, args: argparse.Namespace, params: Params, size: tuple[int, int]) -> int:
+    """The frame size and the count against what this GL holds (visual/gpu/limits.py), before the
+    first frame: a refusal names the figure (exit 2). Returns the count a live change (a knob,
+    OSC, a recall) is capped at."""
+    from visual.gpu.limits import machine_limits
+
+    limits = machine_limits(ctx)
+    problem = limits.size_problem(size, "--size" if args.size else "the window")
+    problem = problem or limits.count_problem(params["count"], args.frames is None, "--count" if
+                                              args.count is not None else "count")
+    if problem:
+        raise FileProblem(problem)
+    return limits.live_count
+
+
+class LiveShow:
+    """What every live run shares: building the show, the telemetry files, the heartbeat, the
+    console's status line, the key map, and the ending."""
+
+    def __init__(self, args: argparse.Namespace, params: Params, routes: list, preset: Any,
+                 stop: StopSignals) -> None:
+        self.args = args
+        self.params = params
+        self.routes = routes
+        self.preset = preset
+        self.stop = stop
+        self.options: ShowOptions = options_from_args(args, params)
+        self.heartbeat = Heartbeat(args.heartbeat_fd)
+        self.latest = LatestRecord(args.last_telemetry) if args.last_telemetry else None
+        self.telemetry = None
+        if args.telemetry:
+            try:
+                self.telemetry = Telemetry(args.telemetry)
+            except OSError as exc:
+                raise FileProblem(str(exc)) from None
+        self.started = time.perf_counter()
+        self._last_report = self.started
+        self.show: Show | None = None
+        self.loop: Loop | None = None
+
+    def build(self, ctx, size: tuple[int, int], rate: float | None = None) -> Show:
+        """The show on `ctx` once the machine can hold it, its inputs open, --record-control's
+        recorder on it, its video outputs (`rate`: the window's, told to their receivers) and
+        the loop that plays it."""
+        from control.looks.preset_bank import PresetBank
+        from control.looks.recovery import RecoveryWriter
+        from control.tracks.track_recorder import open_recorder
+        from show.video_outputs import open_outputs
+
+        self.options.count_limit = check_machine(ctx, self.args, self.params, size)
+        # The recovery file is for open-ended shows: a bounded run (--frames) leaves the last
+        # show's alone.
+        recovery = RecoveryWriter() if self.args.frames is None else None
+        show = Show(ctx, self.params, self.options, routes=self.routes,
+                    presets=PresetBank(), preset=self.preset, recovery=recovery,
+                    **open_inputs(self.args, self.params))
+        show.recorder = open_recorder(self.args, self.params, self.routes, show.audio)
+        clock = getattr(show.midi, "clock", None)
+        if clock is not None:  # MIDI clock from any input: a DAW, a drum machine
+            show.tempo.add(clock)
+        if getattr(self.args, "link", False) and not self.args.safe_mode:
+            open_link(show, self.params["bpm"])
+        self.show = show
+        show.outputs = open_outputs(self.args, ctx, rate)  # video out: one more sink
+        self.loop = Loop(show, WallClock(self.args.dt), after=self.each_frame,
+                         outputs=show.outputs)
+        return show
+
+    @property
+    def stopping(self) -> bool:
+        return self.stop.requested is not None
+
+    def done(self) -> bool:
+        return self.stopping or (self.args.frames is not None
+                                 and self.show.frame >= self.args.frames)
+
+    def each_frame(self) -> None:
+        now = time.perf_counter()
+        self.heartbeat.beat(now)
+        if self.heartbeat.orphaned:
+            self.stop.request("the supervisor is gone")
+        if self.latest is not None:
+            self.latest.maybe_write(now, self.show.telemetry)
+        if self.telemetry is not None:
+            self.telemetry.maybe_write(now, self.show.telemetry)
+            if self.telemetry.error:
+                log.info(self.telemetry.error)
+                self.telemetry = None
+        if self.args.frames is None and now - self._last_report >= 5.0:
+            self._last_report = now
+            log.info(" | ".join(self.show.hud_lines()[:3]))
+
+    # ---- the window's performer -------------------------------------------------------------
+
+    def frame(self, target, size: tuple[int, int]) -> list[str]:
+        self.loop.frame(target, size)
+        return self.show.hud_lines()
+
+    def key(self, name: str, ctrl: bool, shift: bool) -> None:
+        action = key_action(name, ctrl, shift, time.perf_counter())  # the loop's clock
+        if action is not None:
+            self.show.act(action)
+
+    def pointer(self, x: float, y: float, width: int, height: int) -> None:
+        self.show.move_lure(self.show.camera.screen_to_swarm(x, y, width, height))
+
+    def scroll(self, clicks: float) -> None:
+        self.show.camera.zoom(0.9 ** clicks)
+
+    # ---- the end ----------------------------------------------------------------------------
+
+    def finish(self, image: tuple[bytes, tuple[int, int]] | None) -> None:
+        """Write the screenshot, state and last telemetry; report; release the show."""
+        import numpy as np
+
+        from visual.output.png import write_png
+
+        show, args = self.show, self.args
+        if self.stopping:
+            log.info(f"stopped ({self.stop.requested})")
+        show.ctx.finish()
+        elapsed = time.perf_counter() - self.started
+        log.info(f"{show.frame} frames, {show.sim_time:.2f} s simulated in {elapsed:.2f} s "
+            f"({elapsed / max(show.frame, 1) * 1000:.1f} ms a frame)")
+        guarded = show.swarm.read_guarded()
+        if guarded:
+            log.info(f"the guard put back {guarded} agents whose state became NaN or infinite")
+        if args.screenshot and image is not None:
+            pixels, (width, height) = image
+            array = np.frombuffer(pixels, np.uint8).reshape(height, width, 3)[::-1]
+            write_png(args.screenshot, array)
+            log.info(f"screenshot ({width}x{height}) saved to {Path(args.screenshot).resolve()}")
+        if args.state_out:
+            position, velocity = show.swarm.read_state()
+            save_state(args.state_out, position, velocity)
+            log.info(f"state of {len(position)} agents written to {args.state_out}")
+        if self.telemetry is not None:
+            self.telemetry.write(show.telemetry())
+            self.telemetry.close()
+        if show.recorder is not None:
+            show.recorder.close(end=show.show_time)
+            log.info(show.recorder.error or f"control track written to {args.record_control}")
+        if show.outputs is not None:  # their last frames sent, their pixel buffers freed
+            show.outputs.close()
+        show.release()
+
+
+def run_headless(live: LiveShow) -> None:
+    """Render offscreen (EGL) until --frames, Ctrl+C or SIGTERM."""
+    from show.video_outputs import DEFAULT_RATE
+    from visual.gpu.context import create_headless_context
+
+    args = live.args
+    if getattr(args, "output_screen", None) is not None or \
+            getattr(args, "control_screen", None) is not None:
+        log.info("--output-screen, --control-screen: a headless show has no screens; no "
+                 "control window")
+    ctx = create_headless_context("4.1")  # at least: the show picks the backend (--gl)
+    size = args.size or HEADLESS_SIZE
+    show = live.build(ctx, size)
+    sink = Offscreen(show, size)
+    log.info(f"headless: {show.swarm.count} agents, {args.neighbors} neighbours, "
+             f"{size[0]}x{size[1]}, {ctx.info['GL_RENDERER']}, GL {show.backend} backend")
+    # With video outputs a headless show plays in real time, at --fps (default 60) as a
+    # window would at its refresh rate; without, as fast as it renders.
+    cap = (args.fps or DEFAULT_RATE) if show.outputs else None
+    live.loop.run(sink, frames=args.frames, stop=lambda: live.stopping, cap=cap)
+    live.finish((sink.pixels(), sink.size) if args.screenshot else None)
+    ctx.release()
+
+
+@dataclass(frozen=True)
+class ScreenPlan:
+    """Where the picture and the control window go: `output` and `control` are screen
+    numbers (control None: no control window); `separate`: on screens of their own, so the
+    picture has nothing over it. `notes`: what to tell the performer, one line each."""
+
+    output: int
+    control: int | None
+    separate: bool
+    notes: tuple[str, ...] = ()
+
+
+def plan_screens(sizes: list[str], screen: int, output_screen: int | None,
+                 control_screen: int | None) -> ScreenPlan:
+    """--screen, --output-screen and --control-screen against the screens there are
+    (`sizes`: their descriptions, in order). A number that names no screen is said and set
+    aside, never fatal: the picture falls back to --screen, the control window to another
+    screen, or to a window beside the picture (which keeps its HUD) when there is one."""
+    count = len(sizes)
+    listed = ", ".join(f"{i}: {size}" for i, size in enumerate(sizes))
+    notes = []
+    output = screen
+    if output_screen is not None:
+        if 0 <= output_screen < count:
+            output = output_screen
+        else:
+            notes.append(f"--output-screen {output_screen}: no such screen (screens: {listed});"
+                         f" the picture plays on screen {screen}")
+    if output_screen is None and control_screen is None:
+        return ScreenPlan(output, None, False, tuple(notes))
+    control = None
+    if control_screen is not None:
+        if 0 <= control_screen < count:
+            control = control_screen
+        else:
+            notes.append(f"--control-screen {control_screen}: no such screen (screens: "
+                         f"{listed}); the control window goes "
+                         + ("on another screen" if count > 1 else "in a window"))
+    if control is None:
+        control = next((i for i in range(count) if i != output), output)
+    separate = control != output
+    if separate:
+        notes.append(f"screens: the picture on screen {output} ({sizes[output]}) with nothing "
+                     f"over it, the control window on screen {control} ({sizes[control]})")
+    else:
+        notes.append(f"one screen for both: the control window opens as a window, the picture "
+                     f"keeps its HUD (H toggles it)")
+    return ScreenPlan(output, control, separate, tuple(notes))
+
+
+def run_window(live: LiveShow) -> None:
+    """The show full-screen (or windowed) under pyglet, with the control window where asked
+    (--output-screen, --control-screen); WindowError if no window opens."""
+    from visual.window import LiveWindow, open_window, screens_or_error
+
+    args = live.args
+    screens = screens_or_error()
+    plan = plan_screens([f"{s.width}x{s.height}" for s in screens], args.screen,
+                        getattr(args, "output_screen", None),
+                        getattr(args, "control_screen", None))
+    for note in plan.notes:
+        log.info(note)
+    window = open_window(plan.output, fullscreen=not args.windowed and args.size is None,
+                         size=args.size, gl=args.gl, screens=screens)
+    screen = LiveWindow(window, fps=args.fps, overlay=not plan.separate)
+    show = live.build(screen.ctx, tuple(window.get_framebuffer_size()), rate=screen.fps)
+    if plan.control is not None:
+        open_control(live, screen, screens[plan.control], plan)
+    width, height = window.get_framebuffer_size()
+    log.info(f"window: {show.swarm.count} agents on screen {plan.output}, {width}x{height}"
+             f"{' full-screen' if window.fullscreen else ''}, {screen.fps:g} fps cap, "
+             f"{screen.ctx.info['GL_RENDERER']}. Keys: F full-screen, H HUD, Space pause, "
+             "R respawn, Esc twice to quit")
+    screen.run(live)
+    # pyglet's loop may have drawn the control window last: the output's context again, for
+    # the screenshot and for every GPU object the show releases (framebuffers and vertex
+    # arrays belong to one context)
+    window.switch_to()
+    image = screen.last_image
+    if args.screenshot and image is None:
+        image = screen.read_screen()
+    live.finish(image)
+    window.close()
+
+
+def open_control(live: LiveShow, screen, where, plan: ScreenPlan) -> None:
+    """The control window on screen `where` (covering it when it is a screen of its own and
+    not --windowed), wired as one more input of the show; the output window's context is
+    current again afterwards. A control window that cannot open is said and the show plays
+    on without it."""
+    import pyglet
+
+    from show.inputs.control_surface import ControlSurface, FrameTakers, layout_groups, ThumbnailJob
+    from visual.control_window import ControlWindow, open_control_window
+    from visual.preview import Preview
+
+    show, args = live.show, live.args
+    version = (4, 3) if screen.ctx.version_code >= 430 else (4, 1)  # as the output's
+    try:
+        window = open_control_window(where, fullscreen=plan.separate and not args.windowed,
+                                     size=None, version=version)
+    except (pyglet.window.WindowException, pyglet.window.NoSuchConfigException,
+            pyglet.gl.ContextException) as exc:
+        screen.window.switch_to()
+        log.info(f"control window: cannot open it ({exc}); the show goes on without it")
+        return
+    control = ControlWindow(window, layout_groups(), on_key=screen.on_key_press)
+    control.escape = screen.escape
+    screen.window.switch_to()  # moderngl draws with the output's context
+    preview = Preview(screen.ctx)
+    thumbnails = ThumbnailJob(screen.ctx, show.looks.bank)
+    surface = ControlSurface(control, preview, thumbnails,
+                             where=f"control on screen {plan.control}, output on screen "
+                                   f"{plan.output}" + ("" if plan.separate else " (one screen)"))
+    show.surfaces.append(surface)
+    live.loop.outputs = FrameTakers([live.loop.outputs, preview])  # before the HUD
+    log.info(f"control window: screen {plan.control}, {window.width}x{window.height}: the "
+             "preview, every parameter, the preset slots (click: recall, SAVE then a slot: "
+             "save), meters")

@@ -1,0 +1,334 @@
+"""The offline render: a sound file in, a music video out (`instrument.py --render SONG`).
+
+The same show as live (analysis, modulation, preset, MIDI mapping), driven by the song's time
+instead of the clock: frame i is analysed at t = i / fps, simulated for exactly 1 / fps (in
+equal substeps of at most 1/30 s, the seed's clamp) and drawn offscreen at the video's size;
+its pixels go to the encoder's thread (visual/output/video.py) while the next frame renders. The same
+song, preset, seed and settings give the same frames.
+
+The plan (every check before the first frame) is show/offline/render_job.py, the progress line
+show/offline/progress.py. A control track (`--control`, control/tracks/control_track.py) automates
+parameters along the song:
+a track recorded live with `--record-control`, or a Standard MIDI File sent through the MIDI
+mapping. Every check that can fail (the song, the track, the codec, the size, the output)
+runs before the first frame, each failure one line naming the file and what to do. Ctrl+C
+stops the render, finishes the file (playable, with its sound up to the last frame) and says
+how many frames it holds.
+
+Main thread only (it owns the GL context); the encoder and the progress bar's output are the
+only other activity, the encoder on its own thread.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import math
+import signal
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from control.actions import Action
+from control.looks.files import save_state
+from control.parameters.modulation import routes_from_json
+from control.parameters.registry import Params
+from show.cli.console import console as show_console
+from show.show import Show
+from show.loop import Loop, Offscreen, SongClock, Tick
+from show.cli.options import options_from_args, ShowOptions
+from show.offline.progress import Progress
+from show.offline.render_job import plan_render, RenderJob, RenderProblem
+
+log = logging.getLogger(__name__)
+EXIT_INTERRUPTED = 130  # the shell's code for a run ended by Ctrl+C
+
+
+# ----- the command line -------------------------------------------------------------------
+
+
+# ----- the song ----------------------------------------------------------------------------
+
+
+# ----- progress ------------------------------------------------------------------------------
+
+
+@contextmanager
+def _sigint_deferred() -> Iterator[list]:
+    """While the file is being finished, a second Ctrl+C is noted, not raised, so it cannot
+    leave a half-written file. Only the main thread may touch signal handlers."""
+    caught: list = []
+    try:
+        previous = signal.signal(signal.SIGINT, lambda *_: caught.append(True))
+    except ValueError:  # not the main thread
+        yield caught
+        return
+    try:
+        yield caught
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+# ----- the render --------------------------------------------------------------------------
+
+@dataclass
+class RenderResult:
+    frames: int  # frames written to the file
+    planned: int
+    seconds: float  # wall time of the frame loop and the encoder's finish
+    interrupted: bool
+    out: Path
+
+    @property
+    def fps(self) -> float:
+        """Output frames a second: the render speed."""
+        return self.frames / self.seconds if self.seconds > 0 else 0.0
+
+
+Observer = Callable[[Any, int, float], None]
+
+
+class VideoSink:
+    """The loop's sink for a render: an offscreen framebuffer whose every frame goes to the
+    encoder (its own thread, behind a queue), then to the progress line and `observe`. Where
+    the size allows (visual/output/yuv.py), the GPU turns each frame into the video's 4:2:0 planes,
+    read back two frames late, so neither the frame loop nor the encoder's thread converts or
+    waits; elsewhere the frame is read back as RGB and converted by the encoder (swscale)."""
+
+    def __init__(self, show: Show, job: RenderJob, encoder: Any, progress: Progress,
+                 observe: Observer | None) -> None:
+        from visual.output.yuv import supported, YuvReadback
+
+        self.offscreen = Offscreen(show, job.size)
+        self.job = job
+        self.encoder = encoder
+        self.progress = progress
+        self.observe = observe
+        # The planes are a compute pass: on the GL 4.1 backend the frame is read back as RGB.
+        self.yuv = (YuvReadback(show.ctx, job.size, shader_dir=show.renderer.shader_dir)
+                    if supported(job.size) and show.backend == "4.3" else None)
+
+    def target(self):
+        return self.offscreen.target()
+
+    def after(self, show: Show, index: int) -> None:
+        if self.yuv is not None:
+            texture = self.offscreen.framebuffer.color_attachments[0]
+            for tag, planes in self.yuv.capture(texture, index):
+                self.encoder.submit(planes, tag)
+        else:
+            self.encoder.submit(self.offscreen.pixels(), index)
+        if self.observe is not None:
+            self.observe(show, index, index / self.job.fps)
+        self.progress.update(index + 1)
+
+    def flush(self) -> None:
+        """The frames still on their way back from the GPU, to the encoder (at the end)."""
+        if self.yuv is not None:
+            for tag, planes in self.yuv.flush():
+                self.encoder.submit(planes, tag)
+
+    def last_pixels(self) -> bytes:
+        """The last frame drawn, RGB rows bottom first (waits for the GPU: at the end only)."""
+        return self.offscreen.pixels()
+
+    def release(self) -> None:
+        if self.yuv is not None:
+            self.yuv.release()
+            self.yuv = None
+
+
+def render(job: RenderJob, params: Params, options: ShowOptions, routes: Sequence[Any], *,
+           ctx: Any = None, observe: Observer | None = None,
+           progress: Progress | None = None) -> RenderResult:
+    """Render `job` to its file: the one loop with the song's clock into a video sink.
+    `ctx`: a GL context to use (default: a new headless one, released at the end).
+    `observe(show, index, t)` runs after each frame is drawn (tests read the swarm there).
+    Ctrl+C ends it early with a complete, playable file."""
+    from audio.base import OfflineAudio
+    from audio.files.recorded import RecordedAudio
+    from visual.gpu.context import create_headless_context
+    from visual.output.video import VideoEncoder
+
+    audio_for_video = (job.samples, job.rate) if job.samples is not None else None
+    encoder = VideoEncoder(job.out, job.size, job.fps, codec=job.codec, crf=job.crf,
+                           preset=job.encoder_preset, audio=audio_for_video)
+    own_ctx = ctx is None
+    show = None
+    try:
+        if own_ctx:
+            ctx = create_headless_context("4.1")  # at least: the show picks (--gl)
+        if job.samples is not None:
+            audio = OfflineAudio(job.samples, job.rate, name=job.song.name)
+        else:
+            audio = RecordedAudio(job.track)
+        progress = progress or Progress(job.frames)
+        console = show_console()
+        if console is not None:  # messages never break into the progress line
+            console.before.append(progress.clear)
+        midi = _midi_file_input(job, params)
+        extra = {"midi": midi, "presets": _preset_bank()} if midi is not None else {}
+        show = Show(ctx, params, options, audio=audio, routes=routes, **extra)
+        sink = VideoSink(show, job, encoder, progress, observe)
+    except BaseException:
+        encoder.abandon()  # nothing rendered: leave no empty file behind
+        if show is not None:
+            show.release()
+        if own_ctx and ctx is not None:
+            ctx.release()
+        raise
+
+    width, height = job.size
+    source = job.song.name if job.song else f"{job.track.path.name} (recorded audio)"
+    log.info(f"render: {source}, {job.duration:.2f} s -> {job.out}: {job.frames} frames at "
+        f"{job.fps:g} fps ({job.substeps} step{'s' if job.substeps > 1 else ''} of "
+        f"{job.step * 1000:.2f} ms each), {width}x{height}, {job.codec}, "
+        f"{show.swarm.count} agents, {ctx.info['GL_RENDERER']}, GL {show.backend} backend")
+    track = job.track if job.track is not None and not job.track.from_midi_file else None
+    previous = [-math.inf]
+
+    def replay(tick: Tick) -> None:  # a recorded set's events up to this frame's time
+        if track is not None:
+            for event in track.events_between(previous[0], tick.now):
+                apply_event(show, event)
+        previous[0] = tick.now
+
+    loop = Loop(show, SongClock(job.fps, job.substeps), before=replay)
+    started = time.perf_counter()
+    interrupted = False
+    failure: BaseException | None = None
+    try:
+        loop.run(sink, frames=job.frames)
+    except KeyboardInterrupt:
+        interrupted = True
+    except BaseException as exc:  # noqa: BLE001 - finish the file, then re-raise
+        failure = exc
+    with _sigint_deferred():
+        progress.finish()
+        if console is not None:
+            console.before.remove(progress.clear)
+        try:
+            sink.flush()
+        except Exception as exc:  # noqa: BLE001 - the loop's own failure matters more
+            if failure is None:
+                failure = exc
+        try:
+            stats = encoder.close()
+        except Exception as exc:  # noqa: BLE001 - the loop's own failure matters more
+            if failure is None:
+                failure = exc
+            stats = encoder.stats
+    seconds = time.perf_counter() - started
+    result = RenderResult(stats.frames, job.frames, seconds, interrupted, job.out)
+    try:
+        if failure is None:
+            if interrupted:
+                log.info(f"render stopped (Ctrl+C): {result.frames} of {job.frames} frames "
+                    f"({result.frames / job.fps:.2f} s) written to {job.out}, a playable "
+                    "file")
+            else:
+                log.info(f"render: {result.frames} frames ({result.frames / job.fps:.2f} s) "
+                    f"written to {job.out.resolve()} in {seconds:.1f} s ({result.fps:.2f} "
+                    "frames a second)")
+            _finish_extras(show, sink.last_pixels, job)
+    finally:
+        sink.release()
+        show.release()
+        if own_ctx:
+            ctx.release()
+    if failure is not None:
+        raise failure
+    return result
+
+
+def apply_event(show: Show, event: Any) -> None:
+    """A recorded param, preset or action event, at its time (audio and midi events are
+    read elsewhere or only logged: see control/tracks/control_track.py). A recalled preset's values
+    are in the param events that follow; only actions that change no parameter (a respawn, a
+    separation burst) are replayed. A burst recorded before strengths were 0..1 holds the
+    note's velocity 1-127."""
+    if event.kind == "param":
+        show.params[event.get("name")] = event.get("value")
+    elif event.kind == "preset":
+        show.params.update(event.get("params") or {})
+        show.looks.routes = routes_from_json(event.get("routes") or [])
+    elif event.kind == "action":
+        if event.get("action") == "respawn":
+            show.act(Action("respawn"))
+        elif event.get("action") == "tap":  # at its time on the song's clock
+            show.act(Action("tap", event.t))
+        elif event.get("action") == "downbeat":
+            show.act(Action("downbeat"))
+        elif event.get("action") == "separation_burst":
+            value = event.get("value")
+            strength = 1.0 if value is None else value / 127.0 if value > 1 else float(value)
+            show.act(Action("separation_burst", strength))
+
+
+def _midi_file_input(job: RenderJob, params: Params) -> Any:
+    """For a .mid control track: the live MIDI path (mapping, knobs, actions) fed from the
+    file at song time. Knobs act at once: no pickup, since a file has no physical knob."""
+    if job.track is None or not job.track.from_midi_file:
+        return None
+    from control.midi.midi_in import Midi, user_mapping
+    from control.midi.controller import MidiController
+    from control.tracks.midi_track import MidiFileSource
+
+    learned = user_mapping()
+    mapping = job.midi_mapping or (learned if learned.exists() else None)
+    midi = Midi(params, MidiFileSource(job.track.midi_messages(), job.track.path.name),
+                mapping_path=mapping, save_path=None)
+    midi.controller = MidiController(params, midi.controller.mapping, armed=False)
+    return midi
+
+
+def _preset_bank() -> Any:
+    """The preset slots, so a MIDI file's program changes and crossfades recall presets as
+    live. Not for recorded tracks: their param events already hold what the presets did."""
+    try:
+        from control.looks.preset_bank import PresetBank
+    except ImportError:
+        return None
+    return PresetBank()
+
+
+def _finish_extras(show: Any, last_pixels: Callable[[], bytes], job: RenderJob) -> None:
+    """--screenshot (the last frame) and --state-out, as a headless run writes them."""
+    args = job.args
+    if args is None:
+        return
+    if getattr(args, "screenshot", None) and show.frame > 0:
+        from visual.output.png import write_png
+
+        pixels = last_pixels()
+        width, height = job.size
+        write_png(args.screenshot, np.frombuffer(pixels, np.uint8).reshape(height, width,
+                                                                              3)[::-1])
+        log.info(f"screenshot ({width}x{height}) saved to {Path(args.screenshot).resolve()}")
+    if getattr(args, "state_out", None):
+        position, velocity = show.swarm.read_state()
+        save_state(args.state_out, position, velocity)
+        log.info(f"state of {len(position)} agents written to {args.state_out}")
+
+
+def run_render(args: argparse.Namespace, params: Params, routes: list) -> int:
+    """`instrument.py --render`: plan (every check), render, report. Bad input raises
+    RenderProblem / VideoProblem (FileProblem: the instrument prints one line, exit 2) before
+    anything renders; 0 when done, 130 after Ctrl+C (the file holds what was rendered)."""
+    from visual.output.video_files import VideoProblem
+
+    try:
+        job, routes = plan_render(args, params, routes)
+        options = options_from_args(args, params, render=True)
+        result = render(job, params, options, routes)
+    except VideoProblem as exc:
+        raise RenderProblem(str(exc)) from None
+    except KeyboardInterrupt:  # while checking or setting up, before the first frame
+        log.info("render stopped (Ctrl+C) before the first frame; no video written")
+        return EXIT_INTERRUPTED
+    return EXIT_INTERRUPTED if result.interrupted else 0

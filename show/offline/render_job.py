@@ -1,0 +1,214 @@
+"""An offline render's plan: its options, the song, the control track, the codec, the size and
+the output, every check that can fail done before the first frame, each failure one line
+naming the file or option (RenderProblem, exit 2). Main thread only."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from control.looks.files import FileProblem
+from control.parameters.registry import Params
+from visual.sim.agents import MAX_DT
+from visual.output.video import DEFAULT_CRF, DEFAULT_PRESET
+
+log = logging.getLogger(__name__)
+DEFAULT_FPS = 60.0
+DEFAULT_SIZE = (1920, 1080)
+FROM_CONTROL = "@control"  # `--render` without a song: the control track's recorded audio
+
+
+class RenderProblem(FileProblem):
+    """Bad input for a render (options, song, track): one line, said before any frame."""
+
+
+def add_render_arguments(parser: argparse.ArgumentParser) -> None:
+    """The offline render's and the control recorder's options. In render mode the parser's
+    own --fps and --size mean the video's rate (default 60) and size (default 1920x1080)."""
+    group = parser.add_argument_group(
+        "offline render", "render a music video from a sound file: --render SONG --out "
+                          "VIDEO.mp4 (--fps and --size then set the video's rate and size, "
+                          "default 60 and 1920x1080)")
+    group.add_argument("--render", nargs="?", const=FROM_CONTROL, metavar="SONG",
+                       help="render the swarm driven by this sound file (WAV, or anything "
+                            "FFmpeg reads: MP3, FLAC, OGG) into a video, frame by frame; "
+                            "without SONG, the audio recorded in --control drives it")
+    group.add_argument("--out", metavar="VIDEO.mp4",
+                       help="the video to write (.mp4, .mov, .m4v or .mkv; default: the "
+                            "song's name with .mp4, in the current folder)")
+    group.add_argument("--overwrite", action="store_true",
+                       help="with --render: replace --out if it exists (default: refuse)")
+    group.add_argument("--control", metavar="TRACK",
+                       help="automate parameters along the song: a control track recorded "
+                            "with --record-control, or a MIDI file (.mid) through the MIDI "
+                            "mapping")
+    group.add_argument("--codec", metavar="NAME",
+                       help="video codec (default libx264: H.264; mpeg4 where it is missing)")
+    group.add_argument("--crf", type=_crf, default=DEFAULT_CRF, metavar="Q",
+                       help="H.264 quality, 0 (lossless) to 51; lower is better and bigger "
+                            f"(default {DEFAULT_CRF:g}: visually clean)")
+    group.add_argument("--encoder-preset", default=DEFAULT_PRESET, metavar="NAME",
+                       help="x264 speed preset, ultrafast to veryslow (default "
+                            f"{DEFAULT_PRESET})")
+    group.add_argument("--record-control", metavar="TRACK.jsonl",
+                       help="live: save the audio features, MIDI, parameter and preset "
+                            "changes with their times, to re-render the set with --control")
+
+
+def _crf(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 51:
+        raise argparse.ArgumentTypeError(f"expected a quality from 0 to 51, got {text!r}")
+    return value
+
+
+def load_song(path: str | os.PathLike) -> tuple[np.ndarray, int]:
+    """(samples (frames, channels) float32, rate) of a sound file: WAV, MP3, FLAC, OGG, M4A,
+    read as --audio-file reads it (audio/files/decode.py); RenderProblem names the file."""
+    from audio.files.decode import read_audio
+    from audio.files.wavfile import AudioFileError
+
+    try:
+        return read_audio(path)
+    except AudioFileError as exc:
+        raise RenderProblem(str(exc)) from None
+
+
+@dataclass
+class RenderJob:
+    song: Path | None  # None: the control track's recorded audio drives the swarm
+    samples: np.ndarray | None  # (frames, channels) float32
+    rate: int
+    out: Path
+    fps: float
+    size: tuple[int, int]
+    codec: str
+    crf: float
+    encoder_preset: str
+    frames: int  # frames to render
+    duration: float  # seconds of song (or of control track)
+    track: Any = None  # control.tracks.control_track.ControlTrack
+    midi_mapping: str | None = None
+    args: argparse.Namespace | None = None  # for --screenshot and --state-out at the end
+
+    @property
+    def substeps(self) -> int:
+        """Equal simulation steps a frame, each at most MAX_DT, so simulated time = song time."""
+        return max(math.ceil((1.0 / self.fps) / MAX_DT - 1e-9), 1)
+
+    @property
+    def step(self) -> float:
+        return 1.0 / self.fps / self.substeps
+
+
+def plan_render(args: argparse.Namespace, params: Params, routes: list
+                ) -> tuple[RenderJob, list]:
+    """Check everything a render needs and return the job and the routes to use; raises
+    RenderProblem (or VideoProblem) naming the file or option. Applies a control track's
+    starting parameters to `params` (then the preset and --count again on top)."""
+    from control.tracks.control_track import ControlTrack
+    from visual.output.video import X264_PRESETS
+    from visual.output.video_files import (
+        check_output,
+        check_size,
+        choose_codec,
+        DEFAULT_CODEC,
+        fps_fraction,
+        frames_for,
+    )
+
+    if getattr(args, "dt", None) is not None:
+        raise RenderProblem("--dt cannot be combined with --render: a render steps exactly "
+                            "1/fps a frame (--fps sets it)")
+    if getattr(args, "record_control", None):
+        raise RenderProblem("--record-control records a live set; a render is already "
+                            "repeatable (drop --record-control, or --render)")
+    if getattr(args, "audio_file", None) or getattr(args, "audio_device", None) is not None:
+        raise RenderProblem("--render takes its sound from SONG; drop --audio-file / "
+                            "--audio-device")
+    if getattr(args, "link", False):
+        raise RenderProblem("--link follows a live session; a render tracks its song's own "
+                            "beats")
+    if getattr(args, "osc", None):
+        raise RenderProblem("--osc plays a live show; a render is driven by SONG and --control "
+                            "(record a live set with --record-control, OSC included)")
+    from show.video_outputs import render_refusal
+
+    if render_refusal(args):  # --out-ndi, --out-stream, ...: a live picture, not a render's
+        raise RenderProblem(render_refusal(args))
+    if getattr(args, "web", None):
+        raise RenderProblem("--web plays a live show; a render is driven by SONG and --control "
+                            "(record a live set with --record-control, the web remote's moves "
+                            "included)")
+    if args.encoder_preset not in X264_PRESETS:
+        raise RenderProblem(f"--encoder-preset {args.encoder_preset}: not one of "
+                            f"{', '.join(X264_PRESETS)}")
+    fps = float(fps_fraction(float(args.fps) if args.fps else DEFAULT_FPS))  # as stored
+    size = tuple(args.size) if args.size else DEFAULT_SIZE
+
+    song = None if args.render == FROM_CONTROL else Path(args.render)
+    track = ControlTrack.load(args.control) if args.control else None
+    if song is None and track is None:
+        raise RenderProblem("--render needs a song (--render SONG), or a control track with "
+                            "recorded audio (--render --control TRACK)")
+    if song is None and (track.from_midi_file or not track.has_audio):
+        raise RenderProblem(f"{track.path}: holds no recorded audio to drive the swarm; give "
+                            "the song too: --render SONG --control "
+                            f"{track.path}")
+    out = Path(args.out) if args.out else Path.cwd() / (
+        (song.stem if song else track.path.stem) + ".mp4")
+    check_output(out, (song, args.control), overwrite=getattr(args, "overwrite", False))
+    codec, message = choose_codec(args.codec or DEFAULT_CODEC)
+    if message:
+        log.info(message)
+    check_size(size, codec)
+
+    samples, rate = (load_song(song) if song is not None else (None, 0))
+    if samples is not None:
+        duration = len(samples) / rate
+    else:
+        duration = track.duration
+        if duration <= 0:
+            raise RenderProblem(f"{track.path}: lasts 0 s; nothing to render")
+        if track.header.get("audio_file"):
+            log.info(f"rendering {track.path.name}'s recorded audio features, without sound; "
+                f"give the set's sound file to mux it: --render "
+                f"{track.header['audio_file']} --control {track.path}")
+
+    if track is not None and not track.from_midi_file:
+        routes = _apply_track_start(track, args, params, routes)
+    frames = frames_for(duration, fps)
+    if getattr(args, "frames", None):
+        frames = min(frames, int(args.frames))
+    job = RenderJob(song, samples, rate, out, fps, size, codec, float(args.crf),
+                    args.encoder_preset, frames, duration, track,
+                    getattr(args, "midi_map", None), args)
+    return job, routes
+
+
+def _apply_track_start(track: Any, args: argparse.Namespace, params: Params, routes: list
+                       ) -> list:
+    """A recorded set starts from its own parameters and routes, unless --preset (or
+    --resume) chose a start now; --count applies on top either way. The seed is the track's
+    unless --seed gives one (--seed 0 included)."""
+    if not (getattr(args, "preset", None) or getattr(args, "resume", False)):
+        params.update(track.start_params, where=f"{track.path}: params")
+        routes = track.routes
+        if getattr(args, "count", None) is not None:
+            params["count"] = args.count
+    seed = track.header.get("seed")
+    if isinstance(seed, int) and args.seed is None:
+        args.seed = seed
+        if seed != 0:
+            log.info(f"seed {seed}, as recorded in {track.path.name}")
+    return routes

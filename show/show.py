@@ -1,0 +1,486 @@
+"""The show's frame: where audio, control and the picture meet.
+
+    update    (now)   audio analysis; MIDI and OSC turned into actions and carried out; the
+                      look (morph, crossfade, recovery); this frame's values (modulation, the
+                      audio speed boost, a burst)
+    advance   (dt)    one swarm step (unless paused); the camera follows the swarm
+    draw      (target) cull and indirect draw into a framebuffer
+
+`Show` owns the swarm, the renderer, the camera and the lure, holds the inputs, and carries out
+every `Action` (control/actions.py) in `act`, whatever it came from: a key, MIDI, OSC, a
+recorded track. It never reads a clock: the loop (show/loop.py) gives it the time. `visual/`
+gets plain numbers (this frame's values), never the registry. Main thread only; nothing here
+reads agent data back.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any, Protocol
+
+import moderngl
+import numpy as np
+
+from audio.analysis.features import speed_scale
+from audio.base import AudioFrameSource, Silence
+from control.actions import QUANTIZABLE, Action
+from control.parameters.modulation import modulate, Route, tempo_sources
+from control.parameters.registry import param, Params, REGISTRY
+from control.looks.presets import Preset
+from control.musical_time.tempo import TapTempo, Tempo
+from show.look_state import Bank, Looks, Recovery
+from show.cli.options import ShowOptions
+from show.report import FrameClock, hud_lines, telemetry
+from show.inputs.beat_clock import AudioTempo
+from visual.render.camera import OrbitCamera
+from control.looks.files import FileProblem
+from visual.gpu.context import pick_backend
+from visual.gpu.shaders import resolve_shader_dir, ShaderError, ShaderWatch
+from visual.gpu.timers import GpuTimer
+from visual.sim.lure import Lure
+from visual.backends import RendererRole, SwarmRole, backend_classes
+from visual.sim.agents import MAX_DT, spawn_state
+
+log = logging.getLogger(__name__)
+BURST_SECONDS = 0.6
+BURST_BOOST = 3.0  # a full burst adds this much separation_weight, fading over BURST_SECONDS
+
+
+class MidiIn(Protocol):
+    """The show's MIDI (control.midi.midi_in.Midi)."""
+
+    def update(self, now: float) -> list[Action]: ...
+    def preset_recalled(self) -> None: ...
+    def start_learn(self, name: str) -> None: ...
+    def cancel_learn(self) -> None: ...
+    def state(self) -> dict[str, Any]: ...
+    def close(self) -> None: ...
+
+
+class OscIn(Protocol):
+    """The show's OSC input (control.osc.osc_input.OscInput)."""
+
+    rejected: int
+    last_error: str | None
+
+    def poll(self) -> list[Action]: ...
+    def state(self) -> dict[str, Any]: ...
+    def close(self) -> None: ...
+
+
+class WebIn(Protocol):
+    """The show's web remote (show.inputs.web_input.WebInput)."""
+
+    rejected: int
+    last_error: str | None
+
+    def poll(self) -> list[Action]: ...
+    def publish(self, show: Any, now: float) -> None: ...
+    def state(self) -> dict[str, Any]: ...
+    def close(self) -> None: ...
+
+
+class Recorder(Protocol):
+    """--record-control's recorder (control.tracks.control_track.ControlRecorder)."""
+
+    def capture(self, show: Any, t: float) -> None: ...
+    def record_action(self, t: float, action: str, value: float | None = None) -> None: ...
+    def record_preset(self, t: float, name: str, values: Any, routes: Any = ()) -> None: ...
+    def close(self) -> None: ...
+
+
+class Show:
+    def __init__(self, ctx: moderngl.Context, params: Params, options: ShowOptions, *,
+                 audio: AudioFrameSource | None = None, routes: Iterable[Route] = (),
+                 midi: MidiIn | None = None, presets: Bank | None = None,
+                 preset: Preset | None = None, recovery: Recovery | None = None,
+                 osc: OscIn | None = None, web: WebIn | None = None) -> None:
+        self.ctx = ctx
+        self.params = params
+        self.options = options
+        self.audio = audio if audio is not None else Silence()
+        self.midi = midi
+        self.osc = osc
+        self.web = web
+        self.looks = Looks(params, routes, bank=presets, preset=preset, recovery=recovery,
+                           pinned=options.pinned, seed=options.seed,
+                           pick_up=self._pick_up)
+        self._recorder: Recorder | None = None  # --record-control
+        self.selected = 0  # the HUD's chosen parameter: keys change it, L learns it
+        shaders = resolve_shader_dir(options.shader_dir)  # fixed for the show, reloads too
+        self._shader_watch = ShaderWatch(shader_dir=shaders)
+        self.shader_error: str | None = None
+        self._burst = (0.0, -math.inf)  # separation burst: strength 0..1, start (show time)
+        values = params.as_dict()
+        # Chosen by what the context offers (its version and extensions), never by trying a
+        # compute compile: a failed one leaves a GL error behind that breaks pyglet's next call.
+        try:
+            self.backend, self.backend_why = pick_backend(ctx, options.gl)
+        except ValueError as exc:
+            raise FileProblem(str(exc)) from None
+        swarm_class, renderer_class = backend_classes(self.backend)
+        log.info(f"GL {self.backend} backend: {self.backend_why}")
+        self.swarm: SwarmRole = swarm_class(ctx, values, neighbors=options.neighbors, seed=options.seed,
+                                 shader_dir=shaders,
+                                 position=options.position, velocity=options.velocity)
+        self.swarm.fixed_lag = options.reproducible  # its lanes from the crowd, a fixed step late
+        if options.obstacles:
+            self.swarm.set_obstacles(options.obstacles)
+        self.renderer: RendererRole = renderer_class(ctx, shader_dir=shaders)
+        self.renderer.fixed_lag = options.reproducible
+        self.camera = OrbitCamera()
+        self.lure = Lure(params["contain_radius"], flat=params["dimensions"] == 2)
+        self._sim_timer = GpuTimer(ctx)
+        if not self.renderer.has_fences:
+            log.info("GL fences unavailable: counts and GPU times are read two frames late, which "
+                "waits whenever the GPU is further behind")
+        self.clock = FrameClock()  # ticked by the loop, read by the HUD and telemetry
+        self.paused = False
+        self.frame = 0
+        self.now = 0.0  # the loop's time at the last update
+        self.sim_time = 0.0  # simulated seconds: the lure wanders on this clock
+        self.show_time = 0.0  # seconds of show: the camera orbits and morphs run on it
+        self.frame_dt = 0.0  # seconds this frame moved the show on (its steps together)
+        self.respawns = 0
+        self.values: dict[str, Any] = {}  # this frame's values: the registry, modulated
+        self.modulated: dict[str, Any] = {}  # those modulation and bursts moved this frame
+        self.speed_scale = 1.0  # the audio boost: 1 + level * audio_speed_boost
+        self.status: dict[str, str] = {}  # extra HUD lines: shaders, a capped count, ...
+        self.outputs: Any = None  # video out (show/video_outputs.py): the live run opens and ends it
+        # More control surfaces (the control window, show/inputs/control_surface.py): each read once a frame
+        # beside OSC and the web remote, its actions carried out as theirs; closed with the show.
+        self.surfaces: list[Any] = []
+        # Musical time: tap tempo and the audio's beats here; the live run adds MIDI clock
+        # and Link (show/cli/live_show.py). Quantised actions wait in `_waiting` for a beat or a bar.
+        self.tap = TapTempo()
+        self.tempo = Tempo([self.tap, AudioTempo(self.audio)])
+        self._waiting: list[Action] = []  # the HUD reads it too
+        self._osc_said = 0  # refusals already said on the console
+        self._notes: dict[str, float] = {}  # when each rate-limited note may be said again
+
+    @property
+    def routes(self) -> list[Route]:
+        return self.looks.routes
+
+    @property
+    def recorder(self) -> Recorder | None:
+        """--record-control's recorder: every frame's values, every action and recall."""
+        return self._recorder
+
+    @recorder.setter
+    def recorder(self, recorder: Recorder | None) -> None:
+        self._recorder = self.looks.recorder = recorder
+
+    # ---- update -----------------------------------------------------------------------------
+
+    def update(self, now: float) -> None:
+        """Inputs -> this frame's values. `now` is the loop's time in seconds (the wall clock
+        live, the song's in a render)."""
+        self.now = now
+        self.frame_dt = 0.0  # what advance() steps this frame: the feedback follows it
+        self.poll_shaders(now)
+        self.audio.update(now)
+        for message in self.audio.take_messages():
+            log.info(f"audio: {message}")
+        if self.midi is not None:
+            before = self.params.as_dict()
+            actions = self.midi.update(now)  # knobs set their parameters as they turn
+            self.played({name for name, value in self.params.as_dict().items()
+                         if before[name] != value})
+            for action in actions:
+                self.act(action)
+        if self.osc is not None:
+            for action in self.osc.poll():
+                self.act(action)
+            self._say_osc_refusals()
+        if self.web is not None:  # the web remote: its actions, and the meters handed back
+            for action in self.web.poll():
+                self.act(action)
+            self.web.publish(self, now)
+        for surface in self.surfaces:
+            for action in surface.poll(self.params.as_dict()):
+                self.act(action)
+            surface.publish(self, now)
+        self._update_tempo(now)
+        self.looks.update(self.show_time, now)
+        if self.recorder is not None:  # on the show's clock, as an offline render replays it
+            self.recorder.capture(self, self.show_time)
+        self.speed_scale = speed_scale(self.audio.level, self.params["audio_speed_boost"])
+        base = self.params.as_dict()
+        sources = {**self.audio.sources(),
+                   **tempo_sources(self.tempo.beat, self.tempo.bar_phase)}
+        self.modulated = modulate(self.looks.routes, sources, base, self.tempo.beat)
+        self._apply_burst(self.modulated, base)
+        self.values = {**base, **self.modulated}
+
+    def _update_tempo(self, now: float) -> None:
+        """Musical time moves on; on a beat (or a bar) the actions waiting for it go."""
+        choice = self.params["tempo_source"]
+        self.tempo.chosen = None if choice == "auto" else choice
+        self.tempo.update(now)
+        quantize = self.params["quantize"]
+        due = (quantize == "off" or (quantize == "beat" and self.tempo.crossed_beat)
+               or (quantize == "bar" and self.tempo.crossed_bar))
+        if self._waiting and due:
+            waiting, self._waiting = self._waiting, []
+            for action in waiting:
+                self._carry_out(action)
+
+    def played(self, names: set[str]) -> None:
+        """The performer changed `names` live: the look lets go of them; a played `bpm` is a
+        tempo to propose (tap tempo takes it; a Link session is asked for it)."""
+        self.looks.played(names)
+        if "bpm" in names:
+            self.tap.set_tempo(self.params["bpm"], self.now)
+            propose = getattr(self.tempo.sources.get("link"), "propose", None)
+            if propose is not None:
+                propose(self.params["bpm"])
+
+    def _apply_burst(self, modulated: dict[str, Any], base: dict[str, Any]) -> None:
+        """A separation burst: separation_weight up by BURST_BOOST x strength, fading."""
+        strength, start = self._burst
+        age = self.show_time - start
+        if 0.0 <= age < BURST_SECONDS:
+            weight = modulated.get("separation_weight", base["separation_weight"])
+            boosted = weight + BURST_BOOST * strength * (1.0 - age / BURST_SECONDS)
+            modulated["separation_weight"] = param("separation_weight").clamp(boosted)
+
+    def _note(self, key: str, every: float) -> bool:
+        """True when the note `key` may be said now (at most once every `every` seconds of
+        the loop's time): a flood must not flood the console."""
+        if self.now < self._notes.get(key, -math.inf):
+            return False
+        self._notes[key] = self.now + every
+        return True
+
+    def _say_osc_refusals(self) -> None:
+        osc = self.osc
+        if osc.rejected > self._osc_said and self._note("osc", 5.0):
+            log.info(f"osc: {osc.rejected - self._osc_said} message(s) refused, latest: "
+                     f"{osc.last_error}")
+            self._osc_said = osc.rejected
+
+    def poll_shaders(self, now: float) -> None:
+        """Shader hot reload: an edited file under shaders/ is recompiled; a file that fails
+        shows its error (file and line) in the HUD and the last good programs keep running."""
+        if not self._shader_watch.changed(now):
+            return
+        errors = []
+        for owner in (self.swarm, self.renderer):
+            try:
+                owner.reload_shaders()
+            except ShaderError as exc:
+                errors.append(str(exc))
+        if errors:
+            error = " | ".join(line.strip() for text in errors for line in text.splitlines()
+                               if ":" in line and "error" in line.lower())[:300]
+            self.shader_error = error or errors[0][:300]
+            self.status["shaders"] = f"ERROR, last good shaders running: {self.shader_error}"
+            log.info(f"shaders: {errors[0]}")
+        else:
+            self.shader_error = None
+            self.status["shaders"] = "reloaded"
+            log.info("shaders: reloaded")
+
+    # ---- actions ----------------------------------------------------------------------------
+
+    def act(self, action: Action) -> None:
+        """Carry out one action, whatever asked for it (a key, MIDI, OSC, a recorded track);
+        with `quantize` on, a recall, respawn or burst waits for the next beat or bar."""
+        if action.kind in QUANTIZABLE and self.params["quantize"] != "off":
+            self._waiting.append(action)
+            return
+        self._carry_out(action)
+
+    def _carry_out(self, action: Action) -> None:
+        kind = action.kind
+        if self.recorder is not None:
+            self.recorder.record_action(self.show_time, kind, action.value)
+        if kind == "set":
+            self.params.update(action.values)
+            self.played(set(action.values))
+            self._pick_up()
+        elif kind == "tap":
+            self.tap.tap(self.now if action.value is None else float(action.value))
+            if self.tap.taps == 4:
+                propose = getattr(self.tempo.sources.get("link"), "propose", None)
+                reading = self.tap.reading(self.now)
+                if propose is not None and reading is not None:
+                    propose(reading.bpm)
+        elif kind == "downbeat":
+            self.tempo.downbeat()
+        elif kind == "respawn":
+            self.respawn()
+        elif kind == "separation_burst":
+            strength = 1.0 if action.value is None else float(action.value)
+            self._burst = (min(max(strength, 0.0), 1.0), self.show_time)
+        elif kind == "recall_preset":
+            self.looks.recall(int(action.value), self.show_time)
+        elif kind == "save_preset":
+            self.looks.save(int(action.value))
+        elif kind == "learned":
+            log.info(f"midi: learned {action.param}")
+        elif kind == "select":
+            self.select(action)
+        elif kind == "nudge":
+            self.nudge(float(action.value))
+        elif kind == "learn":
+            if action.param is not None:
+                self.select(action)
+            self.toggle_learn(action.param)
+        elif kind == "pause":
+            self.paused = not self.paused
+        elif kind == "lure":
+            self.lure.move_to(action.values["point"], self.sim_time)
+        elif kind == "outputs":
+            self._switch_outputs(action)
+
+    def _switch_outputs(self, action: Action) -> None:
+        """O, OSC /swarm/outputs: the video outputs (all, or one) off air and back."""
+        if not self.outputs:
+            self.status["outputs"] = "none: --out-ndi, --out-stream ... add them at start"
+            return
+        on = None if action.value is None else bool(action.value)
+        said = self.outputs.switch(action.values.get("output"), on)
+        self.status.pop("outputs", None)
+        log.info(f"outputs: {said}")
+
+    def _pick_up(self) -> None:
+        """Knobs pick up values set another way (a recall, OSC, a key) instead of jumping."""
+        if self.midi is not None:
+            self.midi.preset_recalled()
+
+    @staticmethod
+    def learnable() -> list[str]:
+        """Parameters a knob or the keys can drive (colours cannot), in registry order."""
+        return [p.name for p in REGISTRY if p.kind != "color"]
+
+    def select(self, action: Action) -> None:
+        """Up/Down step the chosen parameter (value: the step); a control surface names it
+        (param: a slider clicked). A colour cannot be chosen (no knob drives it)."""
+        names = self.learnable()
+        if action.param is not None:
+            if action.param in names:
+                self.selected = names.index(action.param)
+            return
+        self.selected = (self.selected + int(action.value or 0)) % len(names)
+
+    @property
+    def selected_param(self) -> str:
+        names = self.learnable()
+        return names[self.selected % len(names)]
+
+    def nudge(self, steps: float) -> None:
+        """Left/Right: move the chosen parameter by `steps` of its performance range; a switch
+        flips, a choice steps. The performer played it: a morph lets go, knobs pick up."""
+        name = self.selected_param
+        value = param(name).nudge(self.params[name], steps)
+        if value != self.params[name]:
+            self.act(Action("set", values={name: value}))
+
+    def toggle_learn(self, name: str | None = None) -> None:
+        """L: learn the selected parameter (the next knob turned binds), or cancel; `name`
+        (a control surface's L on that slider): learn it, or cancel when it is the one
+        learning."""
+        if self.midi is None:
+            self.status["midi"] = "off: no knob to learn (MIDI was not opened)"
+            log.info("midi: MIDI is off (--no-midi, safe mode or no MIDI system); no knob to "
+                     "learn: Left/Right change the chosen parameter")
+            return
+        learn = self.midi.state()["learn"]
+        if learn["active"] and (name is None or learn["param"] == name):
+            self.midi.cancel_learn()
+        else:
+            self.midi.start_learn(self.selected_param)
+
+    def respawn(self) -> None:
+        """A fresh spawn (a new seed each time, so R gives a new start)."""
+        self.respawns += 1
+        position, velocity = spawn_state(self.params["count"], self.params.as_dict(),
+                                         self.options.seed + self.respawns)
+        self.swarm.set_state(position, velocity)
+
+    def move_lure(self, point: Sequence[float]) -> None:
+        self.act(Action("lure", values={"point": tuple(float(v) for v in point)}))
+
+    def lure_position(self) -> np.ndarray:
+        self.lure.radius = self.params["contain_radius"]
+        self.lure.flat = self.params["dimensions"] == 2
+        return self.lure.position(self.sim_time)
+
+    # ---- advance and draw ------------------------------------------------------------------
+
+    def advance(self, dt: float) -> None:
+        """Simulate one step of `dt` (unless paused); the camera's clock moves either way."""
+        if self.swarm.count != self.params["count"]:
+            self._cap_count()
+            self.swarm.resize(self.params["count"], self.params.as_dict())  # no stalled frame
+        self.show_time += dt
+        self.frame_dt += dt
+        values = self.values or self.params.as_dict()
+        camera = self.camera
+        camera.mode = values["camera"]
+        camera.distance_scale = float(values["camera_distance"])
+        camera.time += dt * float(values["orbit_speed"])  # the orbit's clock: its pace played
+        camera.follow(self.renderer.swarm_radius, dt, self.renderer.swarm_center)
+        if self.paused:
+            return
+        with self._sim_timer:
+            self.swarm.step(dt, values, target=self.lure_position(),
+                            speed_scale=self.speed_scale)
+        self.sim_time += min(dt, MAX_DT)
+
+    def _cap_count(self) -> None:
+        """A count this machine cannot hold live is capped, and said (at most every 10 s)."""
+        limit = self.options.count_limit
+        asked = self.params["count"]
+        if limit is None or asked <= limit:
+            return
+        self.params["count"] = limit
+        if self._note("count", 10.0):
+            log.info(f"count {asked:,}: more than this machine holds live; capped at {limit:,}")
+        self.status["count"] = f"capped at {limit:,} (asked {asked:,})"
+
+    def draw(self, framebuffer: moderngl.Framebuffer, size: tuple[int, int] | None = None
+             ) -> None:
+        """Cull and draw into `framebuffer`, `size` pixels (default: its own size)."""
+        values = self.values or self.params.as_dict()
+        self.renderer.render(self.swarm, self.camera, framebuffer, values,
+                             lure=self.lure_position(), time=self.show_time,
+                             show_lure=not self.lure.wandering, size=size,
+                             dt=self.frame_dt)
+        self.frame += 1
+
+    # ---- what the HUD and telemetry show ----------------------------------------------------
+
+    @property
+    def gpu_ms(self) -> dict[str, float | None]:
+        return {"simulate": self._sim_timer.last_ms, **self.renderer.gpu_ms}
+
+    def telemetry(self) -> dict[str, Any]:
+        return telemetry(self)
+
+    def hud_lines(self) -> list[str]:
+        return hud_lines(self)
+
+    def release(self) -> None:
+        self.audio.close()
+        if self.midi is not None:
+            self.midi.close()
+        if self.osc is not None:
+            self.osc.close()
+        if self.web is not None:
+            self.web.close()
+        for surface in self.surfaces:
+            surface.close()
+        self.surfaces = []
+        self.looks.close()
+        for source in self.tempo.sources.values():  # a Link session left, ...
+            close = getattr(source, "close", None)
+            if close is not None:
+                close()
+        self._sim_timer.release()
+        self.renderer.release()
+        self.swarm.release()
