@@ -32,6 +32,7 @@ from control.presets import Preset
 from control.tempo import TapTempo, Tempo
 from show.looks import Bank, Looks, Recovery
 from show.options import ShowOptions
+from show.pace import Pace
 from show.report import FrameClock, hud_lines, telemetry
 from show.tempo import AudioTempo
 from visual.camera import OrbitCamera
@@ -140,6 +141,7 @@ class Show:
             log.info("GL fences unavailable: counts and GPU times are read two frames late, which "
                 "waits whenever the GPU is further behind")
         self.clock = FrameClock()  # ticked by the loop, read by the HUD and telemetry
+        self.pace = Pace()  # the show's time against the clock's: ticked by the loop too
         self.paused = False
         self.frame = 0
         self.now = 0.0  # the loop's time at the last update

@@ -1,0 +1,88 @@
+"""A show on a machine too slow for it (software GL at a few frames a second), played by the
+one loop with the wall clock (a fake one, so nothing here depends on this machine's speed):
+telemetry and the HUD say when it falls behind real time and when it keeps up again."""
+
+from __future__ import annotations
+
+import pytest
+
+from control.params import Params
+from show.frame import Show
+from show.loop import FixedStep, Loop, Offscreen, WallClock
+from show.options import ShowOptions
+from show.pace import Pace
+from visual.swarm import MAX_DT
+
+
+class FakeWall:
+    """The wall clock, moved by the test."""
+
+    def __init__(self, start: float = 1000.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def slow_show(ctx):
+    show = Show(ctx, Params({"count": 300}), ShowOptions())
+    wall = FakeWall()
+    loop = Loop(show, WallClock(time_source=wall), wall=wall)
+    sink = Offscreen(show, (64, 36))
+
+    def play(seconds: float, fps: float) -> None:
+        for _ in range(round(seconds * fps)):
+            wall.now += 1.0 / fps
+            loop.frame(*sink.target())
+
+    yield show, play, wall
+    show.release()
+
+
+def behind_line(show: Show) -> str | None:
+    return next((line for line in show.hud_lines() if line.startswith("behind real time")),
+                None)
+
+
+def test_telemetry_and_the_hud_say_when_the_show_falls_behind_real_time(slow_show):
+    show, play, _ = slow_show
+    play(3.0, 60)  # a GPU that keeps up
+    record = show.telemetry()["real_time"]
+    assert record == {"behind": False, "speed": pytest.approx(1.0), "lag_s": pytest.approx(0.0)}
+    assert behind_line(show) is None
+    play(4.0, 5)  # software GL: 200 ms frames, each stepped 1/30 s
+    record = show.telemetry()["real_time"]
+    assert record["behind"] and record["speed"] == pytest.approx(MAX_DT / 0.2, abs=1e-3)
+    assert record["lag_s"] == pytest.approx(4.0 - 20 * MAX_DT, abs=1e-3)  # what the clamp cut
+    line = behind_line(show)
+    assert line is not None and "0.17x" in line and "3.3 s lost" in line
+    play(2.5, 60)  # it keeps up again: the time lost stays lost, the line goes
+    record = show.telemetry()["real_time"]
+    assert not record["behind"] and record["speed"] == pytest.approx(1.0)
+    assert record["lag_s"] == pytest.approx(4.0 - 20 * MAX_DT, abs=1e-3)
+    assert behind_line(show) is None
+
+
+def test_a_single_hitch_is_not_falling_behind():
+    pace, now, show_time = Pace(), 0.0, 0.0
+    for frame in range(300):
+        elapsed = 0.2 if frame == 200 else 1 / 60  # one 200 ms frame among 60 fps ones
+        now += elapsed
+        show_time += min(elapsed, MAX_DT)
+        pace.tick(now, show_time)
+        assert not pace.behind, frame
+
+
+def test_fixed_steps_never_fall_behind_whatever_the_frames_take(ctx):
+    """A fixed step's clock (a render's song time is one too) is the show's own time."""
+    show = Show(ctx, Params({"count": 300}), ShowOptions())
+    try:
+        loop = Loop(show, FixedStep(0.1))
+        sink = Offscreen(show, (64, 36))
+        for _ in range(30):
+            loop.frame(*sink.target())  # each as slow as this machine makes it
+        assert show.telemetry()["real_time"] == {"behind": False, "speed": 1.0, "lag_s": 0.0}
+    finally:
+        show.release()
+
