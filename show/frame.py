@@ -145,7 +145,7 @@ class Show:
         self.paused = False
         self.frame = 0
         self.now = 0.0  # the loop's time at the last update
-        self.sim_time = 0.0  # simulated seconds: the lure wanders on this clock
+        self.sim_time = 0.0  # simulated seconds: the influencer wanders on this clock
         self.show_time = 0.0  # seconds of show: the camera orbits and morphs run on it
         self.frame_dt = 0.0  # seconds this frame moved the show on (its steps together)
         self.respawns = 0
@@ -338,7 +338,7 @@ class Show:
         elif kind == "pause":
             self.paused = not self.paused
         elif kind == "lure":
-            self.lure.move_to(action.values["point"], self.sim_time)
+            self.lure.move_to(action.values["point"], self.now)  # idle on the clock
         elif kind == "outputs":
             self._switch_outputs(action)
 
@@ -413,7 +413,7 @@ class Show:
     def lure_position(self) -> np.ndarray:
         self.lure.radius = self.params["contain_radius"]
         self.lure.flat = self.params["dimensions"] == 2
-        return self.lure.position(self.sim_time)
+        return self.lure.position(self.now, self.sim_time)
 
     # ---- advance and draw ------------------------------------------------------------------
 

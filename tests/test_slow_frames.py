@@ -1,9 +1,11 @@
 """A show on a machine too slow for it (software GL at a few frames a second), played by the
 one loop with the wall clock (a fake one, so nothing here depends on this machine's speed):
-telemetry and the HUD say when it falls behind real time and when it keeps up again."""
+telemetry and the HUD say when it falls behind real time and when it keeps up again, and the
+lure's three idle seconds are the performer's seconds, not the clamped steps'."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from control.params import Params
@@ -11,6 +13,7 @@ from show.frame import Show
 from show.loop import FixedStep, Loop, Offscreen, WallClock
 from show.options import ShowOptions
 from show.pace import Pace
+from visual.lure import wander_point
 from visual.swarm import MAX_DT
 
 
@@ -86,3 +89,22 @@ def test_fixed_steps_never_fall_behind_whatever_the_frames_take(ctx):
     finally:
         show.release()
 
+
+def test_the_lure_lets_go_after_three_seconds_of_the_clock_not_of_clamped_steps(slow_show):
+    """At 5 fps three seconds of the performer's are half a second of steps: the influencer
+    still takes over after three (seed 002), blending in over two, on the clock."""
+    show, play, _ = slow_show
+    play(1.0, 5)
+    point = (12.0, -4.0, 3.0)
+    show.move_lure(point)
+    play(2.8, 5)
+    assert show.telemetry()["lure"]["held"]
+    np.testing.assert_allclose(show.lure_position(), point)
+    assert show.sim_time < 1.0  # the steps were clamped: under a second simulated
+    play(0.6, 5)  # 3.4 s of the clock: blending towards the wander path
+    position = show.lure_position()
+    assert not np.allclose(position, point)
+    play(1.8, 5)  # 5.2 s: wandering, the path on simulated time
+    assert not show.telemetry()["lure"]["held"]
+    np.testing.assert_allclose(show.lure_position(),
+                               wander_point(show.sim_time, show.params["contain_radius"]))
