@@ -20,6 +20,7 @@ from control.supervisor import StopSignals
 from control.text import printable
 from show.arguments import build_parser
 from show.console import error
+from show.progress import RunProgress
 from visual.swarm import MAX_DT
 from visual.uniforms import MAX_OBSTACLES
 
@@ -204,7 +205,9 @@ def main(argv: list[str] | None = None) -> int:
             args.frames = args.frames or round(NO_DISPLAY_SECONDS / args.dt)
             say(f"no display found (DISPLAY is not set): rendering {args.frames * args.dt:.0f} "
                 f"s of the show headless ({args.frames} frames of {args.dt * 1000:.1f} ms) "
-                "instead of opening a window")
+                "instead of opening a window; how long that takes here is said once the "
+                "first frames are timed")
+            live.progress = RunProgress(args.frames, "no display")
             run_headless(live)
         else:
             from visual.window import WindowError

@@ -5,6 +5,8 @@ lure's three idle seconds are the performer's seconds, not the clamped steps'.""
 
 from __future__ import annotations
 
+import io
+
 import numpy as np
 import pytest
 
@@ -13,6 +15,7 @@ from show.frame import Show
 from show.loop import FixedStep, Loop, Offscreen, WallClock
 from show.options import ShowOptions
 from show.pace import Pace
+from show.progress import RunProgress
 from visual.lure import wander_point
 from visual.swarm import MAX_DT
 
@@ -108,3 +111,27 @@ def test_the_lure_lets_go_after_three_seconds_of_the_clock_not_of_clamped_steps(
     assert not show.telemetry()["lure"]["held"]
     np.testing.assert_allclose(show.lure_position(),
                                wander_point(show.sim_time, show.params["contain_radius"]))
+
+
+def test_the_no_display_run_says_how_long_it_will_take_and_shows_its_progress(said):
+    """`python instrument.py` with no display plays 300 frames headless: timed from the end
+    of the first (its shaders compiled), it says how long the whole will take once a second
+    and three frames are timed, and its line on stderr counts down to the last frame."""
+    clock, stream = FakeWall(0.0), io.StringIO()
+    run = RunProgress(300, "no display", stream, clock=clock)
+    clock.now = 6.0  # the first frame: context, shaders, first dispatches
+    run.frame(1)
+    for done in range(2, 301):
+        clock.now += 0.25
+        run.frame(done)
+        if done == 4:  # three frames, 0.75 s: too few to tell
+            assert not [line for line in said if "take about" in line]
+    run.finish()
+    [estimate] = [line for line in said if "take about" in line]
+    assert estimate == ("no display: the 300 frames take about 1:15 here (250 ms a frame), "
+                        "1:14 to go; progress on stderr")
+    lines = stream.getvalue().splitlines()
+    assert lines[0].startswith("no display [") and "1/300 frames" in lines[0]
+    assert "0:00 elapsed, --:-- left" in lines[0]
+    assert len(lines) == 16 and "1:10 left" in lines[1]  # a line every 5 s into a pipe
+    assert "300/300 frames 100%" in lines[-1] and "4.0 fps  1:15 elapsed, 0:00 left" in lines[-1]
