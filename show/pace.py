@@ -72,5 +72,4 @@ class Pace:
         """A line for the HUD while the show is behind real time, else None."""
         if not self.behind:
             return None
-        return (f"behind real time: the swarm at {self.speed:.2f}x, {self.lag_s:.1f} s lost "
-                "(slow frames); the sound plays on in time")
+        return f"behind real time: the swarm at {self.speed:.2f}x, {self.lag_s:.1f} s lost"
