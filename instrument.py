@@ -20,6 +20,7 @@ from show.supervisor import StopSignals
 from control.text import printable
 from show.cli.arguments import build_parser
 from show.cli.console import error
+from show.offline.progress import RunProgress
 from visual.sim.agents import MAX_DT
 from visual.gpu.uniforms import MAX_OBSTACLES
 
@@ -204,7 +205,9 @@ def main(argv: list[str] | None = None) -> int:
             args.frames = args.frames or round(NO_DISPLAY_SECONDS / args.dt)
             say(f"no display found (DISPLAY is not set): rendering {args.frames * args.dt:.0f} "
                 f"s of the show headless ({args.frames} frames of {args.dt * 1000:.1f} ms) "
-                "instead of opening a window")
+                "instead of opening a window; how long that takes here is said once the "
+                "first frames are timed")
+            live.progress = RunProgress(args.frames, "no display")
             run_headless(live)
         else:
             from visual.window import WindowError

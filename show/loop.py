@@ -147,6 +147,7 @@ class Loop:
         show.update(tick.now)
         for _ in range(tick.steps):
             show.advance(tick.dt)
+        show.pace.tick(tick.now, show.show_time)  # behind real time?
         show.draw(target, size)
         wall = self.wall()
         if self.outputs is not None:  # video out: never waits (visual/output/readback.py)

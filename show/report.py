@@ -77,6 +77,7 @@ def telemetry(show: Show) -> dict[str, Any]:
         "fps": _round(show.clock.fps),
         "frame_ms": _round(show.clock.frame_ms),
         "slow_frames": show.clock.slow_frames,
+        "real_time": show.pace.state(),
         "gpu_ms": {k: _round(v) for k, v in show.gpu_ms.items()},
         "agents": show.swarm.count,
         "backend": {"gl": show.backend, "why": show.backend_why,
@@ -146,6 +147,9 @@ def hud_lines(show: Show) -> list[str]:
         lines.append(f"preset error: {show.looks.problem}")
     if getattr(show, "outputs", None):  # video out: each output's state, sent and dropped
         lines.append(f"outputs: {show.outputs.hud_line()}")
+    behind = show.pace.hud_line()
+    if behind:
+        lines.append(behind)
     lines += [f"{key}: {value}" for key, value in show.status.items()]
     lines.append(chosen_line(show))
     return [printable(line, 240) for line in lines]

@@ -32,6 +32,7 @@ from control.looks.presets import Preset
 from control.musical_time.tempo import TapTempo, Tempo
 from show.look_state import Bank, Looks, Recovery
 from show.cli.options import ShowOptions
+from show.pace import Pace
 from show.report import FrameClock, hud_lines, telemetry
 from show.inputs.beat_clock import AudioTempo
 from visual.render.camera import OrbitCamera
@@ -137,10 +138,11 @@ class Show:
             log.info("GL fences unavailable: counts and GPU times are read two frames late, which "
                 "waits whenever the GPU is further behind")
         self.clock = FrameClock()  # ticked by the loop, read by the HUD and telemetry
+        self.pace = Pace()  # the show's time against the clock's: ticked by the loop too
         self.paused = False
         self.frame = 0
         self.now = 0.0  # the loop's time at the last update
-        self.sim_time = 0.0  # simulated seconds: the lure wanders on this clock
+        self.sim_time = 0.0  # simulated seconds: the influencer wanders on this clock
         self.show_time = 0.0  # seconds of show: the camera orbits and morphs run on it
         self.frame_dt = 0.0  # seconds this frame moved the show on (its steps together)
         self.respawns = 0
@@ -333,7 +335,7 @@ class Show:
         elif kind == "pause":
             self.paused = not self.paused
         elif kind == "lure":
-            self.lure.move_to(action.values["point"], self.sim_time)
+            self.lure.move_to(action.values["point"], self.now)  # idle on the clock
         elif kind == "outputs":
             self._switch_outputs(action)
 
@@ -408,7 +410,7 @@ class Show:
     def lure_position(self) -> np.ndarray:
         self.lure.radius = self.params["contain_radius"]
         self.lure.flat = self.params["dimensions"] == 2
-        return self.lure.position(self.sim_time)
+        return self.lure.position(self.now, self.sim_time)
 
     # ---- advance and draw ------------------------------------------------------------------
 

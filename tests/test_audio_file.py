@@ -206,3 +206,59 @@ def test_file_falls_back_to_the_clock_when_the_output_fails(tmp_path):
     assert not source.playing_out_loud and sd.streams[0].closed
     assert "stopped playing" in source.take_messages()[0]
     assert source.has_data and source.level > 0.9  # it carries on by the clock
+
+
+class RecordingTracker:
+    """Stands in for aubio: keeps what it is fed, in order."""
+
+    rate = float(RATE)
+
+    def __init__(self) -> None:
+        self.fed: list[np.ndarray] = []
+        self.skipped = 0
+
+    def feed(self, samples: np.ndarray) -> None:
+        self.fed.append(samples.copy())
+
+    def skip(self, count: int) -> None:
+        self.skipped += count
+
+    def info(self, at: float) -> None:
+        return None
+
+
+def test_every_sample_of_a_muted_file_reaches_the_beat_tracker_in_order(tmp_path):
+    """Frames of 1/7 s, then one of 4 s (longer than the ring holds): the tracker still gets
+    the file from its first sample, looping, none skipped, none twice."""
+    path = tmp_path / "ramp.wav"
+    write_wav(path, np.linspace(-0.9, 0.9, RATE // 2), RATE)  # a ramp: order shows
+    mono = read_wav(path)[0][:, 0]
+    source = AudioFile(path, mute=True)
+    source._beats = tracker = RecordingTracker()
+    frames = [i / 7 for i in range(15)] + [2.0 + 4.0, 6.1]
+    for now in frames:
+        source.update(100.0 + now)
+    fed = np.concatenate(tracker.fed)
+    played = round(6.1 * RATE)
+    assert source.ring.written == len(fed) == played and tracker.skipped == 0
+    np.testing.assert_array_equal(fed, np.resize(mono, played))
+
+
+def test_a_muted_files_tempo_is_the_same_at_any_frame_rate(tmp_path):
+    """A 100 BPM drum loop played muted, frames of 1/10, 1/15, 1/20 and 1/60 s of the (fake)
+    clock: aubio hears the song as it is, the same tempo at each. Before every sample went to
+    it, 10, 15 and 20 fps read 117.2, 78.1 and 117.2 BPM (the samples of a frame longer than
+    the analysis window were skipped, unheard)."""
+    from audio.synth import drum_loop
+
+    path = tmp_path / "loop.wav"
+    write_wav(path, drum_loop(100.0, 12.0, RATE), RATE)
+    tempi = {}
+    for fps in (10, 15, 20, 60):
+        source = AudioFile(path, mute=True)
+        for i in range(16 * fps + 1):
+            source.update(50.0 + i / fps)
+        assert source.beat_info is not None, f"no tempo at {fps} fps"
+        tempi[fps] = source.beat_info.bpm
+    assert max(tempi.values()) - min(tempi.values()) <= 0.5, tempi
+    assert all(abs(bpm - 100.0) <= 0.5 for bpm in tempi.values()), tempi

@@ -88,11 +88,11 @@ def song(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def through_cli(song, tmp_path_factory):
-    """Render A: through the command line."""
+    """Render A: through the command line, with --telemetry (out.parent / telemetry.jsonl)."""
     path, track = song
     out = tmp_path_factory.mktemp("a") / "out.mp4"
     code, said = run_cli("--render", str(path), "--out", str(out), "--control", str(track),
-                         *SMALL)
+                         "--telemetry", str(out.parent / "telemetry.jsonl"), *SMALL)
     assert code == 0, said
     return out, said
 
@@ -138,6 +138,29 @@ def test_two_renders_give_the_same_frames(through_cli, observed):
     assert a.shape == b.shape
     differing = [i for i in range(len(a)) if not np.array_equal(a[i], b[i])]
     assert not differing, f"frames {differing} differ between two renders of the same song"
+
+
+def test_a_render_writes_telemetry_on_song_time(through_cli, ctx):
+    """A record at each whole second of song time (the frame at 0 s and at 1 s) and one at
+    the end, with the live show's fields and the song's time: the same records every run."""
+    from control.parameters.registry import Params
+    from show.show import Show
+    from show.cli.options import ShowOptions
+
+    lines = (through_cli[0].parent / "telemetry.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    assert [r["song_time"] for r in records] == pytest.approx([0.0, 1.0, (2 * FPS - 1) / FPS])
+    assert [r["frame"] for r in records] == [1, FPS + 1, 2 * FPS]
+    live = Show(ctx, Params({"count": 100}), ShowOptions())
+    try:
+        fields = set(live.telemetry()) | {"time"}  # Telemetry stamps each record's time
+    finally:
+        live.release()
+    for record in records:
+        assert set(record) == fields | {"song_time"}
+        assert record["agents"] == int(COUNT) and record["audio"]["device"] == "song.wav"
+        assert not record["real_time"]["behind"] and record["real_time"]["lag_s"] == 0.0
+    assert records[-1]["params"]["agent_size"] == 1.2  # the track's knob, turned at 1 s
 
 
 def test_the_swarm_follows_the_song(observed):

@@ -1,10 +1,18 @@
-"""Feeds a ring's new samples to a beat tracker, in order, and tells when they were heard.
+"""Feeds a beat tracker every new sample of a stream, in order, and tells when they were heard.
 
-Main thread only, once a frame, from a source's `update(now)` (audio/base.py): the ring's
-`written` counter says which samples are new since the last frame; they are read
-(`Ring.read_from`) in chunks into one preallocated buffer and fed to the tracker. After a
-stall longer than `max_s` only the newest `max_s` are read and the rest skipped, so a frame
-never waits on a backlog; samples overwritten before they could be read are skipped too.
+Main thread only, once a frame, from a source's `update(now)` (audio/base.py). Two streams:
+
+- a ring (`RingBeatFeed`: the live input): the ring's `written` counter says which samples
+  are new since the last frame; they are read (`Ring.read_from`) in chunks into one
+  preallocated buffer and fed to the tracker. After a stall longer than `max_s` only the
+  newest `max_s` are read and the rest skipped, so a frame never waits on a backlog; samples
+  overwritten before they could be read are skipped too.
+- a sound file played from its start (`FileBeatFeed`: --audio-file): `played` says how many
+  samples went out (to the speakers, or by the clock when muted); each is fed from the file
+  itself, so none is lost however long the frame was, the ring's size notwithstanding. Only a
+  stall longer than FILE_MAX_S (a debugger, a suspended laptop: no frame rate) skips the older
+  part, counted. aubio takes about 5 ms of CPU a second of sound, so catching up a frame of
+  any length costs about 0.5 % of it.
 
 The newest sample's time in the caller's clock is estimated from the frames' `now`: a sample
 cannot have arrived after the frame that first saw it, so `now - written / rate` over-states
@@ -24,23 +32,21 @@ import numpy as np
 from audio.analysis.beats import BeatInfo, BeatTracker
 from audio.input.ring import Ring
 
-MAX_S = 2.0  # at most this much sound is caught up in one frame
+MAX_S = 2.0  # at most this much sound is caught up in one frame from a ring
+FILE_MAX_S = 30.0  # ... and from a file (about 0.15 s of CPU)
 CHUNK = 4096  # samples copied at a time
 WINDOW_S = 2.0  # the arrival estimate is the earliest over this long
 GAP_S = 0.25  # samples arriving this much later than due: a gap in the stream
 
 
-class RingBeatFeed:
-    """Follows one ring (another one, or a ring that started over, is followed from its
-    start) for `tracker`."""
+class BeatFeed:
+    """What both feeds share: the tracker, the arrival estimate and the samples skipped."""
 
-    def __init__(self, tracker: BeatTracker, max_s: float = MAX_S) -> None:
+    def __init__(self, tracker: BeatTracker, max_s: float) -> None:
         self.tracker = tracker
         self.rate = tracker.rate
         self.max_s = max_s
-        self._ring: Ring | None = None
-        self._next = 0  # the next sample to read, as `written` counts
-        self._chunk = np.zeros(CHUNK, np.float32)
+        self._next = 0  # the next sample to feed, counted from the stream's first
         self._offsets: deque[tuple[float, float]] = deque()  # (now, start estimate), rising
         self.skipped = 0  # samples never fed: stalls, overwrites, gaps
 
@@ -50,8 +56,7 @@ class RingBeatFeed:
         offsets = self._offsets
         if offsets and offset > offsets[0][1] + GAP_S:  # time passed without samples
             gap = round((offset - offsets[0][1]) * self.rate)
-            self.tracker.skip(gap)
-            self.skipped += gap
+            self._skip(gap)
             offsets.clear()
         while offsets and offsets[-1][1] >= offset:
             offsets.pop()
@@ -59,6 +64,26 @@ class RingBeatFeed:
         while offsets[0][0] < now - WINDOW_S:
             offsets.popleft()
         return offsets[0][1]
+
+    def _skip(self, count: int) -> None:
+        self.tracker.skip(count)
+        self.skipped += count
+
+    def _catch_up(self, written: int, cap: int) -> None:
+        """After a stall longer than `cap` samples: skip ahead rather than stall the frame."""
+        if written - self._next > cap:
+            self._skip(written - cap - self._next)
+            self._next = written - cap
+
+
+class RingBeatFeed(BeatFeed):
+    """Follows one ring (another one, or a ring that started over, is followed from its
+    start) for `tracker`."""
+
+    def __init__(self, tracker: BeatTracker, max_s: float = MAX_S) -> None:
+        super().__init__(tracker, max_s)
+        self._ring: Ring | None = None
+        self._chunk = np.zeros(CHUNK, np.float32)
 
     def update(self, ring: Ring, now: float) -> BeatInfo | None:
         """Feed what arrived since the last call; this frame's BeatInfo."""
@@ -68,19 +93,40 @@ class RingBeatFeed:
             self._offsets.clear()
         tracker = self.tracker
         start = self._start_estimate(now, written)  # a gap counts before the samples after it
-        cap = min(int(self.max_s * self.rate), ring.capacity - ring.max_read)
-        if written - self._next > cap:  # a stall: skip ahead rather than stall the frame
-            lost = written - cap - self._next
-            tracker.skip(lost)
-            self.skipped += lost
-            self._next = written - cap
+        self._catch_up(written, min(int(self.max_s * self.rate), ring.capacity - ring.max_read))
         while self._next < written:
             count = min(written - self._next, CHUNK)
             chunk = self._chunk[:count]
             if ring.read_from(self._next, chunk):
                 tracker.feed(chunk)
             else:  # overwritten under us
-                tracker.skip(count)
-                self.skipped += count
+                self._skip(count)
             self._next += count
         return tracker.info(start + written / self.rate)
+
+
+class FileBeatFeed(BeatFeed):
+    """Follows a file's mono `samples` played from the first, looping: the stream's sample k
+    is `samples[k % len(samples)]`."""
+
+    def __init__(self, tracker: BeatTracker, samples: np.ndarray,
+                 max_s: float = FILE_MAX_S) -> None:
+        super().__init__(tracker, max_s)
+        self.samples = np.ascontiguousarray(samples, np.float32)
+
+    @property
+    def fed(self) -> int:
+        """Samples of the stream counted so far (fed, or skipped after a stall)."""
+        return self._next
+
+    def update(self, played: int, now: float) -> BeatInfo | None:
+        """Feed every sample played since the last call, in order; this frame's BeatInfo."""
+        start = self._start_estimate(now, played)  # a gap counts before the samples after it
+        self._catch_up(played, int(self.max_s * self.rate))
+        total = len(self.samples)
+        while self._next < played:
+            at = self._next % total
+            count = min(played - self._next, total - at)
+            self.tracker.feed(self.samples[at:at + count])  # a view: nothing copied
+            self._next += count
+        return self.tracker.info(start + played / self.rate)

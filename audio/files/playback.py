@@ -5,7 +5,14 @@ unless muted, for rehearsal without a mic.
 With an output stream, PortAudio's callback thread runs `_play`: it copies the next block to
 the output and into the ring, allocating no arrays and never raising, so what the swarm
 follows is what the room hears. Without one (muted, no output device, no PortAudio) the main
-thread advances the file by the clock in `update`. Everything else is main thread only.
+thread advances the file by the clock in `update`, every sample that fell due since the last
+frame, however long that frame was. Everything else is main thread only.
+
+The file is played in order from its first sample, never skipping (the ring's `written` counts
+every sample played, so the k-th is `mono[k % len(mono)]`): the level, bands and onsets look
+at the newest window, and the beat tracker is fed every sample played, in order, from the
+file itself (audio/analysis/beat_feed.py `FileBeatFeed`), whatever the frame rate, so its tempo is the
+song's at 10 fps as at 60.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from audio.base import AudioFrameSource
+from audio.analysis.beat_feed import FileBeatFeed
 from audio.analysis.beats import BeatInfo
 from audio.files.decode import read_audio
 from audio.input.devices import (
@@ -33,8 +41,8 @@ class AudioFile(AudioFrameSource):
     """Plays a sound file (looping by default) and analyses it as it plays.
 
     Raises AudioFileError if the file cannot be read; a missing or failing output device only
-    makes it silent, with a message. Its beats come from every sample that passed through the
-    ring since the last frame (what was played, or what the clock advanced over).
+    makes it silent, with a message. Its beats come from every sample played since the last
+    frame (to the output, or by the clock), fed in order from the file.
     """
 
     tracks_beats = True
@@ -56,6 +64,7 @@ class AudioFile(AudioFrameSource):
         self._clock_base = 0
         self._seen_blocks = 0
         self._last_block_at: float | None = None
+        self._beat_feed: FileBeatFeed | None = None
         if mute:
             self._say(f"playing '{self.path.name}' muted (analysis only)")
         else:
@@ -149,7 +158,11 @@ class AudioFile(AudioFrameSource):
     def _track_beats(self, now: float) -> BeatInfo | None:
         if self.state == "closed" or self._ended:
             return None
-        return self._track_ring(self._ring, now)
+        feed = self._beat_feed
+        if feed is None or feed.tracker is not self._beats:
+            assert self._beats is not None
+            feed = self._beat_feed = FileBeatFeed(self._beats, self._mono)
+        return feed.update(self._ring.written, now)
 
     def _watch_output(self, now: float) -> bool:
         """False when the output stream stopped asking for blocks (device gone)."""
@@ -161,16 +174,12 @@ class AudioFile(AudioFrameSource):
         return self._ended or now - self._last_block_at <= OUTPUT_LOST_AFTER_S
 
     def _advance_by_clock(self, now: float) -> None:
+        """Play every sample that fell due by `now` since the clock started (the analysis
+        window takes the newest; the beat tracker all of them)."""
         if self._clock_start is None:
             self._clock_start = now
             self._clock_base = self._ring.written
         due = round((now - self._clock_start) * self.rate) - (self._ring.written - self._clock_base)
-        skip = due - len(self._window)  # a long hitch: only the newest window matters
-        if skip > 0:
-            self._pos = (self._pos + skip) % len(self._mono) if self.loop else min(
-                self._pos + skip, len(self._mono))
-            self._clock_base -= skip
-            due -= skip
         while due > 0 and not self._ended:
             step = min(due, self._ring.max_block)
             taken = self._take(step, None)

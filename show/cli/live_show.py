@@ -22,6 +22,7 @@ from show.show import Show
 from show.inputs.keys import key_action
 from show.loop import Loop, Offscreen, WallClock
 from show.cli.options import HEADLESS_SIZE, options_from_args, ShowOptions
+from show.offline.progress import RunProgress
 from show.report import LatestRecord, Telemetry
 
 log = logging.getLogger(__name__)
@@ -120,6 +121,7 @@ class LiveShow:
         self._last_report = self.started
         self.show: Show | None = None
         self.loop: Loop | None = None
+        self.progress: RunProgress | None = None  # a bounded run's (the no-display one's)
 
     def build(self, ctx, size: tuple[int, int], rate: float | None = None) -> Show:
         """The show on `ctx` once the machine can hold it, its inputs open, --record-control's
@@ -169,6 +171,8 @@ class LiveShow:
             if self.telemetry.error:
                 log.info(self.telemetry.error)
                 self.telemetry = None
+        if self.progress is not None:
+            self.progress.frame(self.show.frame)
         if self.args.frames is None and now - self._last_report >= 5.0:
             self._last_report = now
             log.info(" | ".join(self.show.hud_lines()[:3]))
@@ -199,6 +203,8 @@ class LiveShow:
         from visual.output.png import write_png
 
         show, args = self.show, self.args
+        if self.progress is not None:
+            self.progress.finish()
         if self.stopping:
             log.info(f"stopped ({self.stop.requested})")
         show.ctx.finish()

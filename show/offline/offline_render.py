@@ -15,6 +15,11 @@ runs before the first frame, each failure one line naming the file and what to d
 stops the render, finishes the file (playable, with its sound up to the last frame) and says
 how many frames it holds.
 
+`--telemetry PATH` gets the live show's record (show/report.py) with the frame's `song_time`:
+one at each whole second of song time (the first frame at or after it) and one at the end, so
+a render writes the same records, at the same frames, every time (their wall-clock `time`,
+`fps` and `frame_ms` tell the render's own speed).
+
 Main thread only (it owns the GL context); the encoder and the progress bar's output are the
 only other activity, the encoder on its own thread.
 """
@@ -44,6 +49,7 @@ from show.loop import Loop, Offscreen, SongClock, Tick
 from show.cli.options import options_from_args, ShowOptions
 from show.offline.progress import Progress
 from show.offline.render_job import plan_render, RenderJob, RenderProblem
+from show.report import Telemetry
 
 log = logging.getLogger(__name__)
 EXIT_INTERRUPTED = 130  # the shell's code for a run ended by Ctrl+C
@@ -91,6 +97,38 @@ class RenderResult:
 
 
 Observer = Callable[[Any, int, float], None]
+
+
+class SongTelemetry:
+    """--telemetry for a render: the live record on song time, a record at each whole second
+    of it and one at the end. A write that fails is said once and telemetry stops."""
+
+    def __init__(self, path: str | Path) -> None:
+        try:
+            self.file = Telemetry(path)
+        except OSError as exc:
+            raise RenderProblem(str(exc)) from None
+        self._second = -math.inf  # the last whole second of song time a record was written at
+
+    def frame(self, show: Show) -> None:
+        """After each frame: a record if a new whole second of song time has begun."""
+        second = math.floor(show.now + 1e-9)
+        if second > self._second:
+            self._second = second
+            self._write(show)
+
+    def close(self, show: Show | None) -> None:
+        """The record at the end (`show` None: nothing rendered to tell), then the file."""
+        if show is not None:
+            self._write(show)
+        self.file.close()
+
+    def _write(self, show: Show) -> None:
+        if self.file.error is not None:
+            return
+        self.file.write({**show.telemetry(), "song_time": round(show.now, 6)})
+        if self.file.error is not None:
+            log.info(self.file.error)
 
 
 class VideoSink:
@@ -160,7 +198,10 @@ def render(job: RenderJob, params: Params, options: ShowOptions, routes: Sequenc
                            preset=job.encoder_preset, audio=audio_for_video)
     own_ctx = ctx is None
     show = None
+    telemetry = None
     try:
+        path = getattr(job.args, "telemetry", None)
+        telemetry = SongTelemetry(path) if path else None
         if own_ctx:
             ctx = create_headless_context("4.1")  # at least: the show picks (--gl)
         if job.samples is not None:
@@ -177,6 +218,8 @@ def render(job: RenderJob, params: Params, options: ShowOptions, routes: Sequenc
         sink = VideoSink(show, job, encoder, progress, observe)
     except BaseException:
         encoder.abandon()  # nothing rendered: leave no empty file behind
+        if telemetry is not None:
+            telemetry.close(None)
         if show is not None:
             show.release()
         if own_ctx and ctx is not None:
@@ -198,7 +241,8 @@ def render(job: RenderJob, params: Params, options: ShowOptions, routes: Sequenc
                 apply_event(show, event)
         previous[0] = tick.now
 
-    loop = Loop(show, SongClock(job.fps, job.substeps), before=replay)
+    loop = Loop(show, SongClock(job.fps, job.substeps), before=replay,
+                after=None if telemetry is None else lambda: telemetry.frame(show))
     started = time.perf_counter()
     interrupted = False
     failure: BaseException | None = None
@@ -237,6 +281,8 @@ def render(job: RenderJob, params: Params, options: ShowOptions, routes: Sequenc
                     "frames a second)")
             _finish_extras(show, sink.last_pixels, job)
     finally:
+        if telemetry is not None:  # the last record, as a live show's at its end
+            telemetry.close(show if failure is None else None)
         sink.release()
         show.release()
         if own_ctx:

@@ -2,8 +2,13 @@
 
 Anything may move the lure (the mouse, later MIDI or audio) with `move_to`. When nothing has
 moved it for `idle_seconds`, it wanders on its own along a smooth path through the volume,
-blending in from where it was left so it never jumps. Time is simulated time, so a run with a
-fixed step is reproducible. Main thread only.
+blending in (over `_BLEND_SECONDS`) from where it was left so it never jumps.
+
+Two times: the idle wait and the blend count on the caller's clock, the one the show is
+played by (the wall clock live: three seconds the performer can count, however slow the
+frames; the song's time in a render), and the wander path on simulated time, so the
+influencer keeps pace with the swarm it leads and a run the mouse never touched repeats
+exactly. Main thread only.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ class Lure:
         self._held_at = -math.inf
 
     def move_to(self, point, now: float) -> None:
-        """Place the lure at `point` (x, y, z) at simulated time `now`."""
+        """Place the lure at `point` (x, y, z) at the clock's time `now`."""
         self._held = np.array(point, dtype=float)
         if self.flat:
             self._held[2] = 0.0
@@ -47,8 +52,11 @@ class Lure:
     def wandering(self) -> bool:
         return self._held is None
 
-    def position(self, now: float) -> np.ndarray:
-        wander = wander_point(now, self.radius, self.flat)
+    def position(self, now: float, wander_time: float | None = None) -> np.ndarray:
+        """Where the lure is at the clock's time `now`, wandering (if it does) where the
+        path is at simulated time `wander_time` (default: `now`)."""
+        wander = wander_point(now if wander_time is None else wander_time, self.radius,
+                              self.flat)
         if self._held is None:
             return wander
         idle = now - self._held_at
