@@ -18,7 +18,6 @@ order, and bin on a re-sort.
 from __future__ import annotations
 
 import math
-from collections import ChainMap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,14 +28,13 @@ import numpy as np
 from visual.gpu.fence import ReadbackRing
 from visual.gpu.context import is_software
 from visual.gpu.programs import (
-    ProgramOwner,
     ProgramSet,
     compute_program,
     dispatch_1d,
     set_uniforms,
     storage_barrier,
 )
-from visual.gpu.shaders import resolve_shader_dir
+from visual.sim.swarm_base import SwarmBase
 from visual.sim.grid import (
     cell_budget,
     CellGrid,
@@ -51,7 +49,7 @@ from visual.sim.grid import (
     zeroed,
 )
 from visual.gpu.uniforms import BlockBuffer, SWARM_PARAMS
-from visual.sim.agents import AGENT_BYTES, checked_obstacles, MAX_COUNT, MAX_DT, NEIGHBOR_MODES, pack_agents, spawn_state, step_values, Values
+from visual.sim.agents import AGENT_BYTES, pack_agents, spawn_state, step_values, Values
 
 
 # The kernels that read SwarmParams (scan reads only its own plain uniforms).
@@ -99,9 +97,8 @@ def choose_lanes(count: int, mean_candidates: float | None) -> int:
     return 1 if mean_candidates < threshold else 4
 
 
-class Swarm(ProgramOwner):
-    """The simulated swarm on the GPU. `shader_dir`: the shader folder to compile from (and
-    reload from), default `visual.gpu.shaders.shader_dir()` when made."""
+class Swarm(SwarmBase):
+    """The simulated swarm on the GPU, in compute shaders (see the module's comment)."""
 
     backend = "4.3"  # compute shaders (visual/sim/swarm41.py: the GL 4.1 backend)
 
@@ -109,19 +106,11 @@ class Swarm(ProgramOwner):
                  seed: int = 0, position: np.ndarray | None = None,
                  velocity: np.ndarray | None = None, shader_dir: Path | None = None,
                  tuning: Mapping[str, int] | None = None) -> None:
-        if neighbors not in NEIGHBOR_MODES:
-            raise ValueError(f"neighbors must be one of {NEIGHBOR_MODES}, got {neighbors!r}")
-        self.ctx = ctx
-        self.values = values  # the parameters' values: as made, then each step's
-        self.shader_dir = resolve_shader_dir(shader_dir)
-        self._neighbors = neighbors
-        self.steps = 0
+        super().__init__(ctx, values, neighbors, shader_dir)
         self.tuning = {**(SOFTWARE_TUNING if is_software(ctx) else TUNING), **(tuning or {})}
         auto = self.tuning["lanes"] == "auto"
         self.lanes = 4 if auto else int(self.tuning["lanes"])  # the grid kernel's, this step
         self.mean_candidates: float | None = None  # the crowd last measured ("auto" lanes)
-        self.pass_timer: PassTimer | None = None
-        self.obstacles: list[tuple[float, float, float, float]] = []
         self._programs = ProgramSet(self._build_programs)
         self._params = BlockBuffer(ctx, SWARM_PARAMS)
         self._stats = zeroed(ctx, 16)
@@ -129,7 +118,6 @@ class Swarm(ProgramOwner):
         self._crowd = ReadbackRing(ctx, 16, depth=2)  # the stats of measured steps, copied
         self._cells = CellGrid(ctx)
         self._sorted: GridShape | None = None  # the grid `current` is in cell order for
-        self.max_cells: int | None = None  # None: cell_budget(count)
         self._current = self._scratch = self._cell_rank = self._slots = None
         if position is None:
             position, velocity = spawn_state(values["count"], values, seed)
@@ -167,28 +155,14 @@ class Swarm(ProgramOwner):
 
     # ---- state ------------------------------------------------------------------------------
 
-    @property
-    def neighbors(self) -> str:
-        """How neighbours are found: "grid" (uniform grid) or "brute" (the seed's all pairs)."""
-        return self._neighbors
-
-    @neighbors.setter
-    def neighbors(self, mode: str) -> None:
-        if mode not in NEIGHBOR_MODES:
-            raise ValueError(f"neighbors must be one of {NEIGHBOR_MODES}, got {mode!r}")
-        if mode != self._neighbors:
-            self._neighbors = mode
-            self._sorted = None  # brute steps do not keep cell order: re-sort first
+    def _order_lost(self) -> None:
+        self._sorted = None  # brute steps do not keep cell order: re-sort first
 
     @property
     def grid_capacity(self) -> int:
         """Cells (plus one) the grid's buffers hold now: they follow neighbor_radius with a
         quarter to spare (the soak logs it beside the memory)."""
         return self._cells.capacity
-
-    @property
-    def count(self) -> int:
-        return self._count
 
     @property
     def current(self) -> moderngl.Buffer:
@@ -211,10 +185,7 @@ class Swarm(ProgramOwner):
         """Replace every agent (ids follow the row order); reallocates when the count changes.
         The crowd measured so far is forgotten, unless `same_crowd` (a benchmark setting the
         state it measured again)."""
-        position = np.ascontiguousarray(position, np.float32).reshape(-1, 3)
-        velocity = np.ascontiguousarray(velocity, np.float32).reshape(-1, 3)
-        if len(position) != len(velocity) or not 1 <= len(position) <= MAX_COUNT:
-            raise ValueError(f"need 1..{MAX_COUNT} agents with matching position and velocity")
+        position, velocity = self.checked_state(position, velocity)
         if self._current is None or self._count != len(position):
             if self._current is not None:
                 self._current.release()
@@ -227,11 +198,7 @@ class Swarm(ProgramOwner):
     def resize(self, count: int, values: Values | None = None) -> None:
         """Change the number of agents on the GPU: agents with ids below `count` stay where
         they are, new ones are spawned like the guard's. No CPU upload, so no stalled frame."""
-        if not 1 <= count <= MAX_COUNT:
-            raise ValueError(f"count must be 1..{MAX_COUNT}, got {count}")
-        if values is not None:
-            self.values = values
-        if count == self._count:
+        if not self.resizing(count, values):
             return
         old, old_count = self._current, self._count
         self._allocate(count)
@@ -260,10 +227,6 @@ class Swarm(ProgramOwner):
         self.ctx.memory_barrier()
         return int(np.frombuffer(self._stats.read(4), np.uint32)[0])
 
-    def set_obstacles(self, spheres: Sequence[Sequence[float]]) -> None:
-        """Up to MAX_OBSTACLES (x, y, z, radius) spheres the agents steer around."""
-        self.obstacles = checked_obstacles(spheres)
-
     # ---- the step ---------------------------------------------------------------------------
 
     def step(self, dt: float, values: Values | None = None,
@@ -274,8 +237,7 @@ class Swarm(ProgramOwner):
         are taken from the values the swarm was made with. `speed_scale` multiplies max_speed
         (the audio boost: 1 + level * audio_speed_boost). The count is the swarm's own.
         """
-        dt = min(max(float(dt), 0.0), MAX_DT)
-        p = ChainMap(dict(values), self.values) if values else self.values
+        dt, p = self.step_inputs(dt, values)
         grid = self.neighbors == "grid"
         shape = None
         if grid:

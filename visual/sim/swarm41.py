@@ -29,7 +29,6 @@ Nothing is read back to the CPU per step. Main thread only.
 
 from __future__ import annotations
 
-from collections import ChainMap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -37,14 +36,10 @@ from typing import Any
 import moderngl
 import numpy as np
 
-from visual.gpu.programs import ProgramOwner, ProgramSet
-from visual.gpu.shaders import resolve_shader_dir
+from visual.gpu.programs import ProgramSet
+from visual.sim.swarm_base import SwarmBase
 from visual.sim.grid import grid_shape, GridShape, PassTimer, UNTIMED
 from visual.sim.agents import (
-    checked_obstacles,
-    MAX_COUNT,
-    MAX_DT,
-    NEIGHBOR_MODES,
     pack_agents,
     spawn_state,
     step_values,
@@ -72,7 +67,7 @@ def cell_budget_41(count: int) -> int:
     return min(MAX_CELLS_41, max(MIN_CELLS_41, CELLS_PER_AGENT_41 * count))
 
 
-class Swarm41(ProgramOwner):
+class Swarm41(SwarmBase):
     """The simulated swarm on a GL 4.1 core context (see the module's comment)."""
 
     backend = "4.1"
@@ -84,17 +79,8 @@ class Swarm41(ProgramOwner):
                  seed: int = 0, position: np.ndarray | None = None,
                  velocity: np.ndarray | None = None, shader_dir: Path | None = None,
                  tuning: Mapping[str, int] | None = None) -> None:
-        if neighbors not in NEIGHBOR_MODES:
-            raise ValueError(f"neighbors must be one of {NEIGHBOR_MODES}, got {neighbors!r}")
-        self.ctx = ctx
-        self.values = values
-        self.shader_dir = resolve_shader_dir(shader_dir)
-        self._neighbors = neighbors
-        self.steps = 0
+        super().__init__(ctx, values, neighbors, shader_dir)
         self.tuning = {"brute_below": BRUTE_BELOW, "sort_stages": SORT_STAGES, **(tuning or {})}
-        self.pass_timer: PassTimer | None = None
-        self.obstacles: list[tuple[float, float, float, float]] = []
-        self.max_cells: int | None = None  # None: cell_budget_41(count)
         self._outputs: list[moderngl.Buffer] = []  # the step's capture buffers
         self._programs = ProgramSet(self._build_programs)
         self._params = BlockBuffer(ctx, SWARM_PARAMS)
@@ -149,20 +135,6 @@ class Swarm41(ProgramOwner):
     # ---- state ------------------------------------------------------------------------------
 
     @property
-    def neighbors(self) -> str:
-        return self._neighbors
-
-    @neighbors.setter
-    def neighbors(self, mode: str) -> None:
-        if mode not in NEIGHBOR_MODES:
-            raise ValueError(f"neighbors must be one of {NEIGHBOR_MODES}, got {mode!r}")
-        self._neighbors = mode
-
-    @property
-    def count(self) -> int:
-        return self._count
-
-    @property
     def positions(self) -> moderngl.Texture:
         """The latest positions (RGBA32F, agent k at texel (k % STATE_WIDTH, k // ...))."""
         return self._current.positions
@@ -203,10 +175,7 @@ class Swarm41(ProgramOwner):
     def set_state(self, position: np.ndarray, velocity: np.ndarray, *,
                   same_crowd: bool = False) -> None:  # same_crowd: Swarm's (no crowd here)
         """Replace every agent (ids follow the row order); reallocates when the count changes."""
-        position = np.ascontiguousarray(position, np.float32).reshape(-1, 3)
-        velocity = np.ascontiguousarray(velocity, np.float32).reshape(-1, 3)
-        if len(position) != len(velocity) or not 1 <= len(position) <= MAX_COUNT:
-            raise ValueError(f"need 1..{MAX_COUNT} agents with matching position and velocity")
+        position, velocity = self.checked_state(position, velocity)
         if self._current is None or self._count != len(position):
             if self._current is not None:
                 self._current.release()
@@ -221,11 +190,7 @@ class Swarm41(ProgramOwner):
     def resize(self, count: int, values: Values | None = None) -> None:
         """Change the number of agents on the GPU: agents with ids below `count` stay, new
         ones are spawned as the guard respawns them. No CPU upload, so no stalled frame."""
-        if not 1 <= count <= MAX_COUNT:
-            raise ValueError(f"count must be 1..{MAX_COUNT}, got {count}")
-        if values is not None:
-            self.values = values
-        if count == self._count:
+        if not self.resizing(count, values):
             return
         old, old_count = self._current, self._count
         self._allocate(count)
@@ -259,17 +224,12 @@ class Swarm41(ProgramOwner):
         """How many agents the non-finite guard has put back so far (waits for the GPU)."""
         return int(np.frombuffer(self._guard_texture.read(), np.float32)[0])
 
-    def set_obstacles(self, spheres: Sequence[Sequence[float]]) -> None:
-        """Up to MAX_OBSTACLES (x, y, z, radius) spheres the agents steer around."""
-        self.obstacles = checked_obstacles(spheres)
-
     # ---- the step ---------------------------------------------------------------------------
 
     def step(self, dt: float, values: Values | None = None,
              target: Sequence[float] = (0.0, 0.0, 0.0), speed_scale: float = 1.0) -> None:
         """Advance one step of min(dt, 1/30) seconds towards `target` (as Swarm.step)."""
-        dt = min(max(float(dt), 0.0), MAX_DT)
-        p = ChainMap(dict(values), self.values) if values else self.values
+        dt, p = self.step_inputs(dt, values)
         grid = self.neighbors == "grid" and self._count >= self.tuning["brute_below"]
         shape = None
         if grid:
