@@ -35,6 +35,8 @@ from collections import deque
 from pathlib import Path
 from typing import Callable, Sequence
 
+from control.looks.user_folders import state_dir
+
 CRASH_LOG = "crash.log"
 START_GRACE_S = 90.0  # software GL can take a while to compile and draw the first frame
 HANG_S = 5.0
@@ -47,12 +49,9 @@ STOP_GRACE_S = 30.0  # after a stop was passed on, the child is killed if still 
 
 
 def default_state_dir() -> Path:
-    """Where crash reports and the show's latest telemetry live: $SWARM_STATE_DIR, else
-    $XDG_STATE_HOME/swarm-instrument, else ~/.local/state/swarm-instrument."""
-    if os.environ.get("SWARM_STATE_DIR"):
-        return Path(os.environ["SWARM_STATE_DIR"]).expanduser()
-    base = os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state"
-    return Path(base) / "swarm-instrument"
+    """Where crash reports and the show's latest telemetry live (the user's state folder:
+    control/looks/user_folders.py)."""
+    return state_dir()
 
 
 def crash_logger(folder: Path) -> logging.Logger:

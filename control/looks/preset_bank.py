@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 from control.looks.atomic import remove_stale_temporaries
+from control.looks.user_folders import PRESETS_ENV, presets_dir
 from control.looks.files import FileProblem, read_json
 from control.looks.presets import (
     did_you_mean,
@@ -27,20 +28,12 @@ SLOTS = range(1, 10)  # number keys 1-9; MIDI program change p recalls slot p + 
 BUNDLED_DIR = Path(__file__).resolve().parents[2] / "presets"
 
 
-USER_DIR_ENV = "SWARM_PRESETS_DIR"
-
-
 _MAPPING_FILE = re.compile(r"^midi(-.+)?\.json$")  # presets/midi.json, midi-default.json
 
 
-
-
 def user_presets_dir() -> Path:
-    """Where Ctrl+number saves: $SWARM_PRESETS_DIR, else the user's config folder."""
-    if os.environ.get(USER_DIR_ENV):
-        return Path(os.environ[USER_DIR_ENV]).expanduser()
-    config = os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config"
-    return Path(config) / "swarm-instrument" / "presets"
+    """Where Ctrl+number saves (control/looks/user_folders.py)."""
+    return presets_dir()
 
 
 class PresetBank:
@@ -92,7 +85,7 @@ class PresetBank:
             self.user_folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise PresetError(f"{path}: cannot create the folder {self.user_folder} "
-                              f"({exc.strerror}); set {USER_DIR_ENV} to a writable folder") \
+                              f"({exc.strerror}); set {PRESETS_ENV} to a writable folder") \
                 from None
         return save_preset(path, preset)
 
@@ -155,8 +148,6 @@ def preset_files(folder: Path) -> list[Path]:
                       and not path.name.startswith(".") and not _MAPPING_FILE.match(path.name))
     except OSError:
         return []
-
-
 
 
 def _peek_name(path: Path) -> str:

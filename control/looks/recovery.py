@@ -20,9 +20,8 @@ from control.looks.files import FileProblem
 from control.parameters.modulation import Route
 from control.parameters.registry import Params
 from control.looks.presets import format_preset, load_preset, Preset, PresetError
+from control.looks.user_folders import recovery_file
 
-RECOVERY_ENV = "SWARM_RECOVERY_FILE"
-STATE_DIR_ENV = "SWARM_STATE_DIR"  # also the supervisor's crash.log folder
 
 
 class RecoveryDamaged(PresetError):
@@ -36,15 +35,8 @@ class RecoveryDamaged(PresetError):
 
 
 def recovery_path() -> Path:
-    """Where the live state is saved every few seconds: $SWARM_RECOVERY_FILE, else
-    recovery.json in $SWARM_STATE_DIR (beside the supervisor's crash.log), else in
-    $XDG_STATE_HOME/swarm-instrument, else in ~/.local/state/swarm-instrument."""
-    if os.environ.get(RECOVERY_ENV):
-        return Path(os.environ[RECOVERY_ENV]).expanduser()
-    if os.environ.get(STATE_DIR_ENV):
-        return Path(os.environ[STATE_DIR_ENV]).expanduser() / "recovery.json"
-    state = os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state"
-    return Path(state) / "swarm-instrument" / "recovery.json"
+    """Where the live state is saved every few seconds (control/looks/user_folders.py)."""
+    return recovery_file()
 
 
 class RecoveryWriter:
