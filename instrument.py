@@ -137,12 +137,22 @@ def check_output_path(option: str, path: str, suffix: str | None) -> None:
         os.unlink(target)
 
 
-def supervised(args: argparse.Namespace) -> bool:
-    """Open-ended shows get a supervisor; bounded runs (--frames, the no-display ten seconds)
-    and the child itself do not."""
-    if args.no_supervisor or args.heartbeat_fd is not None or args.frames is not None:
-        return False
-    return args.headless or has_display()
+UNSUPERVISED_ON_WINDOWS = ("supervisor: not on Windows (it needs POSIX pipes and process "
+                           "groups); the show runs in this process, and --resume brings its "
+                           "look back after a crash")
+
+
+def supervision(args: argparse.Namespace, platform: str = sys.platform
+                ) -> tuple[bool, str | None]:
+    """Whether this run gets a supervisor, and a line to say when an open-ended show cannot
+    have one. Open-ended shows get one; bounded runs (--frames, the no-display ten seconds, a
+    render) and the child itself do not."""
+    if (args.no_supervisor or args.heartbeat_fd is not None or args.frames is not None
+            or args.render is not None or not (args.headless or has_display())):
+        return False, None
+    if platform == "win32":
+        return False, UNSUPERVISED_ON_WINDOWS
+    return True, None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -177,7 +187,10 @@ def main(argv: list[str] | None = None) -> int:
             error(exc)
             return 2
         return 0
-    if supervised(args) and args.render is None:
+    supervise, note = supervision(args)
+    if note:
+        say(note)
+    if supervise:
         from show.supervisor import Supervisor
 
         say("supervisor: the show runs in a child process and comes back if it dies or hangs "

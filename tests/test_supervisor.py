@@ -125,3 +125,17 @@ def test_safe_mode_runs_on_the_bundled_shaders(tmp_path):
                           timeout=120)
     assert safe.returncode == 0, safe.stderr
     assert "safe mode" in safe.stdout and "3 frames" in safe.stdout
+
+
+def test_windows_runs_the_show_unsupervised_and_says_so():
+    """The supervisor needs POSIX pipes and process groups: on Windows an open-ended show runs
+    in its own process with one line that says so; elsewhere it is supervised, and a bounded
+    run (--frames) never is."""
+    import instrument
+
+    open_ended = instrument.build_parser().parse_args(["--headless"])
+    assert instrument.supervision(open_ended, platform="linux") == (True, None)
+    supervise, note = instrument.supervision(open_ended, platform="win32")
+    assert not supervise and "not on Windows" in note and "--resume" in note
+    bounded = instrument.build_parser().parse_args(["--headless", "--frames", "5"])
+    assert instrument.supervision(bounded, platform="win32") == (False, None)
