@@ -4,13 +4,7 @@ meters pushed back a few times a second.
 
     GET /  /app.js  /style.css    the page (control/web_page/, held in memory from the start)
     GET /ws                       the WebSocket: JSON text messages, each OSC's address and
-                                  arguments as an array, the same meaning and the same checks
-                                  as OSC (control/osc.py `interpret`):
-        ["/swarm/max_speed/norm", 0.5]   a slider over the performance range, on its curve
-        ["/swarm/separation", false]     a value in the parameter's units (a switch, a choice,
-        ["/swarm/fast_color", "#ff8800"] a colour, a number)
-        ["/swarm/preset", 3]             recall slot 3 with the morph
-        ["/swarm/tap"]  ["/swarm/downbeat"]  ["/swarm/respawn"]  ["/swarm/burst", 1]
+                                  arguments as an array (control/web_messages.py)
     from the show: {"type": "hello", ...} once (the parameters, their groups and ranges), then
     {"type": "state", ...} every PUSH_SECONDS (meters, the preset slots, the values that
     changed, this connection's refusals).
@@ -26,8 +20,8 @@ show carries them out in `Show.act` as it does OSC's. The show hands the meters 
 reference, which the connection threads read (never changed after it is handed over).
 
 Security. Every request is hostile until checked. Listening on anything but loopback needs the
-token (generated once, kept in `web-token` beside the saved presets and midi.json, printed in
-the page's URL at start): a request or a socket without it, or with a wrong one, gets 403. On
+token (control/web_token.py: kept beside the saved presets and midi.json, printed in the
+page's URL at start): a request or a socket without it, or with a wrong one, gets 403. On
 loopback no token is asked, but the Host header must name this machine (a DNS-rebinding page
 cannot reach the show). The WebSocket's Origin must be the page's own (a page elsewhere cannot
 drive the show from a performer's browser). Messages: at most MAX_MESSAGE characters (a bigger
@@ -44,13 +38,10 @@ from __future__ import annotations
 
 import errno
 import hmac
-import ipaddress
 import json
 import logging
 import math
-import os
 import re
-import secrets
 import socket
 import threading
 import time
@@ -62,15 +53,12 @@ from urllib.parse import parse_qs, urlsplit
 
 from control.actions import Action
 from control.files import FileProblem, read_bytes
-from control.osc import MAX_TEXT, interpret
-from control.osc_wire import MAX_ARGUMENTS, OscError, plain_reason, printable
-from control.param_groups import grouped
-from control.params import REGISTRY
-from control.preset_bank import user_presets_dir
+from control.osc_wire import plain_reason, printable
+from control.web_address import DEFAULT_HOST, is_loopback, local_addresses
+from control.web_messages import MAX_MESSAGE, WebError, describe_params, parse_message
 
 log = logging.getLogger(__name__)
 
-DEFAULT_HOST = "127.0.0.1"  # this machine only, unless told otherwise
 PAGE_DIR = Path(__file__).resolve().parent / "web_page"
 PAGE_FILES = {"/": ("index.html", "text/html; charset=utf-8"),
               "/index.html": ("index.html", "text/html; charset=utf-8"),
@@ -78,13 +66,10 @@ PAGE_FILES = {"/": ("index.html", "text/html; charset=utf-8"),
               "/style.css": ("style.css", "text/css; charset=utf-8")}
 SOCKET_PATH = "/ws"
 QUERY_MARK = "__QUERY__"  # where index.html's links to app.js and style.css take the token
-TOKEN_FILE = "web-token"
 # The page loads nothing but its own files and speaks only to its own server; no framing.
 CONTENT_POLICY = ("default-src 'self'; connect-src 'self'; img-src 'self' data:; "
                   "frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
-TOKEN_PATTERN = re.compile(r"^[A-Za-z0-9_-]{16,128}$")
 
-MAX_MESSAGE = 1024  # characters: the longest message the page sends is ~60
 TRANSPORT_LIMIT = 1 << 16  # bytes: websockets closes the connection (1009) beyond this
 MESSAGE_RATE = 120.0  # messages a second per connection: four sliders dragged at 30 Hz
 MESSAGE_BURST = 60.0
@@ -108,174 +93,6 @@ OPEN_TIMEOUT = 5.0  # seconds a connection may take to send its request
 
 class WebProblem(RuntimeError):
     """The web remote cannot start; the message says which address and what to do."""
-
-
-class WebError(ValueError):
-    """A refused message or request; the message says why (printable, never the token)."""
-
-
-# ---- the command line (pure) ---------------------------------------------------------------
-
-def parse_endpoint(text: str) -> tuple[str, int]:
-    """`PORT`, `HOST:PORT` or `[IPV6]:PORT` (the command line's --web) -> (host, port);
-    ValueError says why. No host: 127.0.0.1, this machine only."""
-    text = text.strip()
-    if text.startswith("["):
-        host, _, port = text[1:].partition("]")
-        if not port.startswith(":"):
-            raise ValueError(f"--web {text!r}: expected [IPV6]:PORT, e.g. [::1]:8080")
-        port = port[1:]
-    else:
-        host, _, port = text.rpartition(":")
-    try:
-        number = int(port)
-    except ValueError:
-        raise ValueError(f"--web {text!r}: expected PORT or HOST:PORT, e.g. 8080 or "
-                         "0.0.0.0:8080") from None
-    if not 1 <= number <= 65535:
-        raise ValueError(f"--web {text!r}: the port must be 1-65535")
-    if host and not re.fullmatch(r"[A-Za-z0-9.:_-]{1,253}", host):
-        raise ValueError(f"--web {text!r}: not a host name or address")
-    return (host or DEFAULT_HOST), number
-
-
-def is_loopback(host: str) -> bool:
-    """True for an address only this machine reaches (127.0.0.0/8, ::1, localhost): the one
-    case that needs no token."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False  # a host name: it may resolve to anything
-
-
-# ---- the token (stored with the user's settings) -------------------------------------------
-
-def token_path() -> Path:
-    """Where the token is kept: beside the saved presets and midi.json ($SWARM_PRESETS_DIR
-    moves all three). Looked up when needed, so the environment of the moment counts."""
-    return user_presets_dir() / TOKEN_FILE
-
-
-def load_or_create_token(path: Path | None = None) -> tuple[str, str]:
-    """The stored token, or a new one stored there (owner-only, written whole then renamed);
-    also a note for the console. A token that cannot be stored still serves this show."""
-    path = path or token_path()
-    try:
-        text = read_bytes(path, 1024, "token file").decode("ascii", "replace").strip()
-    except FileProblem as exc:
-        if os.path.lexists(path):
-            note = f"{exc}; a new token was made"
-        else:
-            note = f"a new token was made and kept in {path}"
-        text = None
-    else:
-        if TOKEN_PATTERN.match(text):
-            return text, f"token from {path} (delete the file for a new link)"
-        note = f"{path}: not a token; a new one was made"
-        text = None
-    token = secrets.token_urlsafe(18)
-    try:
-        write_token(path, token)
-    except OSError as exc:
-        note = (f"cannot keep the token in {path} ({exc.strerror or exc}): this link works "
-                "until the show ends")
-    return token, note
-
-
-def write_token(path: Path, token: str) -> None:
-    """The token into `path`, readable by its owner only, through a temporary file and one
-    rename (a link at `path` is replaced, never written through)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW
-    descriptor = os.open(temporary, flags, 0o600)
-    try:
-        os.write(descriptor, (token + "\n").encode("ascii"))
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
-    try:
-        os.replace(temporary, path)
-    except OSError:
-        os.unlink(temporary)
-        raise
-
-
-# ---- messages (pure) -------------------------------------------------------------------------
-
-def _refuse_constant(name: str) -> Any:
-    raise WebError(f"{name} is not a number; send a finite number")
-
-
-def _integer(text: str) -> int:
-    if len(text.lstrip("-")) > 30:  # no parameter needs more digits; int() would be costly
-        raise WebError(f"a number of {len(text)} digits; no value needs more than 30")
-    return int(text)
-
-
-def parse_message(data: str | bytes) -> Action:
-    """The Action a text message asks for: a JSON array [address, arguments...] read as OSC
-    reads a message. WebError says why not, quoting the message only through printable()."""
-    if isinstance(data, (bytes, bytearray, memoryview)):
-        raise WebError(f"a binary message of {len(data)} bytes; send JSON text")
-    if len(data) > MAX_MESSAGE:
-        raise WebError(f"a message of {len(data)} characters; at most {MAX_MESSAGE}")
-    try:
-        message = json.loads(data, parse_constant=_refuse_constant, parse_int=_integer)
-    except WebError:
-        raise
-    except (ValueError, RecursionError) as exc:
-        raise WebError(f"not JSON ({printable(str(exc), 60)}): {printable(data)}") from None
-    if not isinstance(message, list) or not message or not isinstance(message[0], str):
-        raise WebError(f"expected [\"/swarm/...\", arguments...], got {printable(data)}")
-    address, args = message[0], message[1:]
-    if len(args) > MAX_ARGUMENTS:
-        raise WebError(f"{printable(address)}: {len(args)} arguments; at most {MAX_ARGUMENTS}")
-    for number, value in enumerate(args, 1):
-        if isinstance(value, float) and not math.isfinite(value):
-            raise WebError(f"{printable(address)}: argument {number} is not finite")
-        if isinstance(value, str) and len(value) > MAX_TEXT:
-            raise WebError(f"{printable(address)}: argument {number} is a string of "
-                           f"{len(value)} characters; no value is longer than {MAX_TEXT}")
-        if not isinstance(value, (bool, int, float, str)):
-            kind = "null" if value is None else type(value).__name__
-            raise WebError(f"{printable(address)}: argument {number} is {kind}, not a value "
-                           "(a number, true/false or a string)")
-    try:
-        return interpret(address, args)
-    except OscError as exc:
-        raise WebError(str(exc)) from None
-
-
-def describe_params() -> dict[str, Any]:
-    """What the page builds itself from: every parameter with its kind, group, range,
-    performance range, curve, choices and meaning, in groups (control/param_groups.py)."""
-    by_name = {p.name: p for p in REGISTRY}
-    params = []
-    groups = []
-    for group, names in grouped():
-        groups.append({"name": group, "params": names})
-        for name in names:
-            spec = by_name[name]
-            entry: dict[str, Any] = {"name": name, "kind": spec.kind, "group": group,
-                                     "description": spec.description,
-                                     "default": plain_value(spec.default)}
-            if spec.kind in ("float", "int"):
-                low, high = spec.play_range
-                entry.update(lo=spec.lo, hi=spec.hi, play=[low, high], curve=spec.curve)
-            if spec.kind == "choice":
-                entry["choices"] = list(spec.choices)
-            params.append(entry)
-    return {"groups": groups, "params": params}
-
-
-def plain_value(value: Any) -> Any:
-    """A parameter's value as the page shows it: a colour as "#rrggbb"."""
-    if isinstance(value, tuple) and len(value) == 3:
-        return "#" + "".join(f"{round(min(max(c, 0.0), 1.0) * 255):02x}" for c in value)
-    return value
 
 
 # ---- the server ------------------------------------------------------------------------------
@@ -335,32 +152,6 @@ class _Quiet(logging.Handler):
         if message in self.OURS:
             log.warning(f"web: internal error ({message}): {exc!r}")
         self.remote._refuse_request(message + (f" ({type(exc).__name__})" if exc else ""))
-
-
-def local_addresses() -> list[str]:
-    """This machine's IPv4 addresses other than loopback (what a phone on the same network
-    types), read from the interfaces without sending anything; [] when none can be read."""
-    found: list[str] = []
-    try:
-        import fcntl
-        import struct
-
-        probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        try:
-            for _, name in socket.if_nameindex():
-                try:
-                    packed = fcntl.ioctl(probe.fileno(), 0x8915,  # SIOCGIFADDR
-                                         struct.pack("256s", name.encode()[:15]))
-                except OSError:
-                    continue
-                address = socket.inet_ntoa(packed[20:24])
-                if not ipaddress.ip_address(address).is_loopback and address not in found:
-                    found.append(address)
-        finally:
-            probe.close()
-    except (ImportError, OSError):
-        pass
-    return found
 
 
 class WebRemote:

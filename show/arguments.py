@@ -250,7 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def web_endpoint(text: str) -> tuple[str, int]:
     """--web's value, checked while the command line is parsed."""
-    from control.web import parse_endpoint
+    from control.web_address import parse_endpoint
 
     try:
         return parse_endpoint(text)

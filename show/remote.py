@@ -16,7 +16,10 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from control.actions import Action
-from control.web import WebProblem, WebRemote, is_loopback, load_or_create_token, plain_value
+from control.web import WebProblem, WebRemote
+from control.web_address import is_loopback
+from control.web_messages import plain_value
+from control.web_token import load_or_create_token
 
 if TYPE_CHECKING:
     from show.frame import Show

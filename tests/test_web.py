@@ -25,20 +25,10 @@ from web_client import RawSocket, Refused, frame
 
 from control.actions import Action
 from control.params import BY_NAME, REGISTRY, Params
-from control.web import (
-    MAX_MESSAGE,
-    MESSAGE_BURST,
-    MESSAGE_RATE,
-    TOKEN_FILE,
-    WebError,
-    WebRemote,
-    describe_params,
-    is_loopback,
-    load_or_create_token,
-    parse_endpoint,
-    parse_message,
-    token_path,
-)
+from control.web import MESSAGE_BURST, MESSAGE_RATE, WebRemote
+from control.web_address import is_loopback, parse_endpoint
+from control.web_messages import MAX_MESSAGE, WebError, describe_params, parse_message
+from control.web_token import TOKEN_FILE, load_or_create_token, token_path
 from show.frame import Show
 from show.loop import Loop, Offscreen, WallClock
 from show.options import ShowOptions
