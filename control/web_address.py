@@ -1,6 +1,6 @@
 """Where the web remote listens (the command line's --web) and who needs the token: the
-endpoint parsed while the command line is read, loopback told apart from the network, and this
-machine's addresses for the printed link. Any thread.
+endpoint parsed and its host resolved while the command line is read, loopback told apart
+from the network, and this machine's addresses for the printed link. Any thread.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ DEFAULT_HOST = "127.0.0.1"  # this machine only, unless told otherwise
 
 def parse_endpoint(text: str) -> tuple[str, int]:
     """`PORT`, `HOST:PORT` or `[IPV6]:PORT` (the command line's --web) -> (host, port);
-    ValueError says why. No host: 127.0.0.1, this machine only."""
+    ValueError says why. No host: 127.0.0.1, this machine only. Pure: see resolve_endpoint."""
     text = text.strip()
     if text.startswith("["):
         host, _, port = text[1:].partition("]")
@@ -33,6 +33,20 @@ def parse_endpoint(text: str) -> tuple[str, int]:
     if host and not re.fullmatch(r"[A-Za-z0-9.:_-]{1,253}", host):
         raise ValueError(f"--web {text!r}: not a host name or address")
     return (host or DEFAULT_HOST), number
+
+
+def resolve_endpoint(text: str) -> tuple[str, int]:
+    """parse_endpoint, and the host looked up as the server will look it up (a name the
+    resolver does not know is refused here, before the show starts, not after)."""
+    host, port = parse_endpoint(text)
+    try:
+        socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ValueError(f"--web {text!r}: the host {host!r} cannot be resolved ({reason}); "
+                         "give one of this machine's addresses or names, or 0.0.0.0:PORT "
+                         "for every network") from None
+    return host, port
 
 
 def is_loopback(host: str) -> bool:

@@ -26,7 +26,7 @@ from web_client import RawSocket, Refused, frame
 from control.actions import Action
 from control.params import BY_NAME, REGISTRY, Params
 from control.web import MESSAGE_BURST, MESSAGE_RATE, WebRemote
-from control.web_address import is_loopback, parse_endpoint
+from control.web_address import is_loopback, parse_endpoint, resolve_endpoint
 from control.web_messages import MAX_MESSAGE, WebError, describe_params, parse_message
 from control.web_token import TOKEN_FILE, load_or_create_token, token_path
 from show.frame import Show
@@ -138,6 +138,11 @@ def test_endpoints_and_who_needs_a_token():
                       ("a b:80", "not a host"), ("[::1]8080", r"\[IPV6\]:PORT")):
         with pytest.raises(ValueError, match=says):
             parse_endpoint(bad)
+    # The host is looked up as the command line is read, not after the show has started.
+    assert resolve_endpoint("localhost:8080") == ("localhost", 8080)
+    with pytest.raises(ValueError, match=r"--web 'nohost.invalid:8080': the host "
+                                         r"'nohost.invalid' cannot be resolved"):
+        resolve_endpoint("nohost.invalid:8080")
     assert is_loopback("127.0.0.1") and is_loopback("127.3.4.5") and is_loopback("::1")
     assert is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("::") and not is_loopback("mybox")
