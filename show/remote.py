@@ -3,7 +3,7 @@ frame's actions, and the show's state goes back to the page a few times a second
 
 `WebInput.poll()` is read once a frame next to OSC (show/frame.py); `publish(show, now)` then
 hands the server a fresh snapshot (the meters and slots read by `ShowView`, which the control
-window reads too: show/control.py) at most every PUSH_SECONDS (control/web.py): the meters
+window reads too: show/control.py) at most every PUSH_SECONDS (control/web_session.py): the meters
 (level, bands, onset, tempo and beat, frame time), the preset slots with their names, the
 preset playing and its morph, and every parameter's value. Building it costs a few tens of
 microseconds; the slot names (nine small files read) only when the preset changes (a recall, a

@@ -7,7 +7,6 @@ the RFC (tests/web_client.py) speaks to it, as python-osc does to OSC."""
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import socket
@@ -21,13 +20,14 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, run_instrument
-from web_client import RawSocket, Refused, frame
+from web_client import RawSocket, Refused, frame, get, wait_until
 
 from control.actions import Action
 from control.params import BY_NAME, REGISTRY, Params
-from control.web import MESSAGE_BURST, MESSAGE_RATE, WebRemote
+from control.web import WebRemote
 from control.web_address import is_loopback, parse_endpoint, resolve_endpoint
 from control.web_messages import MAX_MESSAGE, WebError, describe_params, parse_message
+from control.web_session import MESSAGE_BURST, MESSAGE_RATE
 from control.web_token import TOKEN_FILE, load_or_create_token, token_path
 from show.frame import Show
 from show.loop import Loop, Offscreen, WallClock
@@ -36,28 +36,6 @@ from show.remote import WebInput
 from show.report import web_line
 
 TOKEN = "test-token-0123456789abcdef"
-
-
-def get(port: int, path: str, host: str | None = None) -> tuple[int, str, dict]:
-    """A plain HTTP GET (http.client, not the server's library): status, body, headers."""
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-    try:
-        connection.request("GET", path, headers={"Host": f"127.0.0.1:{port}" if host is None
-                                                 else host})
-        response = connection.getresponse()
-        return response.status, response.read().decode(errors="replace"), dict(
-            response.getheaders())
-    finally:
-        connection.close()
-
-
-def wait_until(condition, timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.005)
-    return True
 
 
 @pytest.fixture
