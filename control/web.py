@@ -356,9 +356,13 @@ class WebRemote:
         return None
 
     def _release_client(self) -> None:
-        """A WebSocket's socket closed: its slot is free."""
+        """A WebSocket's socket closed: its slot is free. With the last one gone the snapshot
+        is forgotten, so the next page's first push is a fresh one, not what the show was when
+        the last page left."""
         with self._lock:
             self.clients -= 1
+            if self.clients == 0:
+                self.snapshot = (self.snapshot[0] + 1, {})
 
     def _local_host(self, host: str) -> bool:
         """A Host header that names this machine: a loopback address or localhost, with our
