@@ -57,6 +57,8 @@ def fifo(tmp_path):
     (["--audio-file", "/nonexistent/song.mp3"], ["--audio-file", "no such file"]),
     (["--audio-file", "/dev/zero"], ["--audio-file", "/dev/zero"]),
     (["--state-in", "/dev/urandom"], ["/dev/urandom", "device"]),
+    (["--web", "nohost.invalid:8080"], ["--web", "'nohost.invalid:8080'", "cannot be resolved"]),
+    (["--web", "8080:0.0.0.0"], ["--web", "'8080:0.0.0.0'", "HOST:PORT"]),
 ])
 def test_bad_values_are_refused_before_the_first_frame(args, names):
     started = time.monotonic()

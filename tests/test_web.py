@@ -7,7 +7,6 @@ the RFC (tests/web_client.py) speaks to it, as python-osc does to OSC."""
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import socket
@@ -21,24 +20,15 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, run_instrument
-from web_client import RawSocket, Refused, frame
+from web_client import RawSocket, Refused, frame, get, wait_until
 
 from control.actions import Action
 from control.parameters.registry import BY_NAME, Params, REGISTRY
-from control.web.web_remote import (
-    describe_params,
-    is_loopback,
-    load_or_create_token,
-    MAX_MESSAGE,
-    MESSAGE_BURST,
-    MESSAGE_RATE,
-    parse_endpoint,
-    parse_message,
-    TOKEN_FILE,
-    token_path,
-    WebError,
-    WebRemote,
-)
+from control.web.web_remote import WebRemote
+from control.web.web_address import is_loopback, parse_endpoint, resolve_endpoint
+from control.web.web_messages import describe_params, MAX_MESSAGE, parse_message, WebError
+from control.web.web_session import MESSAGE_BURST, MESSAGE_RATE
+from control.web.web_token import load_or_create_token, TOKEN_FILE, token_path
 from show.show import Show
 from show.loop import Loop, Offscreen, WallClock
 from show.cli.options import ShowOptions
@@ -46,28 +36,6 @@ from show.inputs.web_input import WebInput
 from show.report import web_line
 
 TOKEN = "test-token-0123456789abcdef"
-
-
-def get(port: int, path: str, host: str | None = None) -> tuple[int, str, dict]:
-    """A plain HTTP GET (http.client, not the server's library): status, body, headers."""
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-    try:
-        connection.request("GET", path, headers={"Host": f"127.0.0.1:{port}" if host is None
-                                                 else host})
-        response = connection.getresponse()
-        return response.status, response.read().decode(errors="replace"), dict(
-            response.getheaders())
-    finally:
-        connection.close()
-
-
-def wait_until(condition, timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.005)
-    return True
 
 
 @pytest.fixture
@@ -148,6 +116,11 @@ def test_endpoints_and_who_needs_a_token():
                       ("a b:80", "not a host"), ("[::1]8080", r"\[IPV6\]:PORT")):
         with pytest.raises(ValueError, match=says):
             parse_endpoint(bad)
+    # The host is looked up as the command line is read, not after the show has started.
+    assert resolve_endpoint("localhost:8080") == ("localhost", 8080)
+    with pytest.raises(ValueError, match=r"--web 'nohost.invalid:8080': the host "
+                                         r"'nohost.invalid' cannot be resolved"):
+        resolve_endpoint("nohost.invalid:8080")
     assert is_loopback("127.0.0.1") and is_loopback("127.3.4.5") and is_loopback("::1")
     assert is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("::") and not is_loopback("mybox")

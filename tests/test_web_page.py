@@ -31,6 +31,7 @@ from control.parameters.groups import grouped
 from control.parameters.registry import BY_NAME, Params, REGISTRY
 from control.looks.preset_bank import PresetBank
 from control.web.web_remote import WebRemote
+from control.web.web_messages import plain_value
 from show.show import Show
 from show.loop import Loop, Offscreen, WallClock
 from show.cli.options import ShowOptions
@@ -219,6 +220,101 @@ def test_values_the_show_changes_come_back_to_the_page(stage):
     assert stage.play_until(lambda: stage.element(
         "[data-param=cohesion_weight] .value").text == "3.25" and stage.element(
         "[data-param=seek] .switch").get_attribute("aria-checked") == "false", timeout=5)
+
+
+# Every control's value as the page shows it: a slider's readout and where its thumb sits, a
+# switch, the chosen segment or option, a colour.
+READ_PAGE = """return Object.fromEntries([...document.querySelectorAll('[data-param]')].map(row => {
+  const name = row.dataset.param;
+  const slider = row.querySelector('.slider');
+  if (slider) return [name, [row.querySelector('.value').textContent,
+                             Number(slider.getAttribute('aria-valuenow'))]];
+  const button = row.querySelector('.switch');
+  if (button) return [name, button.getAttribute('aria-checked') === 'true'];
+  if (row.querySelector('.segments')) {
+    const chosen = row.querySelectorAll('.segment[aria-checked=true]');
+    return [name, chosen.length === 1 ? chosen[0].dataset.value : null];
+  }
+  const select = row.querySelector('select');
+  if (select) return [name, select.options[select.selectedIndex].textContent];
+  return [name, row.querySelector('input[type=color]').value];
+}))"""
+# What the show plays, away from the registry's defaults (the issue's 1,024, 6 and agx).
+NOT_DEFAULTS = {"count": 1024, "max_speed": 6.0, "tonemap": "agx", "separation": False,
+                "palette": "ocean", "boundary": "wrap", "fast_color": (0.0, 1.0, 0.5),
+                "cohesion_weight": 2.5, "bloom": 1.25, "neighbor_cap": 40}
+
+
+def differences(stage) -> list[str]:
+    """Every control whose value on the page is not the show's (empty: all equal)."""
+    shown = stage.js(READ_PAGE)
+    wrong = []
+    for name, value in stage.show.params.items():
+        spec, on_page = BY_NAME[name], shown.get(name)
+        if spec.kind in ("float", "int"):
+            text, position = on_page
+            same = (float(text.replace(",", "")) == pytest.approx(value, rel=0.006, abs=1e-9)
+                    and position == pytest.approx(spec.to_norm(value), abs=0.002))
+        elif spec.kind == "color":
+            same = on_page == plain_value(value)
+        elif spec.kind == "choice":
+            same = on_page == str(value)
+        else:
+            same = on_page is value
+        if not same:
+            wrong.append(f"{name}: page {on_page!r}, show {value!r}")
+    return wrong
+
+
+def test_the_page_always_shows_the_shows_values(stage):
+    """A show playing values other than the defaults: the page shows every one of them on a
+    first load, a reload and after the server dropped its socket (it reconnects), and a value
+    changed in the show shows on the open page. (The page used to drop the values that came
+    within 800 ms of its load, and nothing sent them again: it showed the defaults.)"""
+    stage.show.act(Action("set", values=NOT_DEFAULTS))
+    stage.driver.get("about:blank")  # no page open while the show moves on
+    assert stage.play_until(lambda: stage.remote.clients == 0 and stage.show.swarm.count == 1024)
+    stage.open()  # a first load
+    assert stage.play_until(lambda: not differences(stage), timeout=5), differences(stage)
+    stage.driver.refresh()  # a reload
+    assert stage.play_until(lambda: stage.js("return document.body.dataset.link") == "live"
+                            and not differences(stage), timeout=5), differences(stage)
+    # The server drops the page's socket (a restart, a phone leaving Wi-Fi); the show moves on
+    # before the page is back.
+    requests = stage.remote.requests
+    for connection in list(stage.remote._server.connections):
+        connection.close(1012)
+    stage.show.act(Action("set", values={"max_speed": 7.5, "boundary": "sphere"}))
+    assert stage.play_until(lambda: stage.remote.requests > requests
+                            and stage.js("return document.body.dataset.link") == "live"
+                            and not differences(stage), timeout=10), differences(stage)
+    # Changed elsewhere (MIDI, OSC, a recall, the control window: all set the show's values).
+    stage.show.act(Action("set", values={"cohesion_weight": 1.75, "tonemap": "linear",
+                                         "seek": False, "slow_color": (1.0, 0.0, 0.0)}))
+    assert stage.play_until(lambda: not differences(stage), timeout=5), differences(stage)
+
+
+def test_a_held_slider_keeps_the_finger_s_value_then_shows_the_show_s(stage):
+    """While the performer holds a slider, a value the show gets elsewhere does not move it
+    under their finger; once they let go, the show's value is shown, not dropped."""
+    speed = BY_NAME["max_speed"]
+    readout = "[data-param=max_speed] .value"
+    track = stage.shown("[data-param=max_speed] .slider")
+    width = track.size["width"]
+    ActionChains(stage.driver).move_to_element_with_offset(
+        track, round(0.3 * width), 0).click_and_hold().perform()
+    try:
+        assert stage.play_until(lambda: abs(speed.to_norm(stage.show.params["max_speed"])
+                                            - 0.8) <= 2.0 / width, timeout=5)
+        held = stage.element(readout).text
+        stage.show.act(Action("set", values={"max_speed": 3.0, "cohesion_weight": 1.25}))
+        assert stage.play_until(lambda: stage.element(
+            "[data-param=cohesion_weight] .value").text == "1.25", timeout=5)  # pushed
+        assert stage.element(readout).text == held  # the same push: held back
+    finally:
+        ActionChains(stage.driver).release().perform()
+    assert stage.play_until(lambda: stage.element(readout).text == "3", timeout=5)
+    assert stage.show.params["max_speed"] == 3.0 and not differences(stage)
 
 
 def test_the_preset_grid_recalls_with_the_morph(stage):

@@ -2,17 +2,48 @@
 websockets library the instrument serves with (as python-osc is for OSC): a handshake with any
 headers a test chooses (a wrong token, a foreign Origin, no Origin), masked frames of any kind
 and size (text, binary, oversized, broken UTF-8), sent as one buffer for a flood, and the
-server's messages read back. The test's thread only."""
+server's messages read back; and plain HTTP requests through http.client. The test's thread
+only (each RawSocket)."""
 
 from __future__ import annotations
 
 import base64
+import http.client
 import json
 import os
 import socket
 import struct
+import time
 
 import numpy as np
+
+
+def request(port: int, path: str, method: str = "GET",
+            host: str | None = None) -> tuple[int, str, dict]:
+    """A plain HTTP request (http.client, not the server's library): status, body, headers."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    try:
+        connection.request(method, path, headers={"Host": f"127.0.0.1:{port}" if host is None
+                                                  else host})
+        response = connection.getresponse()
+        return response.status, response.read().decode(errors="replace"), dict(
+            response.getheaders())
+    finally:
+        connection.close()
+
+
+def get(port: int, path: str, host: str | None = None) -> tuple[int, str, dict]:
+    return request(port, path, "GET", host)
+
+
+def wait_until(condition, timeout: float = 5.0) -> bool:
+    """Polls `condition` until it holds (True) or `timeout` seconds pass (False)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)
+    return True
 
 
 def frame(payload: bytes | str, opcode: int = 1) -> bytes:

@@ -249,13 +249,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def web_endpoint(text: str) -> tuple[str, int]:
-    """--web's value, checked while the command line is parsed."""
-    from control.web.web_remote import parse_endpoint
+    """--web's value, checked while the command line is parsed: its host looked up too, so
+    that a name nobody knows is refused before the show starts, as a bad port is."""
+    from control.web.web_address import resolve_endpoint
 
     try:
-        return parse_endpoint(text)
+        return resolve_endpoint(text)
     except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc).removeprefix(f"--web {text!r}: ")) from None
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--web ")) from None
 
 
 def osc_endpoint(text: str) -> tuple[str, int]:

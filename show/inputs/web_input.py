@@ -3,7 +3,7 @@ frame's actions, and the show's state goes back to the page a few times a second
 
 `WebInput.poll()` is read once a frame next to OSC (show/show.py); `publish(show, now)` then
 hands the server a fresh snapshot (the meters and slots read by `ShowView`, which the control
-window reads too: show/inputs/control_surface.py) at most every PUSH_SECONDS (control/web/web_remote.py): the meters
+window reads too: show/inputs/control_surface.py) at most every PUSH_SECONDS (control/web/web_session.py): the meters
 (level, bands, onset, tempo and beat, frame time), the preset slots with their names, the
 preset playing and its morph, and every parameter's value. Building it costs a few tens of
 microseconds; the slot names (nine small files read) only when the preset changes (a recall, a
@@ -16,13 +16,10 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from control.actions import Action
-from control.web.web_remote import (
-    is_loopback,
-    load_or_create_token,
-    plain_value,
-    WebProblem,
-    WebRemote,
-)
+from control.web.web_remote import WebProblem, WebRemote
+from control.web.web_address import is_loopback
+from control.web.web_messages import plain_value
+from control.web.web_token import load_or_create_token
 
 if TYPE_CHECKING:
     from show.show import Show

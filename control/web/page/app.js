@@ -6,9 +6,11 @@
 "use strict";
 
 const token = new URLSearchParams(location.search).get("token");
-const controls = new Map(); // name -> {spec, show(value), touched, row}
+const controls = new Map(); // name -> {spec, show(value), value, touched, held, row, ...}
 const SEND_MS = 33; // a dragged slider sends at most ~30 messages a second
-const HOLD_MS = 800; // a control the performer just moved ignores the show's echo this long
+// A control under the performer's finger, and for HOLD_MS after they let go, keeps what they
+// set: the show's values for it wait (the latest kept) and are shown once the hold is over.
+const HOLD_MS = 800;
 let socket = null;
 let retry = 500;
 let built = "";
@@ -125,7 +127,8 @@ function row(spec) {
   const value = el("output", "value");
   head.append(label, value);
   item.append(head);
-  const control = {spec, row: item, touched: 0, value: spec.default};
+  const control = {spec, row: item, touched: -Infinity, held: false, value: spec.default,
+                   fromShow: undefined, timer: 0};
   if (spec.kind === "float" || spec.kind === "int") slider(control, item, value);
   else if (spec.kind === "bool") toggle(control, item, value);
   else if (spec.kind === "choice") choice(control, item, value);
@@ -172,7 +175,7 @@ function slider(control, item, output) {
   };
   const move = (x) => {
     x = Math.min(Math.max(x, 0), 1);
-    control.touched = performance.now();
+    touch(control);
     place(x);
     output.textContent = format(spec, fromNorm(spec, x));
     track.setAttribute("aria-valuetext", output.textContent);
@@ -189,8 +192,9 @@ function slider(control, item, output) {
     drag = {id: event.pointerId, x0: event.clientX, y0: event.clientY, n0: norm,
             width: box.width, left: box.left, live: event.pointerType === "mouse"};
     track.setPointerCapture(event.pointerId);
+    control.held = true;
     if (drag.live) move((event.clientX - box.left) / box.width);
-    control.touched = performance.now();
+    touch(control);
   });
   track.addEventListener("pointermove", (event) => {
     if (!drag || event.pointerId !== drag.id) return;
@@ -205,9 +209,15 @@ function slider(control, item, output) {
     if (event.pointerType === "mouse") move((event.clientX - drag.left) / drag.width);
     else move(drag.n0 + (event.clientX - drag.x0) / drag.width);
   });
-  const end = () => { drag = null; if (timer) { clearTimeout(timer); flush(); } };
+  const end = () => {
+    drag = null;
+    if (timer) { clearTimeout(timer); flush(); }
+    control.held = false;
+    touch(control);
+  };
   track.addEventListener("pointerup", end);
   track.addEventListener("pointercancel", end);
+  track.addEventListener("lostpointercapture", end);
   track.addEventListener("keydown", (event) => {
     const step = event.shiftKey || event.key.startsWith("Page") ? 0.1 : 0.01;
     const moves = {ArrowRight: step, ArrowUp: step, PageUp: step, ArrowLeft: -step,
@@ -234,7 +244,7 @@ function toggle(control, item, output) {
     output.textContent = v ? "on" : "off";
   };
   button.addEventListener("click", () => {
-    control.touched = performance.now();
+    touch(control);
     const next = !control.value;
     if (send(`/swarm/${spec.name}`, next)) control.show(next);
   });
@@ -254,7 +264,7 @@ function choice(control, item, output) {
       button.dataset.value = String(option);
       button.setAttribute("role", "radio");
       button.addEventListener("click", () => {
-        control.touched = performance.now();
+        touch(control);
         if (send(`/swarm/${spec.name}`, option)) control.show(option);
       });
       pick.append(button);
@@ -268,7 +278,7 @@ function choice(control, item, output) {
       pick.append(entry);
     });
     pick.addEventListener("change", () => {
-      control.touched = performance.now();
+      touch(control);
       const option = spec.choices[Number(pick.value)];
       if (send(`/swarm/${spec.name}`, option)) control.show(option);
     });
@@ -301,7 +311,7 @@ function color(control, item, output) {
     output.textContent = v;
   };
   input.addEventListener("input", () => {
-    control.touched = performance.now();
+    touch(control);
     output.textContent = input.value;
     if (!timer) {
       timer = setTimeout(() => { timer = 0; send(`/swarm/${spec.name}`, input.value); }, SEND_MS);
@@ -344,16 +354,40 @@ function update(state) {
   if (state.slots) slots(state.slots, state.preset || {});
   if (state.outputs) outputs(state.outputs);
   if (state.values) {
-    const now = performance.now();
     for (const [name, value] of Object.entries(state.values)) {
       const control = controls.get(name);
-      if (control && now - control.touched > HOLD_MS) control.show(value);
+      if (control) {
+        control.fromShow = value;
+        settle(control);
+      }
     }
   }
   if (state.refused && state.refused.refused) {
     refusedTotal += state.refused.refused;
     $("status").textContent = `${refusedTotal} refused: ${state.refused.reason}`;
   }
+}
+
+// The performer moved a control: the show's values for it wait until HOLD_MS after this.
+function touch(control) {
+  control.touched = performance.now();
+  settle(control);
+}
+
+// The show's latest value for a control, shown now unless the performer holds the control
+// (touching it, or let go less than HOLD_MS ago): then shown when the hold is over, so a value
+// that changed meanwhile (MIDI, OSC, a recall) is never lost, and one the show did not take
+// is put back.
+function settle(control) {
+  clearTimeout(control.timer);
+  control.timer = 0;
+  if (control.fromShow === undefined) return;
+  const wait = control.touched + HOLD_MS - performance.now();
+  if (control.held || wait > 0) {
+    control.timer = setTimeout(() => settle(control), control.held ? HOLD_MS : wait + 1);
+    return;
+  }
+  control.show(control.fromShow);
 }
 
 function slots(names, preset) {
