@@ -471,3 +471,19 @@ def test_the_instrument_prints_its_link_and_serves_it(tmp_path):
     assert last["web"]["token"] is True and last["web"]["forbidden"] >= 1
     assert last["web"]["requests"] >= 2 and token not in telemetry.read_text()
     assert Path(presets / TOKEN_FILE).stat().st_mode & 0o077 == 0
+
+
+def test_the_printed_links_name_this_machines_own_addresses():
+    """The link a phone types: this machine's addresses (ifaddr, on every platform), never
+    loopback or link-local, each one this machine can listen on."""
+    import ipaddress
+    import socket
+
+    from control.web.web_address import local_addresses
+
+    found = local_addresses()
+    for address in found:
+        ip = ipaddress.ip_address(address)
+        assert ip.version == 4 and not ip.is_loopback and not ip.is_link_local
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.bind((address, 0))  # OSError: not an address of this machine

@@ -9,6 +9,8 @@ import ipaddress
 import re
 import socket
 
+import ifaddr
+
 DEFAULT_HOST = "127.0.0.1"  # this machine only, unless told otherwise
 
 
@@ -61,26 +63,19 @@ def is_loopback(host: str) -> bool:
 
 
 def local_addresses() -> list[str]:
-    """This machine's IPv4 addresses other than loopback (what a phone on the same network
-    types), read from the interfaces without sending anything; [] when none can be read."""
+    """This machine's IPv4 addresses other than loopback and link-local (what a phone on the
+    same network types), read from the interfaces without sending anything (ifaddr: Linux,
+    macOS and Windows alike); [] when none can be read."""
     found: list[str] = []
     try:
-        import fcntl  # POSIX only: late, so that elsewhere the link names the host given
-        import struct
-
-        probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        try:
-            for _, name in socket.if_nameindex():
-                try:
-                    packed = fcntl.ioctl(probe.fileno(), 0x8915,  # SIOCGIFADDR
-                                         struct.pack("256s", name.encode()[:15]))
-                except OSError:
-                    continue
-                address = socket.inet_ntoa(packed[20:24])
-                if not ipaddress.ip_address(address).is_loopback and address not in found:
-                    found.append(address)
-        finally:
-            probe.close()
-    except (ImportError, OSError):
-        pass
+        adapters = ifaddr.get_adapters()
+    except OSError:
+        return found
+    for adapter in adapters:
+        for ip in adapter.ips:
+            if not isinstance(ip.ip, str):  # IPv6 addresses come as (address, flow, scope)
+                continue
+            address = ipaddress.ip_address(ip.ip)
+            if not (address.is_loopback or address.is_link_local) and ip.ip not in found:
+                found.append(ip.ip)
     return found

@@ -48,7 +48,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from control.actions import Action
@@ -65,6 +65,7 @@ from control.web.web_session import (
     PUSH_SECONDS,
     TRANSPORT_LIMIT,
 )
+from control.web.web_wire_log import QuietWire
 
 if TYPE_CHECKING:
     from control.web.web_gate import HandOver
@@ -92,34 +93,6 @@ OPEN_TIMEOUT = 5.0  # seconds websockets allows a handed-over handshake (its hea
 
 class WebProblem(RuntimeError):
     """The web remote cannot start; the message says which address and what to do."""
-
-
-class _Quiet(logging.Handler):
-    """websockets' own log, for the connections the gate handed it: what a peer caused (a
-    connection cut in the middle of something, which its safety net calls an "unexpected
-    internal error") is counted as a refusal with a plain reason, never printed with its
-    traceback; what our own handler raised is said in one line (a bug, not input)."""
-
-    OURS = ("process_request failed", "process_response failed", "connection handler failed")
-    PLAIN: ClassVar[dict[str, str]] = {
-        "unexpected internal error": "a connection that ended while it was read or written",
-        "opening handshake failed": "a WebSocket handshake that could not be answered",
-        "keepalive ping failed": "a page that stopped answering pings",
-        "parser failed": "a frame that could not be read"}
-
-    def __init__(self, remote: WebRemote) -> None:
-        super().__init__(logging.ERROR)
-        self.remote = remote
-
-    def emit(self, record: logging.LogRecord) -> None:
-        exc = record.exc_info[1] if record.exc_info else None
-        message = record.getMessage()
-        kind = f" ({type(exc).__name__})" if exc else ""
-        if message in self.OURS:
-            log.warning(f"web: the web remote's own code failed ({message}): {exc!r}; "
-                        "please report it")
-        self.remote._refuse_request(self.PLAIN.get(message, "a connection websockets gave "
-                                                   "up on") + kind)
 
 
 class WebRemote:
@@ -163,7 +136,7 @@ class WebRemote:
         wire = logging.getLogger(f"{__name__}.wire.{id(self)}")
         wire.propagate = False
         wire.setLevel(logging.ERROR)
-        wire.addHandler(_Quiet(self))
+        wire.addHandler(QuietWire(self))
         self._wire_log = wire
         try:
             family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -178,7 +151,7 @@ class WebRemote:
                              "--web") from None
         self.port = listener.getsockname()[1]
         self._handover = HandOver(self._release_client)
-        self._gate = Gate(listener, self._answer, self._refuse_request)
+        self._gate = Gate(listener, self._answer, self.refuse_request)
         self._server = serve(self._handle, sock=self._gate.handoff,  # type: ignore[arg-type]
                              create_connection=FedConnection, compression=None,
                              max_size=TRANSPORT_LIMIT, max_queue=16, open_timeout=OPEN_TIMEOUT,
@@ -274,7 +247,7 @@ class WebRemote:
                                  "instrument") from None
         return files
 
-    def _refuse_request(self, reason: str) -> None:
+    def refuse_request(self, reason: str) -> None:
         """One request or connection refused (the gate's own refusals come here too)."""
         with self._lock:
             self.forbidden += 1
@@ -282,7 +255,7 @@ class WebRemote:
 
     def _refuse(self, status: int, reason: str, said: str, head: Head,
                 headers: tuple[tuple[str, str], ...] = ()) -> bytes:
-        self._refuse_request(reason)
+        self.refuse_request(reason)
         return response(status, said + "\n", head_only=head.method == "HEAD", headers=headers)
 
     def _answer(self, head: Head, peer: str) -> bytes | HandOver:
@@ -311,7 +284,7 @@ class WebRemote:
                             "forbidden: open the link the instrument printed at start")
         if stranger is not None:
             if not self._strangers.take(time.monotonic()):
-                self._refuse_request(f"{where}: {stranger[0]} (more than {STRANGER_RATE:g} "
+                self.refuse_request(f"{where}: {stranger[0]} (more than {STRANGER_RATE:g} "
                                      "a second: closed unanswered)")
                 return b""
             return self._refuse(403, f"{where}: {stranger[0]}", stranger[1], head)
