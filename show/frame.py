@@ -133,6 +133,7 @@ class Show:
             self.swarm.set_obstacles(options.obstacles)
         self.renderer = renderer_class(ctx, shader_dir=shaders)
         self.renderer.fixed_lag = options.reproducible
+        self.renderer.stable_order = options.reproducible  # lists in agent order: same frames
         self.camera = OrbitCamera()
         self.lure = Lure(params["contain_radius"], flat=params["dimensions"] == 2)
         self._sim_timer = GpuTimer(ctx)

@@ -51,6 +51,7 @@ from visual.meshes import BILLBOARDS, SHAPES, MeshSet, cone_mesh, lod_distance
 from visual.palettes import COLOR_BY, MAX_STOPS, palette_stops, srgb_to_linear
 from visual.post import PostChain, PostSettings, scene_color_for
 from visual.splat import FarSplat
+from visual.stable_cull import StableCull
 from visual.targets import Targets
 from visual.uniforms import FRAME_PARAMS, BlockBuffer
 
@@ -116,6 +117,9 @@ class Renderer(CountsView):
 
     post_chain = PostChain  # the post chain's class (GL 4.1's: visual/post41.py)
     far_splat: type | None = FarSplat  # far agents' compute splat (None: GL points only)
+    # The cull in agent order for reproducible runs (`stable_order`); None: the lists come out
+    # in order already (GL 4.1's transform feedback)
+    stable_cull: type | None = StableCull
     backend = "4.3"
 
     def __init__(self, ctx: moderngl.Context, *, shader_dir: Path | None = None) -> None:
@@ -137,6 +141,8 @@ class Renderer(CountsView):
         self._visible_buffer: moderngl.Buffer | None = None
         self._capacity = 0
         self._far_base = 0
+        self._stable: StableCull | None = None  # made once `stable_order` is set
+        self._in_order = False
 
         self._targets = Targets(ctx)
         self._post = self.post_chain(ctx, shader_dir=self.shader_dir)
@@ -154,13 +160,30 @@ class Renderer(CountsView):
         self._telegraph_start = -math.inf
         self.telegraph = 0.0
 
+    @property
+    def stable_order(self) -> bool:
+        """Cull into lists in agent order (visual/stable_cull.py), so additive light sums in
+        the same order and a reproducible run (--dt, --render) gives the same frames."""
+        return self._stable is not None or (self.stable_cull is None and self._in_order)
+
+    @stable_order.setter
+    def stable_order(self, value: bool) -> None:
+        self._in_order = bool(value)
+        if value and self._stable is None and self.stable_cull is not None:
+            self._stable = self.stable_cull(self.ctx, CULL_LOCAL_SIZE,
+                                            shader_dir=self.shader_dir)
+        elif not value and self._stable is not None:
+            self._stable.release()
+            self._stable = None
+
     # ---- programs -------------------------------------------------------------------------------
 
     def _build_programs(self) -> dict[str, Any]:
         """Compile the cull kernel and the draw programs, with their vertex arrays."""
         ctx, folder, built = self.ctx, self.shader_dir, {}
         try:
-            built["cull"] = compute_program(ctx, "cull.comp", {"LOCAL_SIZE": CULL_LOCAL_SIZE},
+            built["cull"] = compute_program(ctx, "cull.comp", {"LOCAL_SIZE": CULL_LOCAL_SIZE,
+                                                              "STABLE": 0},
                                             folder, FRAME_PARAMS)
             for name, billboard, points in (("agent", 0, 0), ("agent_billboard", 1, 0),
                                             ("agent_points", 0, 1),
@@ -206,6 +229,8 @@ class Renderer(CountsView):
             self._post.reload_shaders()
             if self._splat is not None:
                 self._splat.reload_shaders()
+            if self._stable is not None:
+                self._stable.reload_shaders()
         except ShaderError:
             for obj in reversed(list(built.values())):
                 obj.release()
@@ -354,7 +379,10 @@ class Renderer(CountsView):
         self._visible_buffer.bind_to_storage_buffer(1)
         self._draw_state.bind_to_storage_buffer(2)
         with self._cull_timer:
-            dispatch_1d(self._cull, count, CULL_LOCAL_SIZE)
+            if self._stable is not None:
+                self._stable.run(count)
+            else:
+                dispatch_1d(self._cull, count, CULL_LOCAL_SIZE)
         # The draw reads the commands (COMMAND bit), the lists (SHADER_STORAGE bit) and the
         # counter copy reads the draw state (BUFFER_UPDATE bit).
         ctx.memory_barrier(CULL_TO_DRAW_BARRIERS)
@@ -465,6 +493,9 @@ class Renderer(CountsView):
         self._post.release()
         if self._splat is not None:
             self._splat.release()
+        if self._stable is not None:
+            self._stable.release()
+            self._stable = None
         self._visible_buffer = None
         self._readback.release()
         self._built = {}
