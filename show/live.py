@@ -21,7 +21,7 @@ from control.supervisor import Heartbeat, StopSignals
 from show.frame import Show
 from show.keys import key_action
 from show.loop import Loop, Offscreen, WallClock
-from show.options import HEADLESS_SIZE, ShowOptions, options_from_args
+from show.options import HEADLESS_SIZE, START_LOOK_NOTE, ShowOptions, options_from_args
 from show.report import LatestRecord, Telemetry
 
 log = logging.getLogger(__name__)
@@ -131,6 +131,8 @@ class LiveShow:
         from show.outputs import open_outputs
 
         self.options.count_limit = check_machine(ctx, self.args, self.params, size)
+        if getattr(self.args, "start_look", False):  # after every check: an error comes first
+            log.info(START_LOOK_NOTE)
         # The recovery file is for open-ended shows: a bounded run (--frames) leaves the last
         # show's alone.
         recovery = RecoveryWriter() if self.args.frames is None else None

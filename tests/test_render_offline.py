@@ -22,7 +22,9 @@ from conftest import ROOT, listening
 import instrument
 from audio.wavfile import write_wav
 from control.files import FileProblem
-from show.options import options_from_args
+from control.preset_bank import PresetBank
+from control.presets import load_preset
+from show.options import START_LOOK, options_from_args
 from show.progress import Progress
 from show.render import render, run_render
 from show.render_job import add_render_arguments, load_song, plan_render
@@ -33,6 +35,7 @@ FPS = 12
 SIZE = "160x90"
 COUNT = "1500"
 SMALL = ("--fps", str(FPS), "--size", SIZE, "--count", COUNT)
+START = load_preset(PresetBank().resolve(START_LOOK)).values  # what a render opens on
 
 import av  # noqa: E402 - a declared dependency: missing, the module fails
 
@@ -149,7 +152,8 @@ def test_the_swarm_follows_the_song(observed):
     loud_speed = np.mean([s["speed"] for s in loud])
     assert loud_speed > 1.5 * quiet_speed, (quiet_speed, loud_speed)
     # The control track's knob turns at 1 s, on the frame at 1 s.
-    assert [s["agent_size"] for s in seen if s["t"] < 1.0] == [0.6] * FPS
+    # The track records no look of its own: the render opens on the start look.
+    assert [s["agent_size"] for s in seen if s["t"] < 1.0] == [START["agent_size"]] * FPS
     assert all(s["agent_size"] == 1.2 for s in seen if s["t"] >= 1.0)
 
 
@@ -219,7 +223,7 @@ def test_a_midi_file_automates_the_render(song, tmp_path):
            observe=lambda show, index, t: speeds.append(show.params["max_speed"]),
            progress=Progress(job.frames, io.StringIO()))
     # CC 76 (max_speed, 1-40 exp in the shipped mapping) at 0.5 s: frame 6 at 12 fps.
-    assert speeds == [8.0] * 6 + [pytest.approx(40.0)] * 3
+    assert speeds == [START["max_speed"]] * 6 + [pytest.approx(40.0)] * 3  # the start look's
 
 
 def test_a_compressed_song_is_read_through_ffmpeg(tmp_path):
