@@ -26,7 +26,15 @@ from typing import Any
 
 from control.actions import MAPPABLE
 from control.files import FileProblem
-from control.params import CURVES, Param, ParamError, curve_position, curve_value, param
+from control.params import (
+    CURVES,
+    Param,
+    ParamError,
+    curve_position,
+    curve_value,
+    param,
+    plain,
+)
 
 KNOB_KINDS = ("float", "int", "bool", "choice")  # a colour is three numbers: not one knob
 ACTIONS = MAPPABLE  # what a note or a program change may do (control/actions.py)
@@ -105,7 +113,7 @@ class Binding:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
                     math.isfinite(value) and spec.lo <= value <= spec.hi):
                 raise EntryError(key, f"must be a number within '{spec.name}''s range "
-                                  f"[{spec.lo:g}, {spec.hi:g}], got {value!r}")
+                                  f"[{plain(spec.lo)}, {plain(spec.hi)}], got {value!r}")
         if not self.range[0] < self.range[1]:
             raise EntryError("hi", f"must be above lo (got lo {self.range[0]:g}, hi "
                               f"{self.range[1]:g}); use \"invert\": true to turn the knob round")
