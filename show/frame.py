@@ -466,8 +466,8 @@ class Show:
     def telemetry(self) -> dict[str, Any]:
         return telemetry(self)
 
-    def hud_lines(self) -> list[str]:
-        return hud_lines(self)
+    def hud_lines(self, compact: bool = False) -> list[str]:
+        return hud_lines(self, compact)
 
     def release(self) -> None:
         self.audio.close()

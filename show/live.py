@@ -23,6 +23,7 @@ from show.keys import key_action
 from show.loop import Loop, Offscreen, WallClock
 from show.options import HEADLESS_SIZE, START_LOOK_NOTE, ShowOptions, options_from_args
 from show.report import LatestRecord, Telemetry
+from visual.hud import hud_layout
 
 log = logging.getLogger(__name__)
 
@@ -179,7 +180,7 @@ class LiveShow:
 
     def frame(self, target, size: tuple[int, int]) -> list[str]:
         self.loop.frame(target, size)
-        return self.show.hud_lines()
+        return self.show.hud_lines(compact=hud_layout(size).compact)  # a small window: fewer
 
     def key(self, name: str, ctrl: bool, shift: bool) -> None:
         action = key_action(name, ctrl, shift, time.perf_counter())  # the loop's clock
