@@ -1,7 +1,9 @@
 // cull_place.comp: the stable cull's last pass (see cull.comp, STABLE): each visible agent's
 // index written at its workgroup's first place (cull_scan.comp) plus its rank among the
-// workgroup's agents of the same list (a prefix sum in shared memory, in agent order), so both
-// lists hold the visible agents in ascending order, whatever order the workgroups ran in.
+// workgroup's agents of the same list, so both lists hold the visible agents in ascending order,
+// whatever order the workgroups ran in. The ranks are an exclusive prefix sum in shared memory,
+// taken by one invocation in a loop: two barriers instead of a parallel scan's sixteen, which
+// software GL pays for dearly (a barrier there switches every invocation of the group).
 #include "common.glsl"
 #include "frame_params.glsl"
 
@@ -20,13 +22,16 @@ void main() {
     uvec2 mine = uvec2(list == 1u ? 1u : 0u, list == 2u ? 1u : 0u);
     s_rank[t] = mine;
     barrier();
-    for (uint step = 1u; step < uint(LOCAL_SIZE); step <<= 1u) {
-        uvec2 before = t >= step ? s_rank[t - step] : uvec2(0u);
-        barrier();
-        s_rank[t] += before;
-        barrier();
+    if (t == 0u) {
+        uvec2 sum = uvec2(0u);
+        for (uint k = 0u; k < uint(LOCAL_SIZE); k++) {
+            uvec2 here = s_rank[k];
+            s_rank[k] = sum;  // exclusive: this list's agents before agent k
+            sum += here;
+        }
     }
-    uvec2 rank = s_rank[t] - mine;  // exclusive: this list's agents before this one
+    barrier();
+    uvec2 rank = s_rank[t];
     uint group = i / uint(LOCAL_SIZE);
     if (list == 1u) visible[groups[2u * group] + rank.x] = i;
     else if (list == 2u) visible[frame.far_base + groups[2u * group + 1u] + rank.y] = i;
