@@ -16,16 +16,16 @@ from typing import Any
 
 from control.looks.files import FileProblem, load_state
 from control.parameters.registry import ParamError, Params
-from show.supervisor import StopSignals
 from control.text import printable
 from show.cli.arguments import build_parser
 from show.cli.console import error
+from show.cli.options import START_LOOK
 from show.offline.progress import RunProgress
-from visual.sim.agents import MAX_DT
+from show.supervisor import StopSignals
 from visual.gpu.uniforms import MAX_OBSTACLES
+from visual.sim.agents import MAX_DT
 
 NO_DISPLAY_SECONDS = 10.0
-START_LOOK = "aurora"  # the most striking bundled look: a plain start opens on it
 NO_DISPLAY_SCREENSHOT = "swarm-screenshot.png"
 
 
@@ -33,11 +33,13 @@ def build_params(args: argparse.Namespace) -> tuple[Params, list, Any]:
     """The parameters (defaults, then --resume's recovery file or --preset, then --count), the
     audio modulation routes and the preset started from."""
     from control.looks.preset_bank import PresetBank
-    from control.looks.presets import apply_preset, load_preset, PresetError
+    from control.looks.presets import PresetError, apply_preset, load_preset
     from control.looks.recovery import load_recovery
 
     params, routes, preset = Params(), [], None
     keep = ("count",) if args.count is not None else ()
+    if args.preset is None and opens_on_start_look(args):
+        args.start_look = True  # not args.preset: a render's recorded control track still wins
     if args.resume or (args.safe_mode and not args.fresh):
         try:
             preset = load_recovery()
@@ -49,14 +51,21 @@ def build_params(args: argparse.Namespace) -> tuple[Params, list, Any]:
             say(f"cannot resume: {exc}; starting from "
                 f"{'--preset ' + args.preset if args.preset else 'the defaults'}")
             preset = None
-    if preset is None and args.preset:
-        preset = load_preset(PresetBank().resolve(args.preset))
+    name = args.preset or (START_LOOK if getattr(args, "start_look", False) else None)
+    if preset is None and name:
+        preset = load_preset(PresetBank().resolve(name))
         routes = apply_preset(preset, params, keep=keep)
     if args.count is not None:
         params["count"] = args.count
     if getattr(args, "post", None):
         params["post"] = args.post
     return params, routes, preset
+
+
+def opens_on_start_look(args: argparse.Namespace) -> bool:
+    """A start that chooses no look (no --preset, --resume, --safe-mode or --state-in) opens
+    on START_LOOK, in a window, headless, with no display and in a render alike."""
+    return not (args.preset or args.resume or args.safe_mode or args.state_in)
 
 
 STOP = StopSignals()  # installed by main() for the live show (a render handles Ctrl+C itself)
@@ -193,14 +202,11 @@ def main(argv: list[str] | None = None) -> int:
     if supervise:
         from show.supervisor import Supervisor
 
-        say("supervisor: the show runs in a child process and comes back if it dies or hangs "
-            "(--no-supervisor to run it here)")
-        return Supervisor(list(argv if argv is not None else sys.argv[1:])).run()
+        return Supervisor(list(argv if argv is not None else sys.argv[1:]), playing_note=(
+            "supervisor: the show runs in a child process and comes back if it dies or hangs "
+            "(--no-supervisor to run it here)")).run()
     if args.render is None:
         STOP.install()  # from here on, Ctrl+C asks the show to stop after its frame
-        if not (args.headless or args.preset or args.resume or args.safe_mode or args.state_in):
-            args.preset = START_LOOK
-            say(f"opening on the bundled look '{START_LOOK}' (--preset chooses another)")
     try:
         params, routes, preset = build_params(args)
         if args.render is not None:

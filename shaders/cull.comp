@@ -9,6 +9,11 @@
 // fixed point, relative to center) of the agents' offsets and squared distances, from which the
 // renderer gets the swarm's centre and RMS radius for the camera to frame it. What it reads is in
 // the FrameParams block (frame.*).
+// With STABLE (reproducible runs: --dt, --render) the lists come out in the same order every run:
+// workgroups finish in any order, and additive light summed in another order rounds differently.
+// This pass then writes each agent's list (classes[]) and its workgroup's two counts (groups[])
+// instead of the lists; cull_scan.comp turns the counts into each workgroup's first places and
+// cull_place.comp writes the indices there, in agent order. The counts and sums are the same.
 #include "common.glsl"
 #include "frame_params.glsl"
 
@@ -16,6 +21,10 @@ layout(local_size_x = LOCAL_SIZE) in;
 
 layout(std430, binding = 0) readonly buffer Agents { Agent agents[]; };
 layout(std430, binding = 1) writeonly buffer Visible { uint visible[]; };
+#if STABLE
+layout(std430, binding = 3) writeonly buffer Classes { uint classes[]; };  // 0 none, 1 near, 2 far
+layout(std430, binding = 4) writeonly buffer Groups { uint groups[]; };  // (near, far) a group
+#endif
 
 // Two DrawArraysIndirectCommand, padded to 5 uints each because moderngl's render_indirect
 // reads commands with a 20-byte stride:
@@ -99,8 +108,17 @@ void main() {
     }
     barrier();
 
+#if STABLE
+    if (in_range) classes[i] = inside ? (is_far ? 2u : 1u) : 0u;
+    if (t == 0u) {
+        uint group = i / uint(LOCAL_SIZE);
+        groups[2u * group] = s_near;
+        groups[2u * group + 1u] = s_far;
+    }
+#else
     if (inside) {
         if (is_far) visible[frame.far_base + s_far_base + slot] = i;
         else visible[s_near_base + slot] = i;
     }
+#endif
 }

@@ -112,9 +112,10 @@ def telemetry(show: Show) -> dict[str, Any]:
     }
 
 
-def hud_lines(show: Show) -> list[str]:
+def hud_lines(show: Show, compact: bool = False) -> list[str]:
     """The HUD: frame rate and GPU times, agents, the state of every input, the chosen
-    parameter. Names and reasons from outside are made printable."""
+    parameter. Names and reasons from outside are made printable. `compact` (a small window,
+    visual/hud.py): without the GPU times, the neighbour search and the look's details."""
     fps, frame_ms = show.clock.fps, show.clock.frame_ms
     gpu = show.gpu_ms
 
@@ -123,19 +124,26 @@ def hud_lines(show: Show) -> list[str]:
 
     renderer = show.renderer
     visible = renderer.visible
-    lines = [
-        f"{fps:5.1f} fps  {frame_ms:6.2f} ms a frame" if fps and frame_ms else "-- fps",
+    technical = [  # what a small window leaves out
         f"GPU ms: simulate {ms(gpu['simulate'])}  cull {ms(gpu['cull'])}  "
         f"draw {ms(gpu['draw'])}  post {ms(gpu.get('post'))}",
-        f"agents {show.swarm.count:,}  visible {'-' if visible is None else f'{visible:,}'}"
-        f"  near lure {'-' if renderer.near_lure is None else renderer.near_lure}",
         f"{show.swarm.neighbors} neighbours  GL {show.backend} "
-        f"({'compute' if show.backend == '4.3' else 'transform feedback'})"
-        f"  {'PAUSED' if show.paused else ''}".rstrip(),
-        f"audio: {audio_line(show.audio)}",
-        f"tempo: {tempo_line(show)}",
+        f"({'compute' if show.backend == '4.3' else 'transform feedback'})",
         f"look: {look_line(show)}",
     ]
+    lines = [
+        f"{fps:5.1f} fps  {frame_ms:6.2f} ms a frame" if fps and frame_ms else "-- fps",
+        technical[0],
+        f"agents {show.swarm.count:,}  visible {'-' if visible is None else f'{visible:,}'}"
+        f"  near lure {'-' if renderer.near_lure is None else renderer.near_lure}"
+        f"{'  PAUSED' if show.paused else ''}",
+        technical[1],
+        f"audio: {audio_line(show.audio)}",
+        f"tempo: {tempo_line(show)}",
+        technical[2],
+    ]
+    if compact:
+        lines = [line for line in lines if line not in technical]
     if show.midi is not None:
         lines.append(f"midi: {midi_line(show.midi.state())}")
     if show.osc is not None:

@@ -131,6 +131,7 @@ class Show:
             self.swarm.set_obstacles(options.obstacles)
         self.renderer: RendererRole = renderer_class(ctx, shader_dir=shaders)
         self.renderer.fixed_lag = options.reproducible
+        self.renderer.stable_order = options.reproducible  # lists in agent order: same frames
         self.camera = OrbitCamera()
         self.lure = Lure(params["contain_radius"], flat=params["dimensions"] == 2)
         self._sim_timer = GpuTimer(ctx)
@@ -464,8 +465,8 @@ class Show:
     def telemetry(self) -> dict[str, Any]:
         return telemetry(self)
 
-    def hud_lines(self) -> list[str]:
-        return hud_lines(self)
+    def hud_lines(self, compact: bool = False) -> list[str]:
+        return hud_lines(self, compact)
 
     def release(self) -> None:
         self.audio.close()

@@ -97,7 +97,9 @@ class BadStart(Exception):
 class Supervisor:
     def __init__(self, child_args: Sequence[str], *, state_dir: Path | None = None,
                  hang_seconds: float = HANG_S, say: Callable[[str], None] | None = None,
-                 program: Sequence[str] | None = None) -> None:
+                 program: Sequence[str] | None = None, playing_note: str | None = None) -> None:
+        """`playing_note`: said once the first child plays its first frame, so that a start
+        the child refuses (bad input, exit 2) says that one line and nothing before it."""
         state_dir = state_dir or default_state_dir()
         self.program = list(program or [
             sys.executable, str(Path(__file__).resolve().parent.parent / "instrument.py")])
@@ -116,6 +118,7 @@ class Supervisor:
         self._beaten = False  # the current child has sent a heartbeat: it is playing
         self._held: int | None = None  # a stop that came before that, passed on then
         self._stopped_at: float | None = None
+        self._playing_note = playing_note
 
     # ---- one child ------------------------------------------------------------------------------
 
@@ -165,6 +168,9 @@ class Supervisor:
                     last_beat, beaten = now, True
                     if not self._beaten:  # playing: its own stop handling is in place now
                         self._beaten = True
+                        if self._playing_note:
+                            self.say(self._playing_note)
+                            self._playing_note = None
                         if self._held is not None:
                             self._pass_on(self._held)
             code = child.poll()

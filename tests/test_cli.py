@@ -19,8 +19,11 @@ def test_fixed_steps_reproduce_the_seed_kernel(tmp_path):
     """--dt 0.02 --frames 3 from --seed 5: the state written equals three numpy steps of the
     seed's kernel from the same spawn, towards the wandering lure."""
     out = tmp_path / "state.npz"
+    seeds_defaults = tmp_path / "defaults.json"  # every parameter at the registry's default
+    seeds_defaults.write_text('{"params": {}}')  # (a plain start opens on the start look)
     result = instrument("--headless", "--frames", "3", "--dt", "0.02", "--seed", "5",
-                        "--count", "600", "--neighbors", "brute", "--state-out", str(out))
+                        "--count", "600", "--neighbors", "brute", "--state-out", str(out),
+                        "--preset", str(seeds_defaults))
     assert result.returncode == 0, result.stderr
     assert "3 frames" in result.stdout and str(out) in result.stdout
     position, velocity = load_state(out)
@@ -81,6 +84,9 @@ def test_preset_params_apply(tmp_path):
     ('{"params": ', "the file ends early at line 1"),
     ('{"params": {}} x', "not valid JSON at line 1"),
     ('[1, 2]', "a preset is a JSON object"),
+    (('{"routes": [{"source": "low", "param": "bloom", "amount": 1},'
+      ' {"source": "low", "param": "bloom", "amount": 2}]}'),
+     "routes[0] (low -> bloom 1) and routes[1] (low -> bloom 2) route the same source"),
 ])
 def test_bad_preset_is_one_clear_line(tmp_path, content, expected):
     preset = tmp_path / "bad.json"

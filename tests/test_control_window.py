@@ -19,11 +19,12 @@ from conftest import ROOT
 from conftest import run_instrument as instrument
 from xdisplay import Performer, grab, split_into_monitors, with_display, xvfb
 
-from control.parameters.registry import param, REGISTRY
-from show.inputs.control_surface import Activity, layout_groups, to_action
+from control.parameters.registry import REGISTRY, param
 from show.cli.live_show import plan_screens
+from show.inputs.control_surface import Activity, layout_groups, to_action
 from visual.control_window import Messages, hit, lay_out
 from visual.output.png import read_png
+from visual.screens import ScreenArea, side_by_side
 
 LAPTOP, PROJECTOR = (0, 0, 960, 600), (960, 0, 640, 360)
 CONTROL_CAPTION = "swarm instrument - control"
@@ -305,12 +306,87 @@ def test_one_screen_keeps_the_hud_and_opens_the_control_window_beside_it(tmp_pat
                             "--frames", "20", "--count", "500", "--no-midi", "--screenshot",
                             str(shot), "--telemetry", str(telemetry), env=env)
         assert result.returncode == 0, result.stderr
-        assert "one screen for both: the control window opens as a window" in result.stdout
+        assert "one screen for both: the picture and the control window side by side" \
+            in result.stdout
         record = _last(telemetry)
         assert record["control"][0]["draws"] > 0
         image = read_png(shot)
         text = (image.min(axis=2) > 200)[:60, :200]  # the HUD's light grey letters
         assert text.mean() > 0.01, "the HUD is gone with one screen"
+
+
+def overlap(a, b) -> int:
+    """Pixels two areas share."""
+    width = min(a.x + a.width, b.x + b.width) - max(a.x, b.x)
+    height = min(a.y + a.height, b.y + b.height) - max(a.y, b.y)
+    return max(width, 0) * max(height, 0)
+
+
+@pytest.mark.parametrize("screen", [(0, 0, 1920, 1080), (0, 0, 1280, 720), (0, 0, 1024, 600),
+                                    (1920, 0, 800, 600), (0, 0, 3840, 2160), (0, 0, 640, 480)])
+@pytest.mark.parametrize("picture", [None, (480, 270), (1280, 720), (4000, 3000)])
+def test_one_screen_puts_the_picture_and_the_control_window_side_by_side(screen, picture):
+    """visual/screens.py's arithmetic: both windows inside the screen, not over each other,
+    the control window as high as the screen and at least 480 wide (half a narrow screen);
+    --size kept where it leaves that room, else its proportions (16:9 without it)."""
+    area = ScreenArea(*screen)
+    shown, control = side_by_side(area, picture)
+    for window in (shown, control):
+        assert area.x <= window.x and window.x + window.width <= area.x + area.width
+        assert area.y <= window.y and window.y + window.height <= area.y + area.height
+        assert window.width > 0 and window.height > 0
+    assert overlap(shown, control) == 0
+    assert (shown.x, shown.y) == (area.x, area.y) and control.x == shown.x + shown.width
+    assert control.height == area.height
+    assert control.width >= min(480, area.width // 2)
+    if picture is not None and picture[0] <= area.width - min(480, area.width // 2) \
+            and picture[1] <= area.height:
+        assert (shown.width, shown.height) == picture
+    else:
+        aspect = picture[0] / picture[1] if picture else 16 / 9
+        assert shown.width / shown.height == pytest.approx(aspect, rel=0.01)
+    assert side_by_side(ScreenArea(0, 0, 1920, 1080)) == (ScreenArea(0, 0, 1152, 648),
+                                                          ScreenArea(1152, 0, 768, 1080))
+
+
+def _geometry(display: str, window: str) -> ScreenArea:
+    """A window's place and size on the X screen, as xwininfo reads them."""
+    out = subprocess.run(["xwininfo", "-id", window], env=with_display(display),
+                         capture_output=True, text=True, check=True, timeout=20).stdout
+    value = {line.split(":")[0].strip(): line.split(":")[1].strip()
+             for line in out.splitlines() if ":" in line}
+    return ScreenArea(int(value["Absolute upper-left X"]), int(value["Absolute upper-left Y"]),
+                      int(value["Width"]), int(value["Height"]))
+
+
+def test_one_screen_opens_the_two_windows_beside_each_other(tmp_path):
+    """--control-screen 0 on one 1280x720 screen (the picture full-screen by default): the
+    picture's window and the control window where side_by_side puts them, neither over the
+    other (the picture had been full-screen at 0,0 with the control window over it)."""
+    with xvfb("1280x720") as display:
+        env = with_display(display, SWARM_PRESETS_DIR=str(tmp_path / "presets"))
+        process = subprocess.Popen(
+            [sys.executable, str(ROOT / "instrument.py"), "--control-screen", "0", "--count",
+             "500", "--no-midi", "--frames", "100000"],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            control = _wait_for(lambda: _window(display, CONTROL_CAPTION),
+                                "the control window", process)
+            picture = _wait_for(lambda: _window(display, "swarm instrument"), "the picture",
+                                process)
+            expected = side_by_side(ScreenArea(0, 0, 1280, 720))
+            seen = _wait_for(lambda: (g := (_geometry(display, picture),
+                                            _geometry(display, control))) == expected and g,
+                             "the windows in their places", process, timeout=20)
+            assert overlap(*seen) == 0
+            process.send_signal(signal.SIGTERM)
+            out, err = process.communicate(timeout=60)
+            assert process.returncode == 0, err
+            assert "side by side" in out and "window: 500 agents on screen 0, 768x432" in out
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
 
 
 def test_the_screens_are_the_desktops_monitors(two_screens):
@@ -405,8 +481,8 @@ def test_thumbnails_are_the_presets_played_and_played_again_when_saved(ctx, tmp_
     played again."""
     from audio.synth import drum_loop
     from control.looks.presets import load_preset
-    from show.offline.contact_sheet import AUDIO_RATE, render_look, SHEET_BPM, SheetSettings
     from show.inputs.control_surface import ThumbnailJob
+    from show.offline.contact_sheet import AUDIO_RATE, SHEET_BPM, SheetSettings, render_look
 
     (tmp_path / "slot-2.json").write_text((ROOT / "presets" / "2-murmuration.json")
                                           .read_text())

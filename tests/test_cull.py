@@ -212,6 +212,40 @@ def test_visible_count_in_the_indirect_command_matches_numpy(ctx, backend):
         agents.release()
 
 
+def test_reproducible_runs_list_the_visible_agents_in_agent_order(ctx, backend):
+    """stable_order (what --dt and --render set): both lists hold the visible agents in
+    ascending order, every frame, so additive light is summed in the same order every run
+    (the live cull appends each workgroup wherever it finishes); the counts are unchanged."""
+    params = Params({"agent_size": 0.6,
+                     "lod_pixels": 0.6 * SIZE[1] / (2 * np.tan(np.radians(50.0) / 2)) / 120.0})
+    camera = OrbitCamera(time=11.0)
+    rng = np.random.default_rng(3)
+    points = rng.uniform(-150, 150, size=(70001, 3)).astype(np.float32)  # 274 groups, ragged
+    agents = AgentBuffer(ctx, points)
+    renderer = Drawn(ctx, params)
+    renderer.stable_order = True
+    framebuffer = renderer.offscreen_framebuffer(SIZE)
+    try:
+        planes = camera.frustum(SIZE[0] / SIZE[1])
+        expected = sphere_visible(planes, points.astype(float), 0.6)
+        far = np.linalg.norm(points - camera.eye, axis=1) > 120.0
+        sure = clear_of_planes(points.astype(float), planes, 0.6) & (
+            np.abs(np.linalg.norm(points - camera.eye, axis=1) - 120.0) > 1e-2)
+        for _ in range(2):  # the second frame over the first one's lists
+            renderer.render(agents, camera, framebuffer)
+            near, far_list = renderer.read_visible_now()
+            assert len(near) > 1000 and len(far_list) > 1000
+            assert np.all(np.diff(near.astype(np.int64)) > 0)
+            assert np.all(np.diff(far_list.astype(np.int64)) > 0)
+            assert set(np.flatnonzero(expected & ~far & sure)) <= set(near.tolist())
+            assert set(np.flatnonzero(expected & far & sure)) <= set(far_list.tolist())
+            counts = renderer.read_counts_now()
+            assert (counts.near, counts.far) == (len(near), len(far_list))
+    finally:
+        renderer.release()
+        agents.release()
+
+
 def test_indirect_commands_hold_the_mesh_and_the_counts(ctx, backend):
     points = np.zeros((300, 3), np.float32)
     agents = AgentBuffer(ctx, points)

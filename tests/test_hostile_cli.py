@@ -66,6 +66,59 @@ def test_bad_values_are_refused_before_the_first_frame(args, names):
     assert time.monotonic() - started < 30
 
 
+LIMITS = [  # every numeric option: (a bad command line, what its one line must say)
+    (["--count", "100000000"], ["--count", "expected 1 to 16777216 agents, got 100000000"]),
+    (["--count", "0"], ["--count", "1 to 16777216", "got 0"]),
+    (["--count", "many"], ["--count", "1 to 16777216", "got 'many'"]),
+    (["--frames", "0"], ["--frames", "1 or more", "got 0"]),
+    (["--frames", "1.5"], ["--frames", "1 or more", "got '1.5'"]),
+    (["--dt", "0.5"], ["--dt", "above 0 and at most 1/30 s (0.033333", "got '0.5'"]),
+    (["--dt", "nan"], ["--dt", "got 'nan'"]),
+    (["--seed", "4294967296"], ["--seed", "0 to 4294967295", "got 4294967296"]),
+    (["--screen", "-1"], ["--screen", "(0, 1, ...)", "got -1"]),
+    (["--screen", "left"], ["--screen", "got 'left'"]),
+    (["--output-screen", "-2"], ["--output-screen", "got -2"]),
+    (["--control-screen", "x"], ["--control-screen", "got 'x'"]),
+    (["--size", "20000x100"], ["--size", "16 to 16384 pixels", "got 20000x100"]),
+    (["--fps", "0"], ["--fps", "1 to 1000", "got '0'"]),
+    (["--fps", "inf"], ["--fps", "1 to 1000", "got 'inf'"]),
+    (["--crf", "52"], ["--crf", "0 to 51", "got '52'"]),
+    (["--obstacle", "0,0,2000000,1"], ["--obstacle", "-1000000 to 1000000",
+                                       "got '0,0,2000000,1'"]),
+    (["--osc", "70000"], ["--osc", "1 to 65535", "got 70000"]),
+    (["--out-ndi", "Swarm,fps=0"], ["--out-ndi", "fps=0", "1 to 1000"]),
+]
+
+
+@pytest.mark.parametrize("argv, parts", LIMITS, ids=lambda v: " ".join(v) if v and
+                         v[0].startswith("--") else None)
+def test_every_numeric_option_names_itself_its_value_and_its_limits(argv, parts, capsys):
+    """One line on stderr, nothing before it, exit 2: the option, the value given and the
+    limits in plain digits (issue 26: "'count' = 100000000 is out of range [1, 1.67772e+07]",
+    after the start look's line)."""
+    from show.cli.arguments import build_parser
+
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args(argv)
+    assert exited.value.code == 2
+    said = capsys.readouterr()
+    assert said.out == ""
+    lines = said.err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("instrument: error: "), said.err
+    for part in parts:
+        assert part in lines[0], lines[0]
+    assert "e+" not in lines[0] and "e-0" not in lines[0], lines[0]
+
+
+def test_a_count_out_of_range_is_the_only_line_of_a_plain_start():
+    """The window's path (no --headless; no display here): the error, and nothing before it."""
+    result = run_instrument("--count", "100000000", env={
+        k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")},
+        timeout=60)
+    one_line_refusal(result, "--count", "1 to 16777216", "100000000")
+    assert result.stdout == ""
+
+
 def test_output_paths_are_checked_at_start_not_after_the_last_frame(tmp_path):
     folder = tmp_path / "a-folder"
     folder.mkdir()

@@ -16,12 +16,14 @@ import pytest
 from conftest import run_instrument
 from test_cull import AgentBuffer
 
+import visual.gpu.context
 import visual.gpu.programs
 from control.parameters.registry import Params
-from show.offline.contact_sheet import bundled_presets, contact_sheet, SheetSettings
+from show.cli.options import START_LOOK
+from show.offline.contact_sheet import SheetSettings, bundled_presets, contact_sheet
 from visual.render.camera import OrbitCamera
-from visual.render.palettes import palette_stops, PALETTES, sample, srgb_to_linear
 from visual.render.frame_values import SPEED_RAMP
+from visual.render.palettes import PALETTES, palette_stops, sample, srgb_to_linear
 from visual.render.renderer import Renderer
 
 SIZE = (256, 160)
@@ -331,3 +333,43 @@ def test_post_from_the_command_line_is_said_in_telemetry(tmp_path):
         assert "post" in record["gpu_ms"]
     bad = run_instrument("--post", "sometimes")
     assert bad.returncode == 2 and "--post" in bad.stderr and "Traceback" not in bad.stderr
+
+
+# ---- the start look ------------------------------------------------------------------------------
+
+def test_a_headless_run_that_chooses_no_look_opens_on_the_start_look(tmp_path):
+    """As the window does: the start look, said in the log (issue 26: headless runs and
+    renders played the registry's plain defaults, small yellow dots, and named nothing)."""
+    telemetry = tmp_path / "t.jsonl"
+    result = run_instrument("--headless", "--frames", "3", "--count", "256", "--size", "160x90",
+                            "--no-midi", "--mute", "--telemetry", str(telemetry))
+    assert result.returncode == 0, result.stderr
+    assert f"opening on the bundled look '{START_LOOK}' (--preset chooses another)" \
+        in result.stdout
+    record = json.loads(telemetry.read_text().splitlines()[-1])
+    assert record["preset"]["name"] == START_LOOK
+    assert (record["look"]["shape"], record["look"]["palette"]) == ("streak", "aurora")
+
+
+def test_the_readmes_music_video_opens_on_the_start_look_and_pulses_with_the_kick(tmp_path):
+    """`--render SONG --out VIDEO` with no --preset: the start look, named in the log, whose
+    light rises on each kick of a 120 BPM drum loop (kicks 1 s apart from 0.1 s) on software GL
+    too, where the post chain (the bloom that breathes on the beat) is off: the frames just
+    after a kick at least 15 % brighter than those just before the next."""
+    from audio.files.wavfile import write_wav
+    from audio.synth import drum_loop
+    from visual.output.video_files import decode_frames
+
+    song, video = tmp_path / "loop.wav", tmp_path / "loop.mp4"
+    write_wav(song, drum_loop(120, 3.0, 48000, seed=1), 48000)
+    result = run_instrument("--render", str(song), "--out", str(video), "--size", "160x90",
+                            "--fps", "30", "--count", "2000")
+    assert result.returncode == 0, result.stderr
+    assert f"opening on the bundled look '{START_LOOK}'" in result.stdout + result.stderr
+    frames = decode_frames(video).astype(float)
+    brightness = (frames @ [0.2126, 0.7152, 0.0722]).mean(axis=(1, 2))
+    since_kick = (np.arange(len(brightness)) / 30.0 - 0.1) % 1.0
+    late = np.arange(len(brightness)) >= 30  # the auto-gain has heard a kick by then
+    after = brightness[late & (since_kick >= 0.05) & (since_kick < 0.25)].mean()
+    before = brightness[late & (since_kick >= 0.75) & (since_kick < 0.95)].mean()
+    assert after > 1.15 * before, (after, before)

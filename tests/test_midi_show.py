@@ -15,6 +15,10 @@ import pytest
 from conftest import ROOT
 from midi_jack import WAIT_S, Sender, jack_midi_server
 
+from control.looks.preset_bank import PresetBank
+from control.looks.presets import load_preset
+from show.cli.options import START_LOOK
+
 
 def last_record(path):
     try:
@@ -54,9 +58,10 @@ def test_a_knob_drives_the_running_instrument(tmp_path, monkeypatch):
                      and f"{device}:out" in r["midi"]["ports_open"], "the port to open",
                      process)
             record = last_record(telemetry)
-            assert record["params"]["separation_weight"] == 1.5
+            start = load_preset(PresetBank().resolve(START_LOOK)).values  # a plain start's
+            assert record["params"]["separation_weight"] == start["separation_weight"]
             # CC 70 is separation_weight 0..5 in the shipped mapping. The knob starts armed:
-            # 0 then 100 crosses the value (1.5) and picks it up; 100/127 * 5 is where it ends.
+            # 0 then 100 crosses the value (1.2) and picks it up; 100/127 * 5 is where it ends.
             wait_for(lambda: last_record(telemetry)["params"]["separation_weight"]
                      == pytest.approx(100 / 127 * 5), "the parameter to follow the knob",
                      process, resend=lambda: knobs.send([0xB0, 70, 0], [0xB0, 70, 100]))

@@ -492,7 +492,7 @@ def test_a_flood_costs_bounded_work_per_frame(osc):
 
 def test_command_line_osc(tmp_path):
     result = run_instrument("--headless", "--frames", "2", "--osc", "99999")
-    assert result.returncode == 2 and "--osc" in result.stderr and "1-65535" in result.stderr
+    assert result.returncode == 2 and "--osc" in result.stderr and "1 to 65535" in result.stderr
     holder = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     holder.bind(("127.0.0.1", 0))
     port = holder.getsockname()[1]

@@ -239,6 +239,38 @@ def test_blend_routes_merges_the_same_source_and_parameter():
     assert blend_routes(a, b, 0.0) == a and blend_routes(a, b, 1.0) == b
 
 
+# ---- repeated routes ---------------------------------------------------------------------------
+
+def test_a_route_repeated_exactly_is_kept_once_and_said(tmp_path, caplog):
+    """Ten copies of 'low -> bloom 1.0' (what presets/6-bass-pulse.json carried): one route,
+    a note naming the file and the route, said once however often the slot is recalled."""
+    low_bloom = {"source": "low", "param": "bloom", "amount": 1.0}
+    sine = {"source": "sine", "param": "bloom", "amount": 1.0, "beats": 4}  # another period
+    path = write(tmp_path / "pulse.json", {**GOOD, "routes": [low_bloom] * 10 + [sine]})
+    with caplog.at_level("INFO", logger="control.looks.presets"):
+        preset = load_preset(path)
+        load_preset(path)
+    assert preset.routes == [Route("low", "bloom", 1.0), Route("sine", "bloom", 1.0, 4.0)]
+    said = [r.getMessage() for r in caplog.records]
+    assert said == [(f"preset: {path}: routes: 'low -> bloom 1' is there 10 times; kept once "
+                     "(saving the look writes it once)")]
+    save_preset(path, preset)  # saving the look writes it once
+    assert len(json.loads(path.read_text())["routes"]) == 2
+
+
+def test_a_save_never_writes_a_route_twice(tmp_path):
+    """What plays is what is saved: routes on one source, parameter and period add up in
+    modulation, so a look holding them twice is saved as one route of their sum."""
+    routes = [Route("low", "bloom", 1.0), Route("onset", "glow", 0.5), Route("low", "bloom", 1.0)]
+    preset = preset_from_show("look", Params(), routes)
+    assert preset.routes == [Route("low", "bloom", 2.0), Route("onset", "glow", 0.5)]
+    path = save_preset(tmp_path / "look.json", preset)
+    for _ in range(3):  # recall and save again: nothing piles up
+        preset = preset_from_show("look", Params(), load_preset(path).routes)
+        save_preset(path, preset)
+    assert load_preset(path).routes == [Route("low", "bloom", 2.0), Route("onset", "glow", 0.5)]
+
+
 # ---- damaged files -----------------------------------------------------------------------------
 
 GOOD = {"format": FORMAT, "version": 1, "name": "ok", "params": {"trail": 0.5}, "routes": []}
@@ -270,6 +302,12 @@ BAD_FILES = {
     "route-key": ({**GOOD, "routes": [{"source": "low", "param": "trail", "gain": 1}]},
                   "routes[0]: unknown key 'gain'"),
     "routes-not-list": ({**GOOD, "routes": {"source": "low"}}, "routes: must be a list"),
+    "route-twice-other-amounts": (
+        {**GOOD, "routes": [{"source": "low", "param": "bloom", "amount": 1.0},
+                            {"source": "onset", "param": "glow", "amount": 1.0},
+                            {"source": "low", "param": "bloom", "amount": 0.5}]},
+        ("routes[0] (low -> bloom 1) and routes[2] (low -> bloom 0.5) route the same source "
+         "to the same parameter; keep one")),
 }
 
 
@@ -576,6 +614,15 @@ def test_bundled_preset_loads_and_is_saved_canonically(path):
     assert data == expected
     assert preset.name == path.stem.split("-", 1)[1]
     apply_preset(preset, Params())
+
+
+@pytest.mark.parametrize("path", BUNDLED, ids=lambda p: p.name)
+def test_bundled_preset_routes_each_source_to_a_parameter_once(path):
+    """Clean as shipped: no route twice (6-bass-pulse.json once carried one ten times)."""
+    routes = json.loads(path.read_text())["routes"]
+    keys = [(r["source"], r["param"], r.get("beats", 1.0)) for r in routes]
+    assert len(keys) == len(set(keys)), f"{path.name}: a route is there twice"
+    assert load_preset(path).notes == []
 
 
 def test_bundled_presets_are_distinct_looks():

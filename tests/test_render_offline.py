@@ -22,9 +22,11 @@ from conftest import ROOT, listening
 import instrument
 from audio.files.wavfile import write_wav
 from control.looks.files import FileProblem
-from show.cli.options import options_from_args
-from show.offline.progress import Progress
+from control.looks.preset_bank import PresetBank
+from control.looks.presets import load_preset
+from show.cli.options import START_LOOK, options_from_args
 from show.offline.offline_render import render, run_render
+from show.offline.progress import Progress
 from show.offline.render_job import add_render_arguments, load_song, plan_render
 from visual.output.video import VideoEncoder
 from visual.output.video_files import decode_frames, video_info
@@ -34,6 +36,7 @@ FPS = 12
 SIZE = "160x90"
 COUNT = "1500"
 SMALL = ("--fps", str(FPS), "--size", SIZE, "--count", COUNT)
+START = load_preset(PresetBank().resolve(START_LOOK)).values  # what a render opens on
 
 import av  # noqa: E402 - a declared dependency: missing, the module fails
 
@@ -144,8 +147,8 @@ def test_a_render_writes_telemetry_on_song_time(through_cli, ctx):
     """A record at each whole second of song time (the frame at 0 s and at 1 s) and one at
     the end, with the live show's fields and the song's time: the same records every run."""
     from control.parameters.registry import Params
-    from show.show import Show
     from show.cli.options import ShowOptions
+    from show.show import Show
 
     lines = (through_cli[0].parent / "telemetry.jsonl").read_text().splitlines()
     records = [json.loads(line) for line in lines]
@@ -173,7 +176,8 @@ def test_the_swarm_follows_the_song(observed):
     loud_speed = np.mean([s["speed"] for s in loud])
     assert loud_speed > 1.5 * quiet_speed, (quiet_speed, loud_speed)
     # The control track's knob turns at 1 s, on the frame at 1 s.
-    assert [s["agent_size"] for s in seen if s["t"] < 1.0] == [0.6] * FPS
+    # The track records no look of its own: the render opens on the start look.
+    assert [s["agent_size"] for s in seen if s["t"] < 1.0] == [START["agent_size"]] * FPS
     assert all(s["agent_size"] == 1.2 for s in seen if s["t"] >= 1.0)
 
 
@@ -243,7 +247,7 @@ def test_a_midi_file_automates_the_render(song, tmp_path):
            observe=lambda show, index, t: speeds.append(show.params["max_speed"]),
            progress=Progress(job.frames, io.StringIO()))
     # CC 76 (max_speed, 1-40 exp in the shipped mapping) at 0.5 s: frame 6 at 12 fps.
-    assert speeds == [8.0] * 6 + [pytest.approx(40.0)] * 3
+    assert speeds == [START["max_speed"]] * 6 + [pytest.approx(40.0)] * 3  # the start look's
 
 
 def test_a_compressed_song_is_read_through_ffmpeg(tmp_path):

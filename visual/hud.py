@@ -1,7 +1,60 @@
 """The HUD: the show's figures as text over the swarm, drawn with pyglet into whatever
-framebuffer is bound (the window's, or an offscreen one for benchmarks). Main thread only."""
+framebuffer is bound (the window's, or an offscreen one for benchmarks). Main thread only.
+
+Legible over any picture: the text sits on a translucent dark backdrop sized to it (a bright
+swarm behind white text is read through 40 % of its light). Laid out for the window
+(`hud_layout`): the font shrinks with a small window, a small window gets the show's compact
+lines (fewer: show/report.py), and a line too long for the window is cut with an ellipsis
+instead of wrapping onto the picture.
+"""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+
+FONT_PT = 12  # the lines' font at 1280x720 and larger
+MIN_FONT_PT = 8
+NOTICE_PT = 18  # "press Esc again to quit", at 1280x720 and larger
+MARGIN = 12  # from the window's corner to the backdrop, pixels
+PAD = 6  # around the text, inside the backdrop
+BACKDROP = (0, 0, 0, 150)  # black at 59 %: white text stays legible over a white swarm
+TEXT = (235, 235, 235, 255)
+NOTICE = (255, 210, 120, 255)
+# The widest mean advance of the HUD's text in DejaVu Sans (pyglet's default font), in ems:
+# digits are 0.64 em, letters about 0.55: where a line is cut so that it fits.
+CHAR_EM = 0.64
+COMPACT_BELOW = (960, 540)  # a window narrower or lower than this gets the compact lines
+POINTS_TO_PIXELS = 96 / 72
+
+
+@dataclass(frozen=True)
+class HudLayout:
+    """How the HUD fits a window: the font, whether the show's compact lines are wanted, and
+    the characters a line may have before it is cut."""
+
+    font_pt: int
+    notice_pt: int
+    compact: bool
+    max_chars: int
+
+
+def hud_layout(size: tuple[int, int]) -> HudLayout:
+    """The layout for a window of `size` (window units): the font scaled with the window
+    against 1280x720 (12 pt there, 8 pt at 640x360, never larger than 12)."""
+    width, height = size
+    scale = min(width / 1280, height / 720)
+    font = max(MIN_FONT_PT, min(FONT_PT, round(FONT_PT * scale)))
+    notice = max(MIN_FONT_PT + 2, min(NOTICE_PT, round(NOTICE_PT * scale)))
+    compact = width < COMPACT_BELOW[0] or height < COMPACT_BELOW[1]
+    room = width - 2 * (MARGIN + PAD)
+    return HudLayout(font, notice, compact,
+                     max(8, int(room / (font * POINTS_TO_PIXELS * CHAR_EM))))
+
+
+def fit_lines(lines: list[str], max_chars: int) -> list[str]:
+    """Each line cut to `max_chars` characters, the cut marked with an ellipsis."""
+    return [line if len(line) <= max_chars else line[:max_chars - 1].rstrip() + "\u2026"
+            for line in lines]
 
 
 class Hud:
@@ -9,28 +62,52 @@ class Hud:
         import pyglet
 
         self._batch = pyglet.graphics.Batch()
+        back, front = pyglet.graphics.Group(order=0), pyglet.graphics.Group(order=1)
+        self._backdrop = pyglet.shapes.Rectangle(0, 0, 0, 0, color=BACKDROP,
+                                                 batch=self._batch, group=back)
+        self._notice_backdrop = pyglet.shapes.Rectangle(0, 0, 0, 0, color=BACKDROP,
+                                                        batch=self._batch, group=back)
+        # multiline needs a width to wrap at: one no line reaches (lines are cut instead)
         self._lines = pyglet.text.Label(
-            "", font_size=12, x=12, y=height - 12, anchor_y="top", multiline=True,
-            width=max(width - 24, 200), color=(235, 235, 235, 255), batch=self._batch)
+            "", font_size=FONT_PT, x=MARGIN + PAD, y=height - MARGIN - PAD, anchor_y="top",
+            multiline=True, width=100_000, color=TEXT, batch=self._batch, group=front)
         self._notice = pyglet.text.Label(
-            "", font_size=18, x=width // 2, y=height // 2, anchor_x="center",
-            anchor_y="center", color=(255, 210, 120, 255), batch=self._batch)
+            "", font_size=NOTICE_PT, x=width // 2, y=height // 2, anchor_x="center",
+            anchor_y="center", color=NOTICE, batch=self._batch, group=front)
         self.visible = True
         self._text = ""
+        self.layout = hud_layout((width, height))
+        self.resize(width, height)
 
     def resize(self, width: int, height: int) -> None:
-        self._lines.y = height - 12
-        self._lines.width = max(width - 24, 200)
+        self.layout = hud_layout((width, height))
+        self._lines.font_size = self.layout.font_pt
+        self._notice.font_size = self.layout.notice_pt
+        self._lines.y = height - MARGIN - PAD
         self._notice.x, self._notice.y = width // 2, height // 2
+        self._text = None  # laid out again at the next draw, cut to the new width
+        self._cover(self._notice_backdrop, self._notice)  # the notice's new font and place
 
     def draw(self, lines: list[str], notice: str = "") -> None:
         """Lay out only what changed (text layout is the costly part), then draw."""
-        text = "\n".join(lines) if self.visible else ""
+        text = "\n".join(fit_lines(lines, self.layout.max_chars)) if self.visible else ""
         if text != self._text:
             self._lines.text = self._text = text
+            self._cover(self._backdrop, self._lines)
         if notice != self._notice.text:
             self._notice.text = notice
+            self._cover(self._notice_backdrop, self._notice)
         self._batch.draw()
+
+    @staticmethod
+    def _cover(backdrop, label) -> None:
+        """The backdrop around what `label` shows now (nothing: no backdrop)."""
+        width, height = label.content_width, label.content_height
+        backdrop.visible = bool(label.text) and width > 0
+        left = label.x - (width / 2 if label.anchor_x == "center" else 0)
+        top = label.y + (height / 2 if label.anchor_y == "center" else 0)
+        backdrop.position = (left - PAD, top - height - PAD)
+        backdrop.width, backdrop.height = width + 2 * PAD, height + 2 * PAD
 
 
 def headless_text_context(size: tuple[int, int]):

@@ -84,6 +84,36 @@ def list_screens() -> list:
             for index, m in enumerate(monitors)]
 
 
+# One screen for the picture and the control window (--control-screen on a laptop alone): they
+# go side by side, the control window taking this share of the width, within these bounds.
+CONTROL_SHARE = 0.4
+CONTROL_MIN_WIDTH = 480
+CONTROL_MAX_WIDTH = 1280  # the control window's width on a screen of its own, at most
+
+
+def side_by_side(screen: ScreenArea, picture: tuple[int, int] | None = None
+                 ) -> tuple[ScreenArea, ScreenArea]:
+    """Where the picture's window and the control window go on one screen, neither over the
+    other: the picture at the screen's top left, the control window to its right, as high as
+    the screen. The picture is `picture` (--size) where that leaves the control window
+    CONTROL_MIN_WIDTH (or half a narrow screen); otherwise it takes what the control window's
+    share leaves, in its own proportions (16:9 without --size)."""
+    width, height = screen.width, screen.height
+    least = min(CONTROL_MIN_WIDTH, width // 2)
+    if picture is not None and picture[0] <= width - least and picture[1] <= height:
+        shown = picture
+    else:
+        control = min(max(round(width * CONTROL_SHARE), least), CONTROL_MAX_WIDTH, width // 2)
+        aspect = picture[0] / picture[1] if picture is not None else 16 / 9
+        room = width - control
+        shown = (room, round(room / aspect))
+        if shown[1] > height:
+            shown = (round(height * aspect), height)
+    control_width = min(width - shown[0], CONTROL_MAX_WIDTH)
+    return (ScreenArea(screen.x, screen.y, *shown),
+            ScreenArea(screen.x + shown[0], screen.y, control_width, height))
+
+
 def describe(screens: list) -> str:
     """"0: 1920x1080 at 0,0, 1: 1280x800 at 1920,0" for messages."""
     return ", ".join(f"{i}: {s.width}x{s.height} at {s.x},{s.y}" for i, s in enumerate(screens))

@@ -192,7 +192,11 @@ class LiveWindow:
         if self.performer is None:
             return
         self.window.switch_to()
-        lines = self.performer.frame(*self.screen())
+        target, size = self.screen()
+        lines = self.performer.frame(target, size)
+        # The frame may end with another framebuffer bound (a control window's thumbnail
+        # rendered offscreen): the HUD and the screenshot are the window's.
+        target.use()
         if self.overlay:
             self.hud.draw(lines, "press Esc again to quit"
                           if self.escape.armed(time.monotonic()) else "")

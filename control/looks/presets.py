@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import logging
 import math
 import os
 import re
@@ -27,11 +28,20 @@ from typing import Any
 
 from control.looks.atomic import atomic_write_text
 from control.looks.files import FileProblem, read_json
-from control.parameters.modulation import Route, RouteError, routes_from_json, routes_to_json
-from control.parameters.registry import BY_NAME, Param, ParamError, Params, REGISTRY
+from control.parameters.modulation import (
+    Route,
+    RouteError,
+    describe_route,
+    merge_routes,
+    route_key,
+    routes_from_json,
+    routes_to_json,
+)
+from control.parameters.registry import BY_NAME, REGISTRY, Param, ParamError, Params
 
 FORMAT = "swarm-preset"
 VERSION = 1  # the newest format this instrument reads and the one it writes
+log = logging.getLogger(__name__)
 SLOT_FILE = re.compile(r"^([1-9])-(.+)\.json$")  # bundled: "1-calm-school.json" fills slot 1
 TOP_KEYS = ("format", "version", "name", "about", "params", "routes", "state")
 
@@ -50,6 +60,7 @@ class Preset:
     about: str = ""
     state: dict[str, Any] = field(default_factory=dict)  # recovery extras (seed, preset, ...)
     path: Path | None = None  # the file it came from; None when made from the live state
+    notes: list[str] = field(default_factory=list)  # what reading it set right, to be said
 
 
 # ---- the file format ---------------------------------------------------------------------------
@@ -104,7 +115,31 @@ def parse_preset(data: Any, where: str, default_name: str = "preset") -> Preset:
         routes = routes_from_json(data.get("routes", []), where=f"{where}: routes")
     except RouteError as exc:
         raise PresetError(str(exc)) from None
-    return Preset(name.strip(), values, routes, about, dict(state))
+    routes, notes = unique_routes(routes, where)
+    return Preset(name.strip(), values, routes, about, dict(state), notes=notes)
+
+
+def unique_routes(routes: list[Route], where: str) -> tuple[list[Route], list[str]]:
+    """A preset's routes with each source, parameter and period once. A route repeated exactly
+    (a copy-paste, or a save that wrote it again) is kept once, with a note naming it; the
+    same route with other amounts is refused (PresetError names both): which was meant cannot
+    be told, and routes add up, so the file should say the one amount it wants."""
+    first: dict[tuple[str, str, float], int] = {}
+    repeats: dict[int, int] = {}
+    for index, route in enumerate(routes):
+        seen = first.setdefault(route_key(route), index)
+        if seen == index:
+            continue
+        if routes[seen].amount != route.amount:
+            raise PresetError(
+                f"{where}: routes[{seen}] ({describe_route(routes[seen])}) and routes[{index}] "
+                f"({describe_route(route)}) route the same source to the same parameter; keep "
+                f"one, with the amount meant (routes add up: together they give "
+                f"{routes[seen].amount + route.amount:g})")
+        repeats[seen] = repeats.get(seen, 1) + 1
+    notes = [f"{where}: routes: '{describe_route(routes[index])}' is there {times} times; "
+             "kept once (saving the look writes it once)" for index, times in repeats.items()]
+    return [routes[index] for index in sorted(first.values())], notes
 
 
 def load_preset(path: str | os.PathLike) -> Preset:
@@ -113,7 +148,14 @@ def load_preset(path: str | os.PathLike) -> Preset:
     data = _read_json(path)
     preset = parse_preset(data, str(path), default_name=name_from_file(path))
     preset.path = path
+    for note in preset.notes:
+        if note not in _SAID:  # once a run: a slot's file is read at every recall
+            _SAID.add(note)
+            log.info(f"preset: {note}")
     return preset
+
+
+_SAID: set[str] = set()  # notes already said
 
 
 def preset_to_json(preset: Preset) -> dict[str, Any]:
@@ -166,8 +208,10 @@ def save_preset(path: str | os.PathLike, preset: Preset, backup: bool = True) ->
 
 def preset_from_show(name: str, params: Params, routes: Iterable[Route],
                      about: str = "") -> Preset:
-    """The current look as a preset (Ctrl+number, the recovery file)."""
-    return Preset(name, params.as_dict(), list(routes), about)
+    """The current look as a preset (Ctrl+number, the recovery file). Its routes are what
+    plays: one a source, parameter and period (summed as modulation sums them), so a save
+    never writes a route twice."""
+    return Preset(name, params.as_dict(), merge_routes(routes), about)
 
 
 def apply_preset(preset: Preset, params: Params, keep: Collection[str] = ()) -> list[Route]:

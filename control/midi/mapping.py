@@ -27,12 +27,13 @@ from typing import Any
 from control.actions import MAPPABLE
 from control.looks.files import FileProblem
 from control.parameters.registry import (
-    curve_position,
-    curve_value,
     CURVES,
     Param,
-    param,
     ParamError,
+    curve_position,
+    curve_value,
+    param,
+    plain,
 )
 
 KNOB_KINDS = ("float", "int", "bool", "choice")  # a colour is three numbers: not one knob
@@ -112,7 +113,7 @@ class Binding:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
                     math.isfinite(value) and spec.lo <= value <= spec.hi):
                 raise EntryError(key, f"must be a number within '{spec.name}''s range "
-                                  f"[{spec.lo:g}, {spec.hi:g}], got {value!r}")
+                                  f"[{plain(spec.lo)}, {plain(spec.hi)}], got {value!r}")
         if not self.range[0] < self.range[1]:
             raise EntryError("hi", f"must be above lo (got lo {self.range[0]:g}, hi "
                               f"{self.range[1]:g}); use \"invert\": true to turn the knob round")

@@ -205,7 +205,7 @@ def parse_endpoint(text: str) -> tuple[str, int]:
     except ValueError:
         raise ValueError(f"--osc {text!r}: expected PORT or HOST:PORT, e.g. 9000") from None
     if not 1 <= number <= 65535:
-        raise ValueError(f"--osc {text!r}: the port must be 1-65535")
+        raise ValueError(f"--osc {text!r}: the port must be 1 to 65535, got {number}")
     return (host or DEFAULT_HOST), number
 
 

@@ -128,6 +128,28 @@ def routes_to_json(routes: Iterable[Route]) -> list[dict[str, Any]]:
     return [route.to_dict() for route in routes]
 
 
+def route_key(route: Route) -> tuple[str, str, float]:
+    """What makes two routes the same route: source, parameter and period (the amount is how
+    much of it)."""
+    return route.source, route.param, route.beats
+
+
+def describe_route(route: Route) -> str:
+    """'low -> bloom 1.0' (', every 4 beats' for an LFO's period) for messages."""
+    period = f", every {route.beats:g} beats" if route.beats != 1.0 else ""
+    return f"{route.source} -> {route.param} {route.amount:g}{period}"
+
+
+def merge_routes(routes: Iterable[Route]) -> list[Route]:
+    """One route a source, parameter and period, its amount the sum of theirs: the same
+    modulation (`modulate` adds routes up), in the order each first appeared."""
+    amounts: dict[tuple[str, str, float], float] = {}
+    for route in routes:
+        amounts[route_key(route)] = amounts.get(route_key(route), 0.0) + route.amount
+    return [Route(source, name, amount, beats)
+            for (source, name, beats), amount in amounts.items()]
+
+
 def lfo(shape: str, beat: float, period: float) -> float:
     """An LFO's value 0..1 at beat count `beat`, repeating every `period` beats. "random" is
     sample and hold: a value a period, the same for the same period every run (a render

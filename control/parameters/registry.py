@@ -10,12 +10,23 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 MAX_COUNT = 1 << 24  # agent ids are stored as float32 on the GPU: exact below 2^24
 CURVES = ("linear", "exp")
 NUDGE_FINE = 0.01  # Left/Right move the chosen parameter by this much of its performance range
 NUDGE_COARSE = 0.1  # with Shift
+
+
+def plain(value: float) -> str:
+    """A number as a person writes it, for messages: 16777216, 0.99, 0.00001 (never
+    1.67772e+07 or 1e-05)."""
+    if isinstance(value, int) or (math.isfinite(value) and float(value).is_integer()):
+        return str(int(value))
+    if not math.isfinite(value):
+        return str(value)
+    return format(Decimal(repr(float(value))), "f")
 
 
 class ParamError(ValueError):
@@ -129,7 +140,8 @@ class Param:
             value = float(value)
         if not (self.lo <= value <= self.hi):
             raise ParamError(
-                f"{at}'{self.name}' = {value!r} is out of range [{self.lo:g}, {self.hi:g}]"
+                f"{at}'{self.name}' = {value!r} is out of range [{plain(self.lo)}, "
+                f"{plain(self.hi)}]"
             )
         return value
 

@@ -5,7 +5,9 @@ show/offline/render_job.py. Pure: nothing is opened here."""
 from __future__ import annotations
 
 import argparse
+import math
 import sys
+from collections.abc import Callable
 from typing import NoReturn
 
 from control.parameters.registry import MAX_COUNT
@@ -16,25 +18,37 @@ from visual.sim.agents import MAX_DT, NEIGHBOR_MODES
 from visual.gpu.uniforms import MAX_OBSTACLES
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected 1 or more, got {value}")
-    return value
+def _whole(what: str, lo: int, hi: int | None = None) -> Callable[[str], int]:
+    """A whole number from `lo` (to `hi`), its message naming the limits in plain digits:
+    "expected 1 to 16777216 agents, got 100000000"."""
+    limits = f"{lo} to {hi}" if hi is not None else f"{lo} or more"
+
+    def whole(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected a whole number of {what}, {limits}, got {text!r}") from None
+        if value < lo or (hi is not None and value > hi):
+            raise argparse.ArgumentTypeError(f"expected {limits} {what}, got {value}")
+        return value
+
+    whole.__name__ = what  # argparse names the type in its own messages
+    return whole
+
+
+_positive_int = _whole("frames", 1)  # --frames
 
 
 def _time_step(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if not 0 < value <= MAX_DT + 1e-9:
+        value = math.nan
+    if not 0 < value <= MAX_DT + 1e-9:  # NaN fails the comparison too
         raise argparse.ArgumentTypeError(
-            f"{value} s is outside (0, {MAX_DT:.4f}]: the seed clamps a step to 1/30 s; "
-            "take a smaller step")
+            f"expected a step above 0 and at most 1/30 s ({MAX_DT:.6f}: the seed's clamp), "
+            f"got {text!r}")
     return value
 
 
@@ -62,8 +76,8 @@ def _obstacle(text: str) -> tuple[float, ...]:
     if (len(values) != 4 or not all(abs(v) <= OBSTACLE_REACH for v in values)
             or values[3] <= 0):  # NaN fails the comparison too
         raise argparse.ArgumentTypeError(
-            f"an obstacle is X,Y,Z,RADIUS: four finite numbers within +-{OBSTACLE_REACH:g}, "
-            f"RADIUS above 0; got {text!r}")
+            f"an obstacle is X,Y,Z,RADIUS: four finite numbers from {-OBSTACLE_REACH:.0f} to "
+            f"{OBSTACLE_REACH:.0f}, RADIUS above 0; got {text!r}")
     return values
 
 
@@ -74,7 +88,7 @@ def _size(text: str) -> tuple[int, int]:
         raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT, e.g. 1920x1080, got {text!r}") \
             from None
     if not (16 <= width <= 16384 and 16 <= height <= 16384):
-        raise argparse.ArgumentTypeError(f"{text}: each side must be 16 to 16384 pixels")
+        raise argparse.ArgumentTypeError(f"expected each side 16 to 16384 pixels, got {text}")
     return width, height
 
 
@@ -150,7 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="random seed of the spawn: same seed, same start (default 0, or the "
                           "control track's with --control)")
     view = parser.add_argument_group("window")
-    view.add_argument("--screen", type=int, default=0, metavar="N",
+    view.add_argument("--screen", type=_screen_index, default=0, metavar="N",
                       help="screen to play on (default 0)")
     view.add_argument("--output-screen", type=_screen_index, metavar="N",
                       help="two screens: the picture full-screen on screen N (the projector) "
@@ -178,7 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
     view.add_argument("--telemetry", metavar="PATH",
                       help="append one JSON object a second (and one at exit) to this file")
     swarm = parser.add_argument_group("swarm")
-    swarm.add_argument("--count", type=_positive_int, metavar="N",
+    swarm.add_argument("--count", type=_whole("agents", 1, MAX_COUNT), metavar="N",
                        help=f"number of agents (1 to {MAX_COUNT}; default 16384)")
     swarm.add_argument("--neighbors", choices=NEIGHBOR_MODES, default="grid",
                        help="neighbour search: uniform grid, or the seed's all-pairs reference")

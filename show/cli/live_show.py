@@ -17,13 +17,15 @@ from typing import Any
 
 from control.looks.files import FileProblem, save_state
 from control.parameters.registry import Params
-from show.supervisor import Heartbeat, StopSignals
-from show.show import Show
+from show.cli.options import HEADLESS_SIZE, START_LOOK_NOTE, ShowOptions, options_from_args
 from show.inputs.keys import key_action
 from show.loop import Loop, Offscreen, WallClock
-from show.cli.options import HEADLESS_SIZE, options_from_args, ShowOptions
 from show.offline.progress import RunProgress
 from show.report import LatestRecord, Telemetry
+from show.show import Show
+from show.supervisor import Heartbeat, StopSignals
+from visual.hud import hud_layout
+from visual.screens import ScreenArea, side_by_side
 
 log = logging.getLogger(__name__)
 
@@ -133,6 +135,8 @@ class LiveShow:
         from show.video_outputs import open_outputs
 
         self.options.count_limit = check_machine(ctx, self.args, self.params, size)
+        if getattr(self.args, "start_look", False):  # after every check: an error comes first
+            log.info(START_LOOK_NOTE)
         # The recovery file is for open-ended shows: a bounded run (--frames) leaves the last
         # show's alone.
         recovery = RecoveryWriter() if self.args.frames is None else None
@@ -181,7 +185,7 @@ class LiveShow:
 
     def frame(self, target, size: tuple[int, int]) -> list[str]:
         self.loop.frame(target, size)
-        return self.show.hud_lines()
+        return self.show.hud_lines(compact=hud_layout(size).compact)  # a small window: fewer
 
     def key(self, name: str, ctrl: bool, shift: bool) -> None:
         action = key_action(name, ctrl, shift, time.perf_counter())  # the loop's clock
@@ -303,8 +307,8 @@ def plan_screens(sizes: list[str], screen: int, output_screen: int | None,
         notes.append(f"screens: the picture on screen {output} ({sizes[output]}) with nothing "
                      f"over it, the control window on screen {control} ({sizes[control]})")
     else:
-        notes.append(f"one screen for both: the control window opens as a window, the picture "
-                     f"keeps its HUD (H toggles it)")
+        notes.append("one screen for both: the picture and the control window side by side, "
+                     "neither over the other; the picture keeps its HUD (H toggles it)")
     return ScreenPlan(output, control, separate, tuple(notes))
 
 
@@ -320,12 +324,20 @@ def run_window(live: LiveShow) -> None:
                         getattr(args, "control_screen", None))
     for note in plan.notes:
         log.info(note)
-    window = open_window(plan.output, fullscreen=not args.windowed and args.size is None,
-                         size=args.size, gl=args.gl, screens=screens)
+    beside = None  # one screen for both: the picture and the control window side by side
+    if plan.control is not None and not plan.separate:
+        where = screens[plan.output]
+        beside = side_by_side(ScreenArea(where.x, where.y, where.width, where.height),
+                              args.size)
+    window = open_window(plan.output, fullscreen=not (args.windowed or args.size or beside),
+                         size=(beside[0].width, beside[0].height) if beside else args.size,
+                         gl=args.gl, screens=screens)
+    if beside:
+        window.set_location(beside[0].x, beside[0].y)
     screen = LiveWindow(window, fps=args.fps, overlay=not plan.separate)
     show = live.build(screen.ctx, tuple(window.get_framebuffer_size()), rate=screen.fps)
     if plan.control is not None:
-        open_control(live, screen, screens[plan.control], plan)
+        open_control(live, screen, screens[plan.control], plan, beside[1] if beside else None)
     width, height = window.get_framebuffer_size()
     log.info(f"window: {show.swarm.count} agents on screen {plan.output}, {width}x{height}"
              f"{' full-screen' if window.fullscreen else ''}, {screen.fps:g} fps cap, "
@@ -343,14 +355,15 @@ def run_window(live: LiveShow) -> None:
     window.close()
 
 
-def open_control(live: LiveShow, screen, where, plan: ScreenPlan) -> None:
+def open_control(live: LiveShow, screen, where, plan: ScreenPlan,
+                 area: ScreenArea | None = None) -> None:
     """The control window on screen `where` (covering it when it is a screen of its own and
-    not --windowed), wired as one more input of the show; the output window's context is
-    current again afterwards. A control window that cannot open is said and the show plays
-    on without it."""
+    not --windowed; at `area` beside the picture when they share one), wired as one more
+    input of the show; the output window's context is current again afterwards. A control
+    window that cannot open is said and the show plays on without it."""
     import pyglet
 
-    from show.inputs.control_surface import ControlSurface, FrameTakers, layout_groups, ThumbnailJob
+    from show.inputs.control_surface import ControlSurface, FrameTakers, ThumbnailJob, layout_groups
     from visual.control_window import ControlWindow, open_control_window
     from visual.preview import Preview
 
@@ -358,7 +371,10 @@ def open_control(live: LiveShow, screen, where, plan: ScreenPlan) -> None:
     version = (4, 3) if screen.ctx.version_code >= 430 else (4, 1)  # as the output's
     try:
         window = open_control_window(where, fullscreen=plan.separate and not args.windowed,
-                                     size=None, version=version)
+                                     size=(area.width, area.height) if area else None,
+                                     version=version)
+        if area is not None:
+            window.set_location(area.x, area.y)
     except (pyglet.window.WindowException, pyglet.window.NoSuchConfigException,
             pyglet.gl.ContextException) as exc:
         screen.window.switch_to()

@@ -15,6 +15,8 @@ from control.parameters.registry import Params
 from visual.gpu.shaders import BUNDLED_SHADERS
 
 HEADLESS_SIZE = (1280, 720)  # a headless run's frame unless --size
+START_LOOK = "aurora"  # the most striking bundled look: a start that chooses none opens on it
+START_LOOK_NOTE = f"opening on the bundled look '{START_LOOK}' (--preset chooses another)"
 
 
 @dataclass

@@ -16,8 +16,9 @@ import numpy as np
 
 from control.looks.files import FileProblem
 from control.parameters.registry import Params
-from visual.sim.agents import MAX_DT
+from show.cli.options import START_LOOK_NOTE
 from visual.output.video import DEFAULT_CRF, DEFAULT_PRESET
+from visual.sim.agents import MAX_DT
 
 log = logging.getLogger(__name__)
 DEFAULT_FPS = 60.0
@@ -119,10 +120,10 @@ def plan_render(args: argparse.Namespace, params: Params, routes: list
     from control.tracks.control_track import ControlTrack
     from visual.output.video import X264_PRESETS
     from visual.output.video_files import (
+        DEFAULT_CODEC,
         check_output,
         check_size,
         choose_codec,
-        DEFAULT_CODEC,
         fps_fraction,
         frames_for,
     )
@@ -185,7 +186,8 @@ def plan_render(args: argparse.Namespace, params: Params, routes: list
                 f"give the set's sound file to mux it: --render "
                 f"{track.header['audio_file']} --control {track.path}")
 
-    if track is not None and not track.from_midi_file:
+    opens_on_track = track is not None and not track.from_midi_file
+    if opens_on_track:
         routes = _apply_track_start(track, args, params, routes)
     frames = frames_for(duration, fps)
     if getattr(args, "frames", None):
@@ -193,6 +195,8 @@ def plan_render(args: argparse.Namespace, params: Params, routes: list
     job = RenderJob(song, samples, rate, out, fps, size, codec, float(args.crf),
                     args.encoder_preset, frames, duration, track,
                     getattr(args, "midi_map", None), args)
+    if getattr(args, "start_look", False) and not opens_on_track:
+        log.info(START_LOOK_NOTE)  # the track's own start said above
     return job, routes
 
 
@@ -204,6 +208,8 @@ def _apply_track_start(track: Any, args: argparse.Namespace, params: Params, rou
     if not (getattr(args, "preset", None) or getattr(args, "resume", False)):
         params.update(track.start_params, where=f"{track.path}: params")
         routes = track.routes
+        log.info(f"opening on the look recorded in {track.path.name} (--preset chooses "
+                 "another)")
         if getattr(args, "count", None) is not None:
             params["count"] = args.count
     seed = track.header.get("seed")

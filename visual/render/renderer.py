@@ -59,6 +59,7 @@ from visual.render.frame_values import (
 )
 from visual.render.post import PostChain, PostSettings
 from visual.render.splat import FarSplat
+from visual.render.stable_cull import StableCull
 from visual.render.targets import Targets
 from visual.gpu.uniforms import BlockBuffer, FRAME_PARAMS
 
@@ -91,6 +92,9 @@ class Renderer(CountsView, ProgramOwner):
 
     post_chain = PostChain  # the post chain's class (GL 4.1's: visual/render/post41.py)
     far_splat: type | None = FarSplat  # far agents' compute splat (None: GL points only)
+    # The cull in agent order for reproducible runs (`stable_order`); None: the lists come out
+    # in order already (GL 4.1's transform feedback)
+    stable_cull: type | None = StableCull
     backend = "4.3"
 
     def __init__(self, ctx: moderngl.Context, *, shader_dir: Path | None = None) -> None:
@@ -112,6 +116,8 @@ class Renderer(CountsView, ProgramOwner):
         self._visible_buffer: moderngl.Buffer | None = None
         self._capacity = 0
         self._far_base = 0
+        self._stable: StableCull | None = None  # made once `stable_order` is set
+        self._in_order = False
 
         self._targets = Targets(ctx)
         self._post = self.post_chain(ctx, shader_dir=self.shader_dir)
@@ -127,13 +133,29 @@ class Renderer(CountsView, ProgramOwner):
         self.last_size: tuple[int, int] | None = None  # the frame last drawn, in pixels
         self._telegraph = Telegraph()
 
+    @property
+    def stable_order(self) -> bool:
+        """Cull into lists in agent order (visual/render/stable_cull.py), so additive light sums in
+        the same order and a reproducible run (--dt, --render) gives the same frames."""
+        return self._stable is not None or (self.stable_cull is None and self._in_order)
+
+    @stable_order.setter
+    def stable_order(self, value: bool) -> None:
+        self._in_order = bool(value)
+        if value and self._stable is None and self.stable_cull is not None:
+            self._stable = self.stable_cull(self.ctx, CULL_LOCAL_SIZE,
+                                            shader_dir=self.shader_dir)
+        elif not value and self._stable is not None:
+            self._stable.release()
+            self._stable = None
+
     # ---- programs -------------------------------------------------------------------------------
 
     def _build_programs(self, built: dict[str, Any]) -> None:
         """The cull kernel and the draw programs, with their vertex arrays."""
         ctx, folder = self.ctx, self.shader_dir
-        built["cull"] = compute_program(ctx, "cull.comp", {"LOCAL_SIZE": CULL_LOCAL_SIZE},
-                                        folder, FRAME_PARAMS)
+        built["cull"] = compute_program(ctx, "cull.comp", {"LOCAL_SIZE": CULL_LOCAL_SIZE,
+                                                          "STABLE": 0}, folder, FRAME_PARAMS)
         for name, billboard, points in AGENT_PROGRAMS:
             built[name] = render_program(ctx, "agent.vert", "agent.frag", {
                 **agent_defines(), "BILLBOARD": billboard, "POINTS": points}, folder,
@@ -154,9 +176,10 @@ class Renderer(CountsView, ProgramOwner):
 
     @property
     def program_sets(self) -> tuple[ProgramSet, ...]:
-        """Its programs, its post chain's and its splat's: reloaded all or none."""
-        splat = self._splat.program_sets if self._splat is not None else ()
-        return (self._programs, *self._post.program_sets, *splat)
+        """Its programs, its post chain's, its splat's and its ordered cull's: reloaded all or none."""
+        parts = [part.program_sets for part in (self._post, self._splat, self._stable)
+                 if part is not None]
+        return (self._programs, *(program_set for sets in parts for program_set in sets))
 
     def _set_shape(self, shape: str) -> None:
         """Point the two draw commands at `shape`'s near and far meshes (a 40-byte write,
@@ -292,7 +315,10 @@ class Renderer(CountsView, ProgramOwner):
         self._visible_buffer.bind_to_storage_buffer(1)
         self._draw_state.bind_to_storage_buffer(2)
         with self._cull_timer:
-            dispatch_1d(self._programs["cull"], count, CULL_LOCAL_SIZE)
+            if self._stable is not None:
+                self._stable.run(count)
+            else:
+                dispatch_1d(self._programs["cull"], count, CULL_LOCAL_SIZE)
         # The draw reads the commands (COMMAND bit), the lists (SHADER_STORAGE bit) and the
         # counter copy reads the draw state (BUFFER_UPDATE bit).
         ctx.memory_barrier(CULL_TO_DRAW_BARRIERS)
@@ -356,6 +382,9 @@ class Renderer(CountsView, ProgramOwner):
         self._post.release()
         if self._splat is not None:
             self._splat.release()
+        if self._stable is not None:
+            self._stable.release()
+            self._stable = None
         self._visible_buffer = None
         self._readback.release()
         self._cull_timer.release()

@@ -49,6 +49,7 @@ class Renderer41(Renderer):
 
     post_chain = PostChain41
     far_splat = None  # the splat is a compute pass: far agents are GL points here
+    stable_cull = None  # transform feedback writes the lists in agent order already
     backend = "4.1"
 
     def __init__(self, ctx: moderngl.Context, **kwargs: Any) -> None:

@@ -1,0 +1,131 @@
+"""The HUD (visual/hud.py) as a performer reads it: over the brightest picture there is (white),
+at a stage screen's 1280x720 and a small window's 640x360, drawn by pyglet in a hidden headless
+window; and in the real window under Xvfb, against the same frames without it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import run_instrument
+from xdisplay import with_display, xvfb
+
+from visual.hud import Hud, fit_lines, hud_layout
+from visual.output.png import read_png
+
+FULL = [  # what the show's lines look like (show/report.py), the MIDI reason the longest
+    "  2.0 fps  504.65 ms a frame",
+    "GPU ms: simulate n/a  cull n/a  draw n/a  post n/a",
+    "agents 16,384  visible 15,209  near lure 2655",
+    "grid neighbours  GL 4.3 (compute)",
+    "audio: no input device  [          ] 0.00  low 0.00 mid 0.00 high 0.00  onsets 0",
+    "tempo:  120.0 BPM (none, held)  [.#..]  beat 41",
+    ("look: streak additive, palette neon by heading, camera top; post off (software GL: post "
+     "on turns it on)"),
+    ("midi: MIDI off: no ALSA sequencer (/dev/snd/seq: sudo modprobe snd-seq) and no JACK "
+     "server (start jackd, or jackd -d dummy)"),
+    "osc: 127.0.0.1:9137  0 applied",
+    "preset: flat-wrap",
+    "param [Up/Down, Left/Right]: count = 16384   L: MIDI learn",
+]
+COMPACT = [line for line in FULL if not line.startswith(("GPU ms", "grid", "look"))]
+
+
+def luminance(image: np.ndarray) -> np.ndarray:
+    return image[..., :3].astype(float) @ [0.2126, 0.7152, 0.0722]
+
+
+@pytest.fixture(scope="module")
+def text_window():
+    """A hidden headless pyglet window (EGL) to draw the HUD in: pyglet alone, as the live
+    window draws it (no moderngl: its context detection is glX's on Linux)."""
+    import pyglet
+
+    pyglet.options["headless"] = True
+    window = pyglet.window.Window(1280, 720, visible=False)
+    yield window
+    window.close()
+
+
+def drawn_over_white(window, size: tuple[int, int], lines: list[str]) -> np.ndarray:
+    """The HUD drawn over a white frame of `size`: luminance, top row first."""
+    import pyglet
+    from pyglet import gl
+
+    window.switch_to()
+    gl.glViewport(0, 0, *size)
+    window.projection = pyglet.math.Mat4.orthogonal_projection(0, size[0], 0, size[1], -1, 1)
+    gl.glClearColor(1.0, 1.0, 1.0, 1.0)
+    gl.glClear(gl.GL_COLOR_BUFFER_BIT)
+    hud = Hud(*size)
+    hud.draw(lines)
+    gl.glFinish()
+    image = pyglet.image.get_buffer_manager().get_color_buffer().get_image_data()
+    pixels = np.frombuffer(image.get_data("RGB", image.width * 3), np.uint8)
+    pixels = pixels.reshape(image.height, image.width, 3)[:size[1], :size[0]]
+    return luminance(pixels[::-1])  # bottom row first -> top row first
+
+
+def text_rows(block: np.ndarray, text_at: float) -> int:
+    """Lines of text in a block: runs of pixel rows holding text."""
+    has_text = (block > text_at).any(axis=1)
+    return int(np.count_nonzero(has_text[1:] & ~has_text[:-1]) + has_text[0])
+
+
+def test_the_layout_follows_the_window():
+    big, small = hud_layout((1280, 720)), hud_layout((640, 360))
+    assert (big.font_pt, big.compact) == (12, False)
+    assert (small.font_pt, small.compact) == (8, True)
+    assert hud_layout((3840, 2160)).font_pt == 12 and hud_layout((960, 540)).font_pt == 9
+    assert hud_layout((960, 540)).compact is False and hud_layout((1280, 500)).compact
+    assert big.max_chars >= max(len(line) for line in FULL[:7])  # the show's own lines fit
+    cut = fit_lines(["x" * 200, "short"], 50)
+    assert cut == ["x" * 49 + "\u2026", "short"]
+
+
+@pytest.mark.parametrize("size, lines", [((1280, 720), FULL), ((640, 360), COMPACT)],
+                         ids=["1280x720", "640x360"])
+def test_the_hud_is_legible_over_white_and_fits_the_window(text_window, size, lines):
+    """Over white, the text sits on a dark backdrop: text pixels at least 100 levels brighter
+    than the backdrop around them (plain white text on white had none); one row of text a
+    line, none wrapped; the block inside the window, at 640x360 in the top 40 % of it."""
+    image = drawn_over_white(text_window, size, lines)
+    dark = image < 200  # the backdrop darkens the white picture
+    rows, columns = np.flatnonzero(dark.any(axis=1)), np.flatnonzero(dark.any(axis=0))
+    top, bottom, left, right = rows[0], rows[-1], columns[0], columns[-1]
+    assert left >= 6 and right < size[0] - 6 and top >= 6
+    block = image[top:bottom + 1, left:right + 1]
+    backdrop = np.median(block[block < 200])
+    assert backdrop < 130, backdrop
+    text = block[block > backdrop + 60]
+    assert text.size > 500 and np.percentile(text, 90) - backdrop >= 100
+    assert text_rows(block, backdrop + 60) == len(lines)
+    assert (image[bottom + 3:] > 250).all()  # below the block the picture is untouched
+    if size == (640, 360):
+        assert bottom + 1 <= 0.4 * size[1], bottom
+
+
+def test_the_windows_hud_at_640x360_is_compact_on_a_backdrop(tmp_path):
+    """The real window (Xvfb) at 640x360 against the headless frames of the same show: what
+    differs is the HUD alone, within the top 40 % and the window's width, its backdrop
+    darkening the picture; the compact lines (no GPU, neighbour or look lines) fit without
+    wrapping: at most 8 rows of text with MIDI off and no OSC."""
+    run = ("--dt", "0.0333", "--frames", "12", "--count", "2000", "--no-midi", "--mute",
+           "--preset", "murmuration", "--size", "640x360")  # no routes: the same frames
+    window, headless = tmp_path / "window.png", tmp_path / "headless.png"
+    with xvfb("1024x600") as display:
+        shown = run_instrument(*run, "--screenshot", str(window), env=with_display(display))
+    assert shown.returncode == 0, shown.stderr
+    plain = run_instrument(*run, "--headless", "--screenshot", str(headless))
+    assert plain.returncode == 0, plain.stderr
+    a, b = read_png(window)[..., :3], read_png(headless)[..., :3]
+    differs = (a != b).any(axis=2)
+    rows, columns = np.flatnonzero(differs.any(axis=1)), np.flatnonzero(differs.any(axis=0))
+    assert rows[-1] + 1 <= 0.4 * 360 and columns[-1] < 640 - 6, (rows[-1], columns[-1])
+    top, bottom, left, right = rows[0], rows[-1] + 1, columns[0], columns[-1] + 1
+    shown_block, picture = luminance(a[top:bottom, left:right]), luminance(b[top:bottom,
+                                                                             left:right])
+    lit = picture > 60  # where the picture is lit, the backdrop darkens it
+    under_text = shown_block > 150
+    assert lit.sum() > 200
+    assert np.median(shown_block[lit & ~under_text]) < 0.7 * np.median(picture[lit])
+    assert 6 <= text_rows(shown_block, 150) <= 8
