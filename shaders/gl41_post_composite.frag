@@ -1,4 +1,4 @@
-// The GL 4.1 post chain's composite pass (visual/render/post41.py), a fragment pass; the compute chain's
+// The GL 4.1 post chain's composite pass (visual/post/post_chain41.py), a fragment pass; the compute chain's
 // post_composite.comp does the same work (they were this file before commit 340894d).
 // Samplers' units are set from Python (GLSL 4.10 has no binding =).
 // the HDR image the display is made from, still linear: scene + bloom x
@@ -10,7 +10,7 @@
 // 0 <= feedback < 1 and background <= HISTORY_MAX the faded term is at most HISTORY_MAX, so
 // every frame's result is at most max(this frame's scene + bloom, HISTORY_MAX). Where the
 // scene is background, the old image fades towards the background by `feedback` a frame.
-// BLOOM and FEEDBACK (0 or 1) are #defines from visual/render/post.py.
+// BLOOM and FEEDBACK (0 or 1) are #defines from visual/post/post_chain.py.
 #include "post_common.glsl"
 
 uniform sampler2D u_scene;    // the HDR scene, pixel for pixel

@@ -1,4 +1,4 @@
-// The GL 4.1 post chain's downsample pass (visual/render/post41.py), a fragment pass; the compute chain's
+// The GL 4.1 post chain's downsample pass (visual/post/post_chain41.py), a fragment pass; the compute chain's
 // post_downsample.comp does the same work (they were this file before commit 340894d).
 // Samplers' units are set from Python (GLSL 4.10 has no binding =).
 // one bloom level to the next, half the size: the 13-tap filter of

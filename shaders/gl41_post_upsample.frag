@@ -1,4 +1,4 @@
-// The GL 4.1 post chain's upsample pass (visual/render/post41.py), a fragment pass; the compute chain's
+// The GL 4.1 post chain's upsample pass (visual/post/post_chain41.py), a fragment pass; the compute chain's
 // post_upsample.comp does the same work (they were this file before commit 340894d).
 // Samplers' units are set from Python (GLSL 4.10 has no binding =).
 // the coarser (already accumulated) bloom level, tent-upsampled, mixed into

@@ -1,4 +1,4 @@
-// post_common.glsl: helpers shared by the post chain's passes (visual/render/post.py).
+// post_common.glsl: helpers shared by the post chain's passes (visual/post/post_chain.py).
 // HDR_MAX (from Python) keeps every value finite in a half-float texture; every pass reads this
 // frame's values from the PostParams block (post.*, visual/gpu/uniforms.py).
 #include "post_params.glsl"

@@ -7,7 +7,7 @@
 // 0 <= feedback < 1 and background <= HISTORY_MAX the faded term is at most HISTORY_MAX, so
 // every frame's result is at most max(this frame's scene + bloom, HISTORY_MAX). Where the
 // scene is background, the old image fades towards the background by `feedback` a frame.
-// BLOOM and FEEDBACK (0 or 1) are #defines from visual/render/post.py.
+// BLOOM and FEEDBACK (0 or 1) are #defines from visual/post/post_chain.py.
 #include "post_common.glsl"
 
 layout(local_size_x = 8, local_size_y = 8) in;

@@ -131,8 +131,10 @@ def hud_lines(show: Show, compact: bool = False) -> list[str]:
         f"({'compute' if show.backend == '4.3' else 'transform feedback'})",
         f"look: {look_line(show)}",
     ]
+    rate = f"{fps:5.1f} fps  {frame_ms:6.2f} ms a frame" if fps and frame_ms else "-- fps"
+    behind = show.pace.hud_line()  # on the frame rate's line: it is about the frame rate
     lines = [
-        f"{fps:5.1f} fps  {frame_ms:6.2f} ms a frame" if fps and frame_ms else "-- fps",
+        f"{rate}  {behind}" if behind else rate,
         technical[0],
         f"agents {show.swarm.count:,}  visible {'-' if visible is None else f'{visible:,}'}"
         f"  near lure {'-' if renderer.near_lure is None else renderer.near_lure}"
@@ -155,9 +157,6 @@ def hud_lines(show: Show, compact: bool = False) -> list[str]:
         lines.append(f"preset error: {show.looks.problem}")
     if getattr(show, "outputs", None):  # video out: each output's state, sent and dropped
         lines.append(f"outputs: {show.outputs.hud_line()}")
-    behind = show.pace.hud_line()
-    if behind:
-        lines.append(behind)
     lines += [f"{key}: {value}" for key, value in show.status.items()]
     lines.append(chosen_line(show))
     return [printable(line, 240) for line in lines]

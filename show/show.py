@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Iterable, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import moderngl
 import numpy as np
@@ -26,70 +26,29 @@ import numpy as np
 from audio.analysis.features import speed_scale
 from audio.base import AudioFrameSource, Silence
 from control.actions import QUANTIZABLE, Action
-from control.parameters.modulation import modulate, Route, tempo_sources
-from control.parameters.registry import param, Params, REGISTRY
+from control.parameters.modulation import Burst, modulate, Route, tempo_sources
+from control.parameters.registry import Params
 from control.looks.presets import Preset
 from control.musical_time.tempo import TapTempo, Tempo
 from show.look_state import Bank, Looks, Recovery
 from show.cli.options import ShowOptions
+from show.inputs.input_roles import MidiIn, OscIn, Recorder, WebIn
+from show.inputs.selection import Selection
 from show.pace import Pace
+from show.shader_reload import ShaderReload
+from show.video_outputs import switch_outputs
 from show.report import FrameClock, hud_lines, telemetry
 from show.inputs.beat_clock import AudioTempo
 from visual.render.camera import OrbitCamera
 from control.looks.files import FileProblem
 from visual.gpu.context import pick_backend
-from visual.gpu.shaders import resolve_shader_dir, ShaderError, ShaderWatch
+from visual.gpu.shaders import resolve_shader_dir
 from visual.gpu.timers import GpuTimer
 from visual.sim.lure import Lure
 from visual.backends import RendererRole, SwarmRole, backend_classes
 from visual.sim.agents import MAX_DT, spawn_state
 
 log = logging.getLogger(__name__)
-BURST_SECONDS = 0.6
-BURST_BOOST = 3.0  # a full burst adds this much separation_weight, fading over BURST_SECONDS
-
-
-class MidiIn(Protocol):
-    """The show's MIDI (control.midi.midi_in.Midi)."""
-
-    def update(self, now: float) -> list[Action]: ...
-    def preset_recalled(self) -> None: ...
-    def start_learn(self, name: str) -> None: ...
-    def cancel_learn(self) -> None: ...
-    def state(self) -> dict[str, Any]: ...
-    def close(self) -> None: ...
-
-
-class OscIn(Protocol):
-    """The show's OSC input (control.osc.osc_input.OscInput)."""
-
-    rejected: int
-    last_error: str | None
-
-    def poll(self) -> list[Action]: ...
-    def state(self) -> dict[str, Any]: ...
-    def close(self) -> None: ...
-
-
-class WebIn(Protocol):
-    """The show's web remote (show.inputs.web_input.WebInput)."""
-
-    rejected: int
-    last_error: str | None
-
-    def poll(self) -> list[Action]: ...
-    def publish(self, show: Any, now: float) -> None: ...
-    def state(self) -> dict[str, Any]: ...
-    def close(self) -> None: ...
-
-
-class Recorder(Protocol):
-    """--record-control's recorder (control.tracks.control_track.ControlRecorder)."""
-
-    def capture(self, show: Any, t: float) -> None: ...
-    def record_action(self, t: float, action: str, value: float | None = None) -> None: ...
-    def record_preset(self, t: float, name: str, values: Any, routes: Any = ()) -> None: ...
-    def close(self) -> None: ...
 
 
 class Show:
@@ -109,11 +68,10 @@ class Show:
                            pinned=options.pinned, seed=options.seed,
                            pick_up=self._pick_up)
         self._recorder: Recorder | None = None  # --record-control
-        self.selected = 0  # the HUD's chosen parameter: keys change it, L learns it
+        self.selection = Selection()  # the HUD's chosen parameter: keys change it, L learns it
         shaders = resolve_shader_dir(options.shader_dir)  # fixed for the show, reloads too
-        self._shader_watch = ShaderWatch(shader_dir=shaders)
-        self.shader_error: str | None = None
-        self._burst = (0.0, -math.inf)  # separation burst: strength 0..1, start (show time)
+        self._shaders = ShaderReload(shaders)
+        self.burst = Burst()  # a separation burst, on the show's time
         values = params.as_dict()
         # Chosen by what the context offers (its version and extensions), never by trying a
         # compute compile: a failed one leaves a GL error behind that breaks pyglet's next call.
@@ -215,7 +173,7 @@ class Show:
         sources = {**self.audio.sources(),
                    **tempo_sources(self.tempo.beat, self.tempo.bar_phase)}
         self.modulated = modulate(self.looks.routes, sources, base, self.tempo.beat)
-        self._apply_burst(self.modulated, base)
+        self.burst.apply(self.modulated, base, self.show_time)
         self.values = {**base, **self.modulated}
 
     def _update_tempo(self, now: float) -> None:
@@ -241,15 +199,6 @@ class Show:
             if propose is not None:
                 propose(self.params["bpm"])
 
-    def _apply_burst(self, modulated: dict[str, Any], base: dict[str, Any]) -> None:
-        """A separation burst: separation_weight up by BURST_BOOST x strength, fading."""
-        strength, start = self._burst
-        age = self.show_time - start
-        if 0.0 <= age < BURST_SECONDS:
-            weight = modulated.get("separation_weight", base["separation_weight"])
-            boosted = weight + BURST_BOOST * strength * (1.0 - age / BURST_SECONDS)
-            modulated["separation_weight"] = param("separation_weight").clamp(boosted)
-
     def _note(self, key: str, every: float) -> bool:
         """True when the note `key` may be said now (at most once every `every` seconds of
         the loop's time): a flood must not flood the console."""
@@ -266,26 +215,13 @@ class Show:
             self._osc_said = osc.rejected
 
     def poll_shaders(self, now: float) -> None:
-        """Shader hot reload: an edited file under shaders/ is recompiled; a file that fails
-        shows its error (file and line) in the HUD and the last good programs keep running."""
-        if not self._shader_watch.changed(now):
-            return
-        errors = []
-        for owner in (self.swarm, self.renderer):
-            try:
-                owner.reload_shaders()
-            except ShaderError as exc:
-                errors.append(str(exc))
-        if errors:
-            error = " | ".join(line.strip() for text in errors for line in text.splitlines()
-                               if ":" in line and "error" in line.lower())[:300]
-            self.shader_error = error or errors[0][:300]
-            self.status["shaders"] = f"ERROR, last good shaders running: {self.shader_error}"
-            log.info(f"shaders: {errors[0]}")
-        else:
-            self.shader_error = None
-            self.status["shaders"] = "reloaded"
-            log.info("shaders: reloaded")
+        """Shader hot reload (show/shader_reload.py): swarm and renderer, all or none."""
+        self._shaders.poll(now, (self.swarm, self.renderer), self.status)
+
+    @property
+    def shader_error(self) -> str | None:
+        """The last reload's error (file and line); None while the shaders compile."""
+        return self._shaders.error
 
     # ---- actions ----------------------------------------------------------------------------
 
@@ -317,8 +253,7 @@ class Show:
         elif kind == "respawn":
             self.respawn()
         elif kind == "separation_burst":
-            strength = 1.0 if action.value is None else float(action.value)
-            self._burst = (min(max(strength, 0.0), 1.0), self.show_time)
+            self.burst.trigger(1.0 if action.value is None else action.value, self.show_time)
         elif kind == "recall_preset":
             self.looks.recall(int(action.value), self.show_time)
         elif kind == "save_preset":
@@ -326,62 +261,36 @@ class Show:
         elif kind == "learned":
             log.info(f"midi: learned {action.param}")
         elif kind == "select":
-            self.select(action)
+            self.selection.choose(action)
         elif kind == "nudge":
             self.nudge(float(action.value))
         elif kind == "learn":
             if action.param is not None:
-                self.select(action)
+                self.selection.choose(action)
             self.toggle_learn(action.param)
         elif kind == "pause":
             self.paused = not self.paused
         elif kind == "lure":
             self.lure.move_to(action.values["point"], self.now)  # idle on the clock
         elif kind == "outputs":
-            self._switch_outputs(action)
-
-    def _switch_outputs(self, action: Action) -> None:
-        """O, OSC /swarm/outputs: the video outputs (all, or one) off air and back."""
-        if not self.outputs:
-            self.status["outputs"] = "none: --out-ndi, --out-stream ... add them at start"
-            return
-        on = None if action.value is None else bool(action.value)
-        said = self.outputs.switch(action.values.get("output"), on)
-        self.status.pop("outputs", None)
-        log.info(f"outputs: {said}")
+            switch_outputs(self.outputs, action, self.status)
 
     def _pick_up(self) -> None:
         """Knobs pick up values set another way (a recall, OSC, a key) instead of jumping."""
         if self.midi is not None:
             self.midi.preset_recalled()
 
-    @staticmethod
-    def learnable() -> list[str]:
-        """Parameters a knob or the keys can drive (colours cannot), in registry order."""
-        return [p.name for p in REGISTRY if p.kind != "color"]
-
-    def select(self, action: Action) -> None:
-        """Up/Down step the chosen parameter (value: the step); a control surface names it
-        (param: a slider clicked). A colour cannot be chosen (no knob drives it)."""
-        names = self.learnable()
-        if action.param is not None:
-            if action.param in names:
-                self.selected = names.index(action.param)
-            return
-        self.selected = (self.selected + int(action.value or 0)) % len(names)
-
     @property
     def selected_param(self) -> str:
-        names = self.learnable()
-        return names[self.selected % len(names)]
+        """The parameter the HUD marks (show/inputs/selection.py)."""
+        return self.selection.name
 
     def nudge(self, steps: float) -> None:
-        """Left/Right: move the chosen parameter by `steps` of its performance range; a switch
-        flips, a choice steps. The performer played it: a morph lets go, knobs pick up."""
-        name = self.selected_param
-        value = param(name).nudge(self.params[name], steps)
-        if value != self.params[name]:
-            self.act(Action("set", values={name: value}))
+        """Left/Right: the chosen parameter moved. The performer played it: a morph lets go,
+        knobs pick up."""
+        values = self.selection.nudged(self.params, steps)
+        if values is not None:
+            self.act(Action("set", values=values))
 
     def toggle_learn(self, name: str | None = None) -> None:
         """L: learn the selected parameter (the next knob turned binds), or cancel; `name`

@@ -282,3 +282,15 @@ def open_outputs(args: argparse.Namespace, ctx: moderngl.Context,
         log.info(f"output {printable(output.label, 120)}: {size}, {rate_text}, {alpha}")
         outputs.append(output)
     return Outputs(ctx, outputs)
+
+
+def switch_outputs(outputs: Outputs | None, action: Any, status: dict[str, str]) -> None:
+    """O, OSC /swarm/outputs: the video outputs (all, or one) off air and back; with none
+    opened, the HUD's `outputs` line says how to add them."""
+    if not outputs:
+        status["outputs"] = "none: --out-ndi, --out-stream ... add them at start"
+        return
+    on = None if action.value is None else bool(action.value)
+    said = outputs.switch(action.values.get("output"), on)
+    status.pop("outputs", None)
+    log.info(f"outputs: {said}")

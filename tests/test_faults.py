@@ -164,7 +164,7 @@ def test_a_truncated_preset_recalled_live(rig, tmp_path):
 def test_a_shader_with_a_syntax_error_saved_while_running(rig):
     vertex = rig.shaders / "agent.vert"
     vertex.write_text(vertex.read_text() + "\nvoid broken( {\n")
-    rig.show._shader_watch._next = 0.0
+    rig.show._shaders.watch._next = 0.0
     rig.show.poll_shaders(rig.now + 10)
     assert "agent.vert" in rig.show.status["shaders"]
     rig.assert_healthy("a broken shader")  # the last good one keeps drawing

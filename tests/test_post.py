@@ -1,6 +1,6 @@
-"""The HDR post chain (visual/render/post.py): tone mapping against numpy, the bloom's reach and energy,
+"""The HDR post chain (visual/post/post_chain.py): tone mapping against numpy, the bloom's reach and energy,
 the feedback's bound and decay, the fast path, resizes, reloads and releases; on both backends
-(`chain_class`: compute passes, or GL 4.1's fragment passes, visual/render/post41.py).
+(`chain_class`: compute passes, or GL 4.1's fragment passes, visual/post/post_chain41.py).
 
 Images are small (llvmpipe renders in software); the HDR results are read back as floats from
 `PostChain.composite` (the image `run` tone maps) or from an RGBA32F output target.
@@ -19,15 +19,15 @@ import visual.gpu.context
 import visual.gpu.programs
 import visual.gpu.shaders
 from visual.gpu.shaders import ShaderError
-from visual.render.post import (
+from visual.post.post_chain import (
     bloom_level_sizes,
     feedback_step,
     HISTORY_MAX,
     PostChain,
     PostSettings,
 )
-from visual.render.tonemap import TONEMAPS
-from visual.render.post41 import PostChain41
+from visual.post.tonemap import TONEMAPS
+from visual.post.post_chain41 import PostChain41
 
 FLAT = {"dither": False}  # the display values exactly, no noise
 

@@ -17,6 +17,7 @@ from control.parameters.registry import Params
 from control.looks.preset_bank import PresetBank
 from control.looks.presets import load_preset
 from control.looks.recovery import RecoveryWriter
+from show.inputs.selection import LEARNABLE
 from show.show import Show
 from show.cli.options import ShowOptions
 
@@ -173,7 +174,7 @@ def test_what_the_performer_plays_during_a_morph_wins_over_it(show):
     show.params["morph_seconds"] = 2.0
     show.act(Action("recall_preset", 2))
     run_frames(show, 0.3)
-    show.selected = show.learnable().index("max_speed")
+    show.selection.index = LEARNABLE.index("max_speed")
     show.nudge(0.1)  # a key during the morph
     played = show.params["max_speed"]
     run_frames(show, 2.5)  # the morph lands for everything else

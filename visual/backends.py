@@ -18,8 +18,8 @@ import moderngl
 import numpy as np
 
 from visual.gpu.programs import ProgramSet
-from visual.render.post import PostSettings
-from visual.render.post41 import PostChain41
+from visual.post.post_chain import PostSettings
+from visual.post.post_chain41 import PostChain41
 from visual.render.renderer import Renderer
 from visual.render.renderer41 import Renderer41
 from visual.sim.swarm import Swarm

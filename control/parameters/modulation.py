@@ -199,3 +199,26 @@ def modulate(routes: Iterable[Route], sources: Mapping[str, float],
         base = float(base_values.get(name, target.default))
         result[name] = target.clamp(base + offset)
     return result
+
+
+BURST_SECONDS = 0.6
+BURST_BOOST = 3.0  # a full burst adds this much separation_weight, fading over BURST_SECONDS
+
+
+class Burst:
+    """A separation burst (a pad, OSC /swarm/burst): separation_weight up by BURST_BOOST x
+    strength, fading out over BURST_SECONDS of the show's time. Main thread only."""
+
+    def __init__(self) -> None:
+        self.strength, self.start = 0.0, -math.inf
+
+    def trigger(self, strength: float, now: float) -> None:
+        self.strength, self.start = min(max(float(strength), 0.0), 1.0), now
+
+    def apply(self, modulated: dict[str, Any], base: Mapping[str, Any], now: float) -> None:
+        """Add this moment's boost to `modulated` (this frame's modulated values) in place."""
+        age = now - self.start
+        if 0.0 <= age < BURST_SECONDS:
+            weight = modulated.get("separation_weight", base["separation_weight"])
+            boosted = weight + BURST_BOOST * self.strength * (1.0 - age / BURST_SECONDS)
+            modulated["separation_weight"] = param("separation_weight").clamp(boosted)

@@ -8,7 +8,7 @@ a `derived` one is computed by the block's owner. Two blocks, each with one owne
 
     SwarmParams  visual/sim/swarm.py writes it once a step (and on a resize): every simulation pass
     FrameParams  visual/render/renderer.py writes it once a frame: the cull, draw, fade and lure passes
-    PostParams   visual/render/post.py writes it once a frame: the post chain's passes (bloom,
+    PostParams   visual/post/post_chain.py writes it once a frame: the post chain's passes (bloom,
                  feedback, tone map), every value clamped to what the chain takes
 
 Description and packing are pure Python (any thread); `BlockBuffer` is GL: main thread only.

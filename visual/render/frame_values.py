@@ -16,8 +16,8 @@ from visual.render.camera import OrbitCamera
 from visual.render.counts import SumScales
 from visual.render.meshes import SHAPES, lod_distance
 from visual.render.palettes import COLOR_BY, MAX_STOPS, palette_stops, srgb_to_linear
-from visual.render.post import PostSettings
-from visual.render.tonemap import scene_color_for
+from visual.post.post_chain import PostSettings
+from visual.post.tonemap import scene_color_for
 
 Values = Mapping[str, Any]
 

@@ -12,7 +12,7 @@ A frame (`Renderer.render`), with no agent data ever coming back to the CPU:
              linear light): the shape's mesh near the camera, one triangle (or quad) far away,
              pulled from the agent buffer by index; before it the previous image is cleared
              (trail 0) or faded towards the background
-    post     visual/render/post.py: bloom and feedback (where the post chain is on), then exposure,
+    post     visual/post/post_chain.py: bloom and feedback (where the post chain is on), then exposure,
              the tone map and the sRGB transfer onto the caller's framebuffer (the window's
              default one, whose contents do not survive a buffer swap, or an offscreen one)
 
@@ -57,7 +57,7 @@ from visual.render.frame_values import (
     post_settings,
     scene_background,
 )
-from visual.render.post import PostChain, PostSettings
+from visual.post.post_chain import PostChain, PostSettings
 from visual.render.splat import FarSplat
 from visual.render.stable_cull import StableCull
 from visual.render.targets import Targets
@@ -90,7 +90,7 @@ class Renderer(CountsView, ProgramOwner):
     default `visual.gpu.shaders.shader_dir()` when made.
     """
 
-    post_chain = PostChain  # the post chain's class (GL 4.1's: visual/render/post41.py)
+    post_chain = PostChain  # the post chain's class (GL 4.1's: visual/post/post_chain41.py)
     far_splat: type | None = FarSplat  # far agents' compute splat (None: GL points only)
     # The cull in agent order for reproducible runs (`stable_order`); None: the lists come out
     # in order already (GL 4.1's transform feedback)

@@ -18,7 +18,7 @@ back a few frames late as on the compute backend (visual/render/counts.py). The 
 backend's: shaders/agent.vert (GL41: the agent from the textures, the list's entry as a
 per-instance attribute, divisor 1), one render_indirect a list; far agents are GL points (the
 compute backend's splat, visual/render/splat.py, is a compute pass). The post chain is
-visual/render/post41.py's. Main thread only.
+visual/post/post_chain41.py's. Main thread only.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import numpy as np
 from visual.render.counts import DRAW_STATE_UINTS
 from visual.gpu.programs import render_program
 from visual.gpu.shaders import GLSL_410
-from visual.render.post41 import PostChain41
+from visual.post.post_chain41 import PostChain41
 from visual.render.frame_values import LURE_COLOR, agent_defines, glsl_vec
 from visual.render.renderer import AGENT_PROGRAMS, Renderer
 from visual.sim.state41 import STATE_WIDTH

@@ -1,5 +1,5 @@
 """The post chain on OpenGL 4.1 core (macOS): the same bloom, feedback and tone mapping as
-`visual.render.post.PostChain`, the same PostParams block and settings, with the HDR passes as
+`visual.post.post_chain.PostChain`, the same PostParams block and settings, with the HDR passes as
 full-screen fragment passes (no compute shaders or image stores in 4.1): each draws into its
 level's framebuffer, and the upsample mixes into the finer level by blending (ONE,
 ONE_MINUS_SRC_ALPHA) where the compute pass reads and writes the image. The display pass is
@@ -16,7 +16,7 @@ import moderngl
 
 from visual.gpu.programs import render_program
 from visual.gpu.shaders import GLSL_410
-from visual.render.post import _Image, PostChain
+from visual.post.post_chain import _Image, PostChain
 from visual.gpu.uniforms import POST_PARAMS
 
 SAMPLER_UNITS = {"u_source": 0, "u_scene": 0, "u_bloom": 1, "u_history": 2}

@@ -53,7 +53,7 @@ from visual.gpu.programs import ProgramOwner, ProgramSet, compute_program, rende
 from visual.gpu.shaders import resolve_shader_dir
 from visual.gpu.timers import GpuTimer
 from visual.gpu.uniforms import BlockBuffer, POST_PARAMS
-from visual.render.tonemap import HDR_MAX, TONEMAPS, clamp_finite
+from visual.post.tonemap import clamp_finite, HDR_MAX, TONEMAPS
 
 ENCODINGS = ("srgb", "linear")
 HISTORY_MAX = 16.0     # the feedback history is read back clamped to this (HDR units)
@@ -216,7 +216,7 @@ class PostChain(ProgramOwner):
 
     # ---- programs -------------------------------------------------------------------------
 
-    # The passes' shader files (the GL 4.1 chain, visual/render/post41.py, names its own).
+    # The passes' shader files (the GL 4.1 chain, visual/post/post_chain41.py, names its own).
     PASS_FILES = {"prefilter": "post_prefilter.comp", "downsample": "post_downsample.comp",
                   "upsample": "post_upsample.comp", "composite": "post_composite.comp",
                   "display": "post_display.frag"}
