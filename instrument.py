@@ -14,7 +14,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from control.looks.files import FileProblem, load_state
+from control.looks.files import FileProblem
+from control.looks.swarm_state import load_state
 from control.parameters.registry import ParamError, Params
 from control.text import printable
 from show.cli.arguments import build_parser
@@ -24,6 +25,20 @@ from show.offline.progress import RunProgress
 from show.supervisor import StopSignals
 from visual.gpu.uniforms import MAX_OBSTACLES
 from visual.sim.agents import MAX_DT
+from control.looks.preset_bank import PresetBank
+from control.looks.presets import PresetError, apply_preset, load_preset
+from control.looks.recovery import load_recovery
+from control.midi.mapping_file import load_mapping
+from audio.files.decode import check_audio_file
+from audio.files.wavfile import AudioFileError
+from show.cli.console import install
+from audio.source import list_input_devices
+from control.midi.systems import list_midi_ports
+from show.offline.contact_sheet import SheetSettings, write_contact_sheet
+from show.supervisor import Supervisor
+from show.cli.live_show import LiveShow, run_headless, run_window
+from show.offline.offline_render import run_render
+from visual.window import WindowError
 
 NO_DISPLAY_SECONDS = 10.0
 NO_DISPLAY_SCREENSHOT = "swarm-screenshot.png"
@@ -32,10 +47,6 @@ NO_DISPLAY_SCREENSHOT = "swarm-screenshot.png"
 def build_params(args: argparse.Namespace) -> tuple[Params, list, Any]:
     """The parameters (defaults, then --resume's recovery file or --preset, then --count), the
     audio modulation routes and the preset started from."""
-    from control.looks.preset_bank import PresetBank
-    from control.looks.presets import PresetError, apply_preset, load_preset
-    from control.looks.recovery import load_recovery
-
     params, routes, preset = Params(), [], None
     keep = ("count",) if args.count is not None else ()
     if args.preset is None and opens_on_start_look(args):
@@ -107,13 +118,8 @@ def check_args(args: argparse.Namespace) -> None:
     if args.state_in:
         load_state(args.state_in)  # a bad state file ends the start here, named
     if args.midi_map and not args.no_midi and not args.safe_mode:
-        from control.midi.mapping_file import load_mapping
-
         load_mapping(args.midi_map)  # MappingError names the file and the line or key
     if args.audio_file and not args.safe_mode:
-        from audio.files.decode import check_audio_file
-        from audio.files.wavfile import AudioFileError
-
         try:
             check_audio_file(args.audio_file)
         except AudioFileError as exc:
@@ -165,19 +171,13 @@ def supervision(args: argparse.Namespace, platform: str = sys.platform
 
 
 def main(argv: list[str] | None = None) -> int:
-    from show.cli.console import install
-
     install()
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.list_devices:
-        from audio.source import list_input_devices
-
         print(printable(list_input_devices()))
         return 0
     if args.list_midi:
-        from control.midi.systems import list_midi_ports
-
         print(printable(list_midi_ports(args.midi_api)))
         return 0
     try:
@@ -186,8 +186,6 @@ def main(argv: list[str] | None = None) -> int:
         error(exc)
         return 2
     if args.contact_sheet:
-        from show.offline.contact_sheet import SheetSettings, write_contact_sheet
-
         try:
             write_contact_sheet(args.contact_sheet, SheetSettings(
                 size=args.size or SheetSettings.size,
@@ -200,8 +198,6 @@ def main(argv: list[str] | None = None) -> int:
     if note:
         say(note)
     if supervise:
-        from show.supervisor import Supervisor
-
         return Supervisor(list(argv if argv is not None else sys.argv[1:]), playing_note=(
             "supervisor: the show runs in a child process and comes back if it dies or hangs "
             "(--no-supervisor to run it here)")).run()
@@ -210,10 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         params, routes, preset = build_params(args)
         if args.render is not None:
-            from show.offline.offline_render import run_render
-
             return run_render(args, params, routes)
-        from show.cli.live_show import LiveShow, run_headless, run_window
 
         live = LiveShow(args, params, routes, preset, STOP)
         if args.headless:
@@ -229,8 +222,6 @@ def main(argv: list[str] | None = None) -> int:
             live.progress = RunProgress(args.frames, "no display")
             run_headless(live)
         else:
-            from visual.window import WindowError
-
             try:
                 run_window(live)
             except WindowError as exc:

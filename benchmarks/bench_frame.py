@@ -24,6 +24,11 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from visual.hud import headless_text_context
+from show.show import Show
+from show.loop import FixedStep, Loop, Offscreen
+from show.cli.options import ShowOptions
+from visual.gpu.context import BACKENDS, compute_missing, is_software
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -33,18 +38,12 @@ from benchmarks.bench_swarm import scaled_params  # noqa: E402
 
 def make_context(size: tuple[int, int]):
     """(ctx, hud or None, note): a pyglet headless context with the HUD, else plain EGL."""
-    from visual.hud import headless_text_context
-
     ctx, hud, note = headless_text_context(size)
     return ctx, hud, note.replace("text drawn", "HUD drawn").replace("no text", "HUD left out")
 
 
 def bench_count(ctx, hud, count: int, args: argparse.Namespace, far: str,
                 backend: str = "4.3") -> dict:
-    from show.show import Show
-    from show.loop import FixedStep, Loop, Offscreen
-    from show.cli.options import ShowOptions
-
     params = scaled_params(count)
     if args.post == "full":  # the whole post chain: bloom and feedback, on any GL
         params.update({"post": "on", "bloom": 0.8, "feedback": 0.85, "feedback_zoom": 0.01})
@@ -115,7 +114,6 @@ def main(argv: list[str] | None = None) -> int:
     args.size = tuple(int(v) for v in args.size.lower().split("x"))
 
     ctx, hud, note = make_context(args.size)
-    from visual.gpu.context import BACKENDS, compute_missing, is_software
 
     missing = compute_missing(ctx)
     available = ["4.1"] if missing else list(BACKENDS)

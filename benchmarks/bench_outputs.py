@@ -35,6 +35,15 @@ import time
 from pathlib import Path
 
 import numpy as np
+from show.show import Show
+from show.loop import Offscreen
+from show.cli.options import ShowOptions
+from show.video_outputs import Outputs
+from visual.output.ndi import NdiBackend
+from visual.output.frame_output import FrameOutput
+from visual.output.stream import TransportStreamBackend
+from show.loop import Loop, WallClock
+from visual.gpu.context import create_headless_context
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -47,10 +56,10 @@ LIMIT = 1.10  # frames with outputs at most 10 % longer
 def receive(name: str, seconds: float, out: Path) -> None:
     """An NDI receiver (cyndilib's Receiver and FrameSync) counting the distinct frames of the
     source whose name contains `name`; writes {"frames", "seconds", "source"}."""
-    from cyndilib.finder import Finder
-    from cyndilib.receiver import Receiver
-    from cyndilib.video_frame import VideoFrameSync
-    from cyndilib.wrapper.ndi_recv import RecvBandwidth, RecvColorFormat
+    from cyndilib.finder import Finder  # noqa: PLC0415 - optional: NDI, only with --out-ndi
+    from cyndilib.receiver import Receiver  # noqa: PLC0415 - optional: NDI, only with --out-ndi
+    from cyndilib.video_frame import VideoFrameSync  # noqa: PLC0415 - optional: NDI, only with --out-ndi
+    from cyndilib.wrapper.ndi_recv import RecvBandwidth, RecvColorFormat  # noqa: PLC0415 - optional: NDI, only with --out-ndi
 
     os.nice(19)  # it stands in for another machine: on this one, it takes only spare CPU
     finder = Finder()
@@ -85,10 +94,6 @@ def receive(name: str, seconds: float, out: Path) -> None:
 
 
 def make_show(ctx, args):
-    from show.show import Show
-    from show.loop import Offscreen
-    from show.cli.options import ShowOptions
-
     show = Show(ctx, scaled_params(args.count), ShowOptions(seed=1))
     sink = Offscreen(show, args.size)
     for _ in range(round(args.settle * 30)):
@@ -101,11 +106,6 @@ def make_show(ctx, args):
 
 
 def open_outputs(ctx, kinds: list[str], fps: float, ndi_name: str, udp_port: int):
-    from show.video_outputs import Outputs
-    from visual.output.ndi import NdiBackend
-    from visual.output.frame_output import FrameOutput
-    from visual.output.stream import TransportStreamBackend
-
     outputs = []
     for kind in kinds:
         if kind == "ndi":
@@ -120,8 +120,6 @@ def open_outputs(ctx, kinds: list[str], fps: float, ndi_name: str, udp_port: int
 
 def play_round(ctx, show, sink, outputs, args) -> dict:
     """One round of args.round seconds in real time; frame times and what the outputs did."""
-    from show.loop import Loop, WallClock
-
     loop = Loop(show, WallClock(), outputs=outputs)
     show.outputs = outputs
     period = 1.0 / args.fps
@@ -219,7 +217,6 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["NDI_CONFIG_DIR"] = str(folder)
     args.size = tuple(int(v) for v in args.size.lower().split("x"))
 
-    from visual.gpu.context import create_headless_context
 
     ctx = create_headless_context()
     renderer = ctx.info["GL_RENDERER"]

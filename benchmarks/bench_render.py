@@ -32,6 +32,19 @@ import time
 from pathlib import Path
 
 import numpy as np
+import visual.output.yuv
+from control.parameters.registry import Params
+from control.looks.preset_bank import PresetBank
+from control.looks.presets import apply_preset, load_preset
+from show.cli.arguments import build_parser
+from show.cli.options import options_from_args
+from show.offline.progress import Progress
+from show.offline.offline_render import render
+from show.offline.render_job import plan_render
+import av
+from audio.synth import drum_loop
+from audio.files.wavfile import write_wav
+from visual.output.video import DEFAULT_CRF, DEFAULT_PRESET
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -45,16 +58,6 @@ def psnr(a: np.ndarray, b: np.ndarray) -> float:
 def render_once(song: Path, out: Path, args: argparse.Namespace, *, gpu: bool, preset: str,
                 crf: float | None = None, frames: int | None = None, keep: bool = False
                 ) -> dict:
-    import visual.output.yuv
-    from control.parameters.registry import Params
-    from control.looks.preset_bank import PresetBank
-    from control.looks.presets import apply_preset, load_preset
-    from show.cli.arguments import build_parser
-    from show.cli.options import options_from_args
-    from show.offline.progress import Progress
-    from show.offline.offline_render import render
-    from show.offline.render_job import plan_render
-
     supported = visual.output.yuv.supported
     visual.output.yuv.supported = supported if gpu else (lambda size: False)
     try:
@@ -87,8 +90,6 @@ def render_once(song: Path, out: Path, args: argparse.Namespace, *, gpu: bool, p
     row = {"way": "gpu" if gpu else "rgb", "preset": preset, "crf": crf, "frames": result.frames,
            "seconds": seconds, "fps": result.frames / seconds, "bytes": out.stat().st_size}
     if keep:
-        import av
-
         with av.open(str(out)) as container:
             decoded = [f.to_ndarray(format="rgb24") for f in container.decode(video=0)]
         scores = [psnr(a, b) for a, b in zip(decoded, drawn)]
@@ -111,14 +112,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     args.size = tuple(int(v) for v in args.size.lower().split("x"))
-    from audio.synth import drum_loop
-    from audio.files.wavfile import write_wav
 
     folder = Path(tempfile.mkdtemp(prefix="swarm-render-bench-"))
     song = folder / "song.wav"
     write_wav(song, drum_loop(120.0, args.seconds, 48000)[:, None], 48000)
     rows = []
-    from visual.output.video import DEFAULT_CRF, DEFAULT_PRESET
 
     # the old default both ways (the ratio), then the default now
     ways = [(True, "medium", 18.0), (False, "medium", 18.0), (True, DEFAULT_PRESET, DEFAULT_CRF)]

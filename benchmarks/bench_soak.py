@@ -27,6 +27,18 @@ import time
 from pathlib import Path
 
 import numpy as np
+import io
+from control.looks.atomic import atomic_write_bytes
+from audio.base import OfflineAudio
+from audio.files.wavfile import read_wav
+from control.midi.midi_in import DEFAULT_MAPPING, Midi
+from control.parameters.registry import Params
+from control.looks.preset_bank import PresetBank
+from show.show import Show
+from show.loop import Loop, Offscreen
+from show.cli.options import ShowOptions
+from visual.gpu.context import create_headless_context
+from show.loop import Tick
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -103,8 +115,6 @@ class LoopingSong:
         self.frame = first
 
     def next(self):
-        from show.loop import Tick
-
         tick = Tick((self.frame / 60) % self.duration, 1 / 60)
         self.frame += 1
         return tick
@@ -114,10 +124,6 @@ def save_checkpoint(path: str, state: dict, position: np.ndarray, velocity: np.n
                     times: np.ndarray) -> None:
     """Where the soak stands, to go on in another process (an hour does not fit one call to
     the lent GPU): agents, parameters, the MIDI generator, frame times so far."""
-    import io
-
-    from control.looks.atomic import atomic_write_bytes
-
     buffer = io.BytesIO()
     np.savez(buffer, position=position, velocity=velocity, times=times,
              state=np.frombuffer(json.dumps(state).encode(), np.uint8))
@@ -155,15 +161,6 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--wall-limit needs --checkpoint PATH.npz (where to save the progress)")
     width, height = (int(v) for v in args.size.lower().split("x"))
 
-    from audio.base import OfflineAudio
-    from audio.files.wavfile import read_wav
-    from control.midi.midi_in import DEFAULT_MAPPING, Midi
-    from control.parameters.registry import Params
-    from control.looks.preset_bank import PresetBank
-    from show.show import Show
-    from show.loop import Loop, Offscreen
-    from show.cli.options import ShowOptions
-    from visual.gpu.context import create_headless_context
 
     resumed = load_checkpoint(args.resume) if args.resume else None
     samples = read_wav(args.audio)[0] if args.audio else synthetic_song()

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from control.looks.user_folders import state_dir
+import ctypes
 
 CRASH_LOG = "crash.log"
 START_GRACE_S = 90.0  # software GL can take a while to compile and draw the first frame
@@ -298,7 +299,6 @@ def die_with_parent(signum: int = signal.SIGTERM) -> bool:
     and holding the OSC port. False where the system has no such call."""
     if not sys.platform.startswith("linux"):
         return False
-    import ctypes
 
     try:
         libc = ctypes.CDLL(None, use_errno=True)

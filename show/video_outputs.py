@@ -26,7 +26,13 @@ from typing import Any
 import moderngl
 
 from control.text import printable
+from show.cli.option_values import rate as frame_rate
+from show.cli.option_values import size as frame_size
 from visual.output.frame_output import FrameOutput
+from visual.output.stream import check_stream_url
+from visual.output.platform_outputs import SpoutBackend, SyphonBackend, VirtualCamBackend
+from visual.output.ndi import NdiBackend
+from visual.output.stream import stream_backend
 
 log = logging.getLogger(__name__)
 SETTINGS = ("size", "fps", "bitrate")
@@ -68,8 +74,6 @@ def parse_output(kind: str, text: str) -> OutputSpec:
     if bitrate is not None and kind != "stream":
         raise argparse.ArgumentTypeError("bitrate= is for --out-stream only")
     if kind == "stream":
-        from visual.output.stream import check_stream_url
-
         problem = check_stream_url(target)
         if problem:
             raise argparse.ArgumentTypeError(problem)
@@ -94,9 +98,7 @@ def urlscheme(url: str) -> str:
 
 
 def _size(text: str) -> tuple[int, int]:
-    """`size=` as --size takes it (show/cli/arguments.py), the message naming the setting."""
-    from show.cli.arguments import _size as frame_size
-
+    """`size=` as --size takes it (show/cli/option_values.py), the message naming the setting."""
     try:
         return frame_size(text)
     except argparse.ArgumentTypeError as exc:
@@ -104,9 +106,7 @@ def _size(text: str) -> tuple[int, int]:
 
 
 def _rate(text: str) -> float:
-    """`fps=` as --fps takes it (show/cli/arguments.py), the message naming the setting."""
-    from show.cli.arguments import _rate as frame_rate
-
+    """`fps=` as --fps takes it (show/cli/option_values.py), the message naming the setting."""
     try:
         return frame_rate(text)
     except argparse.ArgumentTypeError as exc:
@@ -177,14 +177,9 @@ def render_refusal(args: argparse.Namespace) -> str | None:
 
 def backend_for(spec: OutputSpec) -> Any:
     if spec.kind == "ndi":
-        from visual.output.ndi import NdiBackend
-
         return NdiBackend(spec.target)
     if spec.kind == "stream":
-        from visual.output.stream import stream_backend
-
         return stream_backend(spec.target, spec.bitrate)
-    from visual.output.platform_outputs import SpoutBackend, SyphonBackend, VirtualCamBackend
 
     if spec.kind == "syphon":
         return SyphonBackend(spec.target)

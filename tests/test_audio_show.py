@@ -9,7 +9,7 @@ import numpy as np
 from conftest import run_instrument as instrument
 
 from audio.files.wavfile import write_wav
-from control.looks.files import load_state
+from control.looks.swarm_state import load_state
 
 RATE = 48000
 

@@ -9,7 +9,7 @@ import pytest
 import reference
 from conftest import run_instrument as instrument
 
-from control.looks.files import load_state
+from control.looks.swarm_state import load_state
 from control.parameters.registry import Params
 from visual.sim.lure import Lure
 from visual.sim.agents import spawn_state

@@ -12,8 +12,9 @@ import pytest
 
 from audio.analysis.features import AudioFeatures, Bands
 from audio.files.recorded import RecordedAudio
-import control.tracks.control_track as control_track
-from control.tracks.control_track import ControlTrack, ControlTrackError
+import control.tracks.track_recorder as control_track
+from control.tracks.control_track import ControlTrack
+from control.tracks.track_events import ControlTrackError
 from control.midi.midi_in import DEFAULT_MAPPING, Midi
 from control.midi.controller import MidiController
 from control.tracks.midi_track import MidiFileSource

@@ -32,7 +32,8 @@ from conftest import run_instrument
 
 import control.looks.atomic as atomic
 from control.looks.atomic import atomic_write_text, remove_stale_temporaries
-from control.looks.files import FileProblem, load_state, MAX_DEPTH, read_json, save_state
+from control.looks.files import FileProblem, MAX_DEPTH, read_json
+from control.looks.swarm_state import load_state, save_state
 from control.midi.mapping import MidiMapping
 from control.midi.mapping_file import load_mapping, save_mapping
 from control.parameters.registry import Params

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from web_client import RawSocket, Refused, get, request, wait_until
 
-from control.web.web_remote import web_gate
+from control.web import web_gate
 from control.web.web_remote import MAX_CLIENTS, STRANGER_BURST, WebRemote
 from control.web.web_gate import MAX_PENDING
 from control.web.web_http import HeadError, MAX_HEAD, MAX_HEADER_LINES, parse_head

@@ -346,7 +346,7 @@ def test_tap_downbeat_respawn_and_burst_reach_the_show(stage):
     kinds = [action.kind for action in stage.acted]
     assert kinds == ["tap"] * 4 + ["downbeat", "respawn", "separation_burst"]
     assert stage.show.tap.taps == 4 and stage.show.respawns == respawns + 1
-    assert stage.show._burst[0] == 1.0
+    assert stage.show.burst.strength == 1.0
 
 
 def test_the_outputs_go_off_air_and_back_from_the_page(stage):

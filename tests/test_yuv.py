@@ -88,7 +88,7 @@ def test_a_render_through_the_gpu_planes_is_as_good_as_through_swscale(tmp_path,
     import io
 
     import instrument
-    import visual.output.yuv
+    import show.offline.offline_render
     from audio.synth import drum_loop
     from audio.files.wavfile import write_wav
     from show.cli.options import options_from_args
@@ -101,7 +101,7 @@ def test_a_render_through_the_gpu_planes_is_as_good_as_through_swscale(tmp_path,
     size = (160, 96)
     scores = {}
     for name, gpu in (("gpu", True), ("cpu", False)):
-        monkeypatch.setattr(visual.output.yuv, "supported", lambda size, gpu=gpu: gpu)
+        monkeypatch.setattr(show.offline.offline_render, "supported", lambda size, gpu=gpu: gpu)
         out = tmp_path / f"{name}.mp4"
         args = instrument.build_parser().parse_args([
             "--render", str(song), "--out", str(out), "--size", f"{size[0]}x{size[1]}",

@@ -11,6 +11,9 @@ instead of wrapping onto the picture.
 from __future__ import annotations
 
 from dataclasses import dataclass
+import moderngl
+import pyglet
+from visual.gpu.context import create_headless_context
 
 FONT_PT = 12  # the lines' font at 1280x720 and larger
 MIN_FONT_PT = 8
@@ -59,8 +62,6 @@ def fit_lines(lines: list[str], max_chars: int) -> list[str]:
 
 class Hud:
     def __init__(self, width: int, height: int) -> None:
-        import pyglet
-
         self._batch = pyglet.graphics.Batch()
         back, front = pyglet.graphics.Group(order=0), pyglet.graphics.Group(order=1)
         self._backdrop = pyglet.shapes.Rectangle(0, 0, 0, 0, color=BACKDROP,
@@ -114,11 +115,7 @@ def headless_text_context(size: tuple[int, int]):
     """(ctx, hud or None, note): an offscreen GL context in which pyglet can draw text (a hidden
     headless pyglet window, whose context moderngl takes), else a plain EGL one without text
     (and the note says why). For benchmarks with the HUD and the contact sheet's labels."""
-    import moderngl
-
     try:
-        import pyglet
-
         pyglet.options["headless"] = True
         window = None
         for minor in (3, 1):  # 4.3 core, else 4.1 (the GL 4.1 backend's)
@@ -136,6 +133,5 @@ def headless_text_context(size: tuple[int, int]):
         hud._window = window  # keep the context alive
         return ctx, hud, "text drawn (pyglet, headless)"
     except Exception as exc:  # noqa: BLE001 - no pyglet EGL here: no text, said
-        from visual.gpu.context import create_headless_context
 
         return create_headless_context("4.1"), None, f"no text ({type(exc).__name__}: {exc})"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 from dataclasses import dataclass
+import pyglet
 
 
 @dataclass(frozen=True)
@@ -67,8 +68,6 @@ def randr_monitors(x_display) -> list[ScreenArea]:
 def list_screens() -> list:
     """pyglet's screens, or the RandR monitors where X reports more of them (see above), as
     pyglet screens a window can be placed or made full-screen on."""
-    import pyglet
-
     display = pyglet.display.get_display()
     screens = list(display.get_screens())
     x_display = getattr(display, "_display", None)
@@ -77,7 +76,7 @@ def list_screens() -> list:
     monitors = randr_monitors(x_display)
     if len(monitors) <= len(screens):
         return screens
-    from pyglet.display.xlib import XlibScreenXinerama
+    from pyglet.display.xlib import XlibScreenXinerama  # noqa: PLC0415 - display: X11's screens, only where X runs
 
     # A screen pyglet cannot set modes on (as under Xinerama): it plays at the desktop's mode.
     return [XlibScreenXinerama(display, m.x, m.y, m.width, m.height, True, index)

@@ -16,6 +16,7 @@ import moderngl
 
 from visual.hud import Hud
 from visual.screens import list_screens
+import pyglet
 
 QUIT_WINDOW_S = 1.0
 
@@ -55,8 +56,6 @@ def open_window(screen_index: int, fullscreen: bool, size: tuple[int, int] | Non
     """A pyglet window with an OpenGL 4.3 core context, or 4.1 core where 4.3 cannot be had
     (macOS) and `gl` (--gl) allows it, or WindowError. `screens`: the list already asked of
     the display (asked again, pyglet makes new screen objects)."""
-    import pyglet
-
     screens = screens if screens is not None else screens_or_error()
     if not 0 <= screen_index < len(screens):
         names = ", ".join(f"{i}: {s.width}x{s.height}" for i, s in enumerate(screens))
@@ -148,8 +147,7 @@ class LiveWindow:
     # ---- events -----------------------------------------------------------------------------
 
     def on_key_press(self, symbol, modifiers):
-        import pyglet
-        from pyglet.window import key
+        from pyglet.window import key  # noqa: PLC0415 - display: pyglet.window connects to the display on import
 
         if symbol == key.ESCAPE:
             if self.escape.press(time.monotonic()):
@@ -168,8 +166,6 @@ class LiveWindow:
         return pyglet.event.EVENT_HANDLED  # never the default (Esc would close the window)
 
     def on_close(self):
-        import pyglet
-
         self.quit()
         return pyglet.event.EVENT_HANDLED
 
@@ -220,20 +216,14 @@ class LiveWindow:
     def read_screen(self) -> tuple[bytes, tuple[int, int]]:
         """The back buffer as RGB rows, bottom row first, HUD included. Through pyglet: moderngl
         reads a detected default framebuffer from COLOR_ATTACHMENT0, which it does not have."""
-        import pyglet
-
         image = pyglet.image.get_buffer_manager().get_color_buffer().get_image_data()
         return image.get_data("RGB", image.width * 3), (image.width, image.height)
 
     # ---- running ----------------------------------------------------------------------------
 
     def run(self, performer: Performer) -> None:
-        import pyglet
-
         self.performer = performer
         pyglet.app.run(1.0 / self.fps)
 
     def quit(self) -> None:
-        import pyglet
-
         pyglet.app.exit()

@@ -84,7 +84,7 @@ class BeatTracker:
 
     def __init__(self, rate: float, hop: int = HOP, window: int = WINDOW,
                  silence_db: float = SILENCE_DB, hold_s: float = HOLD_S) -> None:
-        import aubio  # aubio-ledfx; imported here so a missing wheel costs only the beats
+        import aubio  # noqa: PLC0415 - optional: a missing aubio wheel costs only the beat tracker
 
         self.rate = float(rate)
         self.hop = hop

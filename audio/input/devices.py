@@ -36,7 +36,7 @@ def load_sounddevice() -> ModuleType:
     # runs: on stage that is a surprise process grabbing the sound card. Never start one.
     os.environ.setdefault("JACK_NO_START_SERVER", "1")
     try:
-        import sounddevice
+        import sounddevice  # noqa: PLC0415 - optional: without PortAudio the show plays with no audio input
     except (OSError, ImportError) as exc:  # sounddevice raises OSError when libportaudio is absent
         raise AudioProblem("no PortAudio", f"no audio: cannot load PortAudio ({exc}); "
                            f"{PORTAUDIO_HELP}") from None

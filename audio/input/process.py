@@ -25,6 +25,7 @@ from typing import Any
 
 from audio.input.devices import AudioProblem
 from audio.input.ring import Ring
+from multiprocessing import shared_memory
 
 ROOT = Path(__file__).resolve().parents[2]  # the folder holding the `audio` package
 READ_CHUNK = 65536
@@ -41,8 +42,6 @@ class SharedRing:
     """
 
     def __init__(self) -> None:
-        from multiprocessing import shared_memory
-
         name = f"swarm-audio-{os.getpid()}-{next(_segments)}"
         self.segment = shared_memory.SharedMemory(name, create=True, size=Ring.nbytes())
         self.name = self.segment.name

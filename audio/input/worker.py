@@ -45,6 +45,8 @@ from audio.input.devices import (
     resolve_input_device,
 )
 from audio.input.ring import Ring
+from multiprocessing import resource_tracker, shared_memory
+import traceback
 
 DEFAULT_RATE = 48000
 STOP_GRACE_S = 0.3  # closing the stream politely; past this the worker just leaves
@@ -141,8 +143,6 @@ def attach_segment(name: str) -> Any:
     """The show's shared memory, attached without Python's resource tracker: the show owns
     and unlinks it, and a tracker here would unlink it when this worker is killed (and be one
     more process). Python 3.13 says so with track=False."""
-    from multiprocessing import resource_tracker, shared_memory
-
     if sys.version_info >= (3, 13):
         return shared_memory.SharedMemory(name, track=False)
     register = resource_tracker.register
@@ -215,7 +215,6 @@ def main(argv: list[str] | None = None) -> None:
         report(event="failed", state=problem.state, message=str(problem))
         os._exit(0)
     except Exception as exc:  # noqa: BLE001 - a bug: its traceback goes to fd 2 for the show
-        import traceback
 
         traceback.print_exc()
         report(event="failed", state="audio failed",

@@ -10,6 +10,7 @@ from typing import Any
 
 from control.looks.files import FileProblem, read_json
 from control.midi.mapping import ActionRule, ACTIONS, Binding, EntryError, MappingError, MidiMapping
+from control.looks.atomic import atomic_write_text
 
 _BINDING_KEYS = ("channel", "controller", "fine_controller", "param", "curve", "invert",
                  "lo", "hi")
@@ -144,8 +145,6 @@ def save_mapping(path: str | os.PathLike, mapping: MidiMapping) -> None:
     """Write atomically (control/looks/atomic.py: a temporary file in the same folder, fsync, one
     rename), keeping the file it replaces as PATH.bak: a crash or a full disk never leaves a
     half-written mapping."""
-    from control.looks.atomic import atomic_write_text
-
     try:
         atomic_write_text(path, _format(mapping_to_json(mapping)), backup=True)
     except FileProblem as exc:

@@ -21,6 +21,7 @@ from control.midi.mapping import MappingError, MidiMapping
 from control.midi.mapping_file import load_mapping, save_mapping
 from control.parameters.registry import Params
 from control.looks.preset_bank import user_presets_dir
+from control.midi.ports import MidiInput
 
 PRESETS = Path(__file__).resolve().parents[2] / "presets"
 DEFAULT_MAPPING = PRESETS / "midi-default.json"  # shipped: an 8-knob controller
@@ -103,8 +104,6 @@ class Midi:
         """Open the ports (--midi-port selectors, None for every input; --midi-virtual NAME;
         --midi-api) and load the mapping. Without rtmidi or a MIDI system it still returns a
         Midi, one that reports why once and receives nothing."""
-        from control.midi.ports import MidiInput
-
         source = MidiInput(ports, virtual, api, client_name, report)
         return cls(params, source, mapping_path, save_path, report)
 

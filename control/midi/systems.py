@@ -37,7 +37,7 @@ class MidiUnavailable(RuntimeError):
 
 def _rtmidi() -> Any:
     try:
-        import rtmidi  # lazy on purpose, see the top comment
+        import rtmidi  # noqa: PLC0415 - optional: python-rtmidi may be missing (MIDI is then off, said once)
     except ImportError as exc:
         raise MidiUnavailable(f"python-rtmidi is not installed ({exc}); pip install "
                               "python-rtmidi to use MIDI") from None

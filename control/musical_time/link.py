@@ -61,7 +61,7 @@ class LinkClock:
         """Join the session on the local network, proposing `bpm` (a session already there
         keeps its own). LinkUnavailable when the module is missing or Link does not start."""
         try:
-            import link as ableton_link
+            import link as ableton_link  # noqa: PLC0415 - optional: Ableton Link, only with --link
         except ImportError as exc:
             raise LinkUnavailable(f"the link module is not installed (pip install "
                                   f"LinkPython-extern): {exc}") from None

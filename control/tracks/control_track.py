@@ -41,7 +41,6 @@ import bisect
 import json
 import math
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,6 +49,8 @@ from control.actions import MAPPABLE
 from control.looks.files import FileProblem, read_bytes
 from control.parameters.modulation import routes_from_json, SOURCES
 from control.parameters.registry import BY_NAME, ParamError, Params
+from control.tracks.midi_track import load_midi_file, MIDI_SUFFIXES
+from control.tracks.track_events import ControlTrackError, Event
 
 FORMAT = "swarm-control"
 VERSION = 1
@@ -57,22 +58,6 @@ KINDS = ("audio", "param", "preset", "midi", "action", "end")
 AUDIO_KEYS = SOURCES  # what an audio event records: the modulation sources
 ACTION_KINDS = MAPPABLE
 TRACK_LIMIT = 1 << 30  # an hour's set at 60 fps is ~50 MB: a gigabyte is not a control track
-
-
-class ControlTrackError(FileProblem):
-    """A control track (or MIDI file) that cannot be used: names the file, line and key."""
-
-
-@dataclass(frozen=True)
-class Event:
-    """One timed event; `data` holds the kind's own fields (name/value, level/low/...)."""
-
-    t: float
-    kind: str
-    data: Mapping[str, Any] = field(default_factory=dict)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self.data.get(key, default)
 
 
 def _number(value: Any) -> bool:
@@ -105,7 +90,6 @@ class ControlTrack:
         """Read a control track (.jsonl) or a Standard MIDI File (.mid); every problem is a
         ControlTrackError naming the file, the line and the key."""
         path = Path(path)
-        from control.tracks.midi_track import load_midi_file, MIDI_SUFFIXES  # it builds our Events
 
         if path.suffix.lower() in MIDI_SUFFIXES:
             return cls(path, load_midi_file(path), {}, from_midi_file=True)

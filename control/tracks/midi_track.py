@@ -9,7 +9,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from control.tracks.control_track import ControlTrackError, Event
+import mido
+
+from control.tracks.track_events import ControlTrackError, Event
 from control.looks.files import FileProblem, read_bytes
 
 MIDI_LIMIT = 64 << 20  # a whole album of automation is a few megabytes
@@ -20,11 +22,6 @@ def load_midi_file(path: str | os.PathLike) -> list[Event]:
     """The channel messages of a Standard MIDI File as midi events, at their times in seconds
     (mido follows the file's tempo changes). Needs mido."""
     path = Path(path)
-    try:
-        import mido
-    except ImportError:
-        raise ControlTrackError(f"{path}: reading MIDI files needs the mido package "
-                                "(pip install mido)") from None
     try:  # a regular file under a size cap, read without blocking (a FIFO is refused)
         data = read_bytes(path, MIDI_LIMIT, "MIDI file")
     except FileProblem as exc:

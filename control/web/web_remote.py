@@ -66,6 +66,8 @@ from control.web.web_session import (
     TRANSPORT_LIMIT,
 )
 from control.web.web_wire_log import QuietWire
+from websockets.sync.server import serve
+from control.web.web_gate import FedConnection, Gate, HandOver
 
 if TYPE_CHECKING:
     from control.web.web_gate import HandOver
@@ -103,9 +105,7 @@ class WebRemote:
     def __init__(self, host: str = DEFAULT_HOST, port: int = 8080, *, token: str | None = None,
                  page_dir: Path = PAGE_DIR) -> None:
         # websockets (80 ms to import) only when a show serves the page: imported here, late
-        from websockets.sync.server import serve
 
-        from control.web.web_gate import FedConnection, Gate, HandOver
 
         self.host = host
         self.token = token

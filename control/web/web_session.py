@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from control.osc.osc_wire import plain_reason, printable
 from control.web.web_messages import parse_message, WebError
+from websockets.exceptions import ConnectionClosed, ConnectionClosedError
 
 if TYPE_CHECKING:
     from control.web.web_remote import WebRemote
@@ -75,8 +76,6 @@ class PageSession:
 
     def run(self) -> None:
         """Until the connection closes: pushes on time, messages in between."""
-        from websockets.exceptions import ConnectionClosed, ConnectionClosedError
-
         remote, connection = self.remote, self.connection
         sent_seq = -1
         next_push = time.monotonic()

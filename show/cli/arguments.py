@@ -5,112 +5,21 @@ show/offline/render_job.py. Pure: nothing is opened here."""
 from __future__ import annotations
 
 import argparse
-import math
 import sys
-from collections.abc import Callable
 from typing import NoReturn
 
 from control.parameters.registry import MAX_COUNT
 from show.cli.console import error
 from show.cli.options import HEADLESS_SIZE
 from visual.gpu.context import GL_CHOICES
-from visual.sim.agents import MAX_DT, NEIGHBOR_MODES
+from visual.sim.agents import NEIGHBOR_MODES
 from visual.gpu.uniforms import MAX_OBSTACLES
-
-
-def _whole(what: str, lo: int, hi: int | None = None) -> Callable[[str], int]:
-    """A whole number from `lo` (to `hi`), its message naming the limits in plain digits:
-    "expected 1 to 16777216 agents, got 100000000"."""
-    limits = f"{lo} to {hi}" if hi is not None else f"{lo} or more"
-
-    def whole(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"expected a whole number of {what}, {limits}, got {text!r}") from None
-        if value < lo or (hi is not None and value > hi):
-            raise argparse.ArgumentTypeError(f"expected {limits} {what}, got {value}")
-        return value
-
-    whole.__name__ = what  # argparse names the type in its own messages
-    return whole
-
-
-_positive_int = _whole("frames", 1)  # --frames
-
-
-def _time_step(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0 < value <= MAX_DT + 1e-9:  # NaN fails the comparison too
-        raise argparse.ArgumentTypeError(
-            f"expected a step above 0 and at most 1/30 s ({MAX_DT:.6f}: the seed's clamp), "
-            f"got {text!r}")
-    return value
-
-
-MAX_SEED = 2**32 - 1
-
-
-OBSTACLE_REACH = 1e6  # farther than any containment radius a knob reaches
-
-
-def _seed(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if not 0 <= value <= MAX_SEED:
-        raise argparse.ArgumentTypeError(f"expected 0 to {MAX_SEED}, got {text}")
-    return value
-
-
-def _obstacle(text: str) -> tuple[float, ...]:
-    try:
-        values = tuple(float(v) for v in text.split(","))
-    except ValueError:
-        values = ()
-    if (len(values) != 4 or not all(abs(v) <= OBSTACLE_REACH for v in values)
-            or values[3] <= 0):  # NaN fails the comparison too
-        raise argparse.ArgumentTypeError(
-            f"an obstacle is X,Y,Z,RADIUS: four finite numbers from {-OBSTACLE_REACH:.0f} to "
-            f"{OBSTACLE_REACH:.0f}, RADIUS above 0; got {text!r}")
-    return values
-
-
-def _size(text: str) -> tuple[int, int]:
-    try:
-        width, height = (int(v) for v in text.lower().split("x"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT, e.g. 1920x1080, got {text!r}") \
-            from None
-    if not (16 <= width <= 16384 and 16 <= height <= 16384):
-        raise argparse.ArgumentTypeError(f"expected each side 16 to 16384 pixels, got {text}")
-    return width, height
-
-
-def _screen_index(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a screen number (0, 1, ...), got {text!r}") \
-            from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a screen number (0, 1, ...), got {value}")
-    return value
-
-
-def _rate(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not 1 <= value <= 1000:
-        raise argparse.ArgumentTypeError(f"expected 1 to 1000 frames a second, got {text!r}")
-    return value
+from show.cli.option_values import obstacle, positive_int, rate, screen_index, seed, size, time_step, whole
+from show.video_outputs import add_output_arguments
+from show.offline.render_job import add_render_arguments
+from control.web.web_address import resolve_endpoint
+from control.osc.osc_input import parse_endpoint
+import difflib
 
 
 class Parser(argparse.ArgumentParser):
@@ -129,8 +38,6 @@ class Parser(argparse.ArgumentParser):
         sys.exit(2)
 
     def _near(self, option: str) -> str:
-        import difflib
-
         known = [o for action in self._actions for o in action.option_strings
                  if action.help != argparse.SUPPRESS]
         close = difflib.get_close_matches(option.split("=")[0], known, n=1, cutoff=0.6)
@@ -153,32 +60,32 @@ def build_parser() -> argparse.ArgumentParser:
     run = parser.add_argument_group("running")
     run.add_argument("--headless", action="store_true",
                      help="render offscreen (EGL) without a window; no display needed")
-    run.add_argument("--frames", type=_positive_int, metavar="N",
+    run.add_argument("--frames", type=positive_int, metavar="N",
                      help="run N frames, then exit")
-    run.add_argument("--dt", type=_time_step, metavar="SECONDS",
+    run.add_argument("--dt", type=time_step, metavar="SECONDS",
                      help="advance exactly this step each frame instead of following the clock")
     run.add_argument("--gl", choices=GL_CHOICES, default="auto",
                      help="GPU backend: 4.3 (compute shaders), 4.1 (transform feedback: macOS) "
                           "or auto (default: 4.3 where the driver has compute)")
-    run.add_argument("--seed", type=_seed, metavar="S",
+    run.add_argument("--seed", type=seed, metavar="S",
                      help="random seed of the spawn: same seed, same start (default 0, or the "
                           "control track's with --control)")
     view = parser.add_argument_group("window")
-    view.add_argument("--screen", type=_screen_index, default=0, metavar="N",
+    view.add_argument("--screen", type=screen_index, default=0, metavar="N",
                       help="screen to play on (default 0)")
-    view.add_argument("--output-screen", type=_screen_index, metavar="N",
+    view.add_argument("--output-screen", type=screen_index, metavar="N",
                       help="two screens: the picture full-screen on screen N (the projector) "
                            "with nothing over it, the control window on the other screen")
-    view.add_argument("--control-screen", type=_screen_index, metavar="M",
+    view.add_argument("--control-screen", type=screen_index, metavar="M",
                       help="the control window (preview, every parameter, the preset slots, "
                            "meters) on screen M; with one screen it opens as a window and the "
                            "picture keeps its HUD")
     view.add_argument("--windowed", action="store_true", help="a window instead of full-screen")
-    view.add_argument("--size", type=_size, metavar="WxH",
+    view.add_argument("--size", type=size, metavar="WxH",
                       help="window size (implies --windowed); headless frame size "
                            f"(default {HEADLESS_SIZE[0]}x{HEADLESS_SIZE[1]}); with --render, "
                            "the video's (default 1920x1080)")
-    view.add_argument("--fps", type=_rate, metavar="RATE",
+    view.add_argument("--fps", type=rate, metavar="RATE",
                       help="frame-rate cap (default: the display's refresh rate); with "
                            "--render, the video's frame rate (default 60)")
     view.add_argument("--screenshot", metavar="PATH.png", help="save the last frame as a PNG")
@@ -192,14 +99,14 @@ def build_parser() -> argparse.ArgumentParser:
     view.add_argument("--telemetry", metavar="PATH",
                       help="append one JSON object a second (and one at exit) to this file")
     swarm = parser.add_argument_group("swarm")
-    swarm.add_argument("--count", type=_whole("agents", 1, MAX_COUNT), metavar="N",
+    swarm.add_argument("--count", type=whole("agents", 1, MAX_COUNT), metavar="N",
                        help=f"number of agents (1 to {MAX_COUNT}; default 16384)")
     swarm.add_argument("--neighbors", choices=NEIGHBOR_MODES, default="grid",
                        help="neighbour search: uniform grid, or the seed's all-pairs reference")
     swarm.add_argument("--preset", metavar="NAME|PATH",
                        help="start from a preset: a bundled or saved one by name or slot "
                             "number, or a .json file")
-    swarm.add_argument("--obstacle", type=_obstacle, action="append", default=[],
+    swarm.add_argument("--obstacle", type=obstacle, action="append", default=[],
                        metavar="X,Y,Z,R",
                        help=f"a sphere the swarm avoids (up to {MAX_OBSTACLES})")
     sound = parser.add_argument_group("audio")
@@ -249,8 +156,6 @@ def build_parser() -> argparse.ArgumentParser:
     # the resumed state died again, so safe mode starts from the default look, not from it
     safety.add_argument("--heartbeat-fd", type=int, help=argparse.SUPPRESS)
     safety.add_argument("--last-telemetry", help=argparse.SUPPRESS)
-    from show.video_outputs import add_output_arguments
-    from show.offline.render_job import add_render_arguments
 
     add_render_arguments(parser)
     add_output_arguments(parser)  # video out: --out-ndi, --out-stream, ...
@@ -265,8 +170,6 @@ def build_parser() -> argparse.ArgumentParser:
 def web_endpoint(text: str) -> tuple[str, int]:
     """--web's value, checked while the command line is parsed: its host looked up too, so
     that a name nobody knows is refused before the show starts, as a bad port is."""
-    from control.web.web_address import resolve_endpoint
-
     try:
         return resolve_endpoint(text)
     except ValueError as exc:
@@ -275,8 +178,6 @@ def web_endpoint(text: str) -> tuple[str, int]:
 
 def osc_endpoint(text: str) -> tuple[str, int]:
     """--osc's value, checked while the command line is parsed."""
-    from control.osc.osc_input import parse_endpoint
-
     try:
         return parse_endpoint(text)
     except ValueError as exc:

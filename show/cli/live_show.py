@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from control.looks.files import FileProblem, save_state
+from control.looks.files import FileProblem
+from control.looks.swarm_state import save_state
 from control.parameters.registry import Params
 from show.cli.options import HEADLESS_SIZE, START_LOOK_NOTE, ShowOptions, options_from_args
 from show.inputs.keys import key_action

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from control.looks.files import FileProblem, load_state
+from control.looks.files import FileProblem
+from control.looks.swarm_state import load_state
 from control.parameters.registry import Params
 from visual.gpu.shaders import BUNDLED_SHADERS
 

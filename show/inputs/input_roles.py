@@ -46,7 +46,7 @@ class WebIn(Protocol):
 
 
 class Recorder(Protocol):
-    """--record-control's recorder (control.tracks.control_track.ControlRecorder)."""
+    """--record-control's recorder (control.tracks.track_recorder.ControlRecorder)."""
 
     def capture(self, show: Any, t: float) -> None: ...
     def record_action(self, t: float, action: str, value: float | None = None) -> None: ...

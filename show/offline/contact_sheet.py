@@ -26,6 +26,11 @@ from control.looks.presets import apply_preset, load_preset, Preset
 from show.show import Show
 from show.loop import Loop, Offscreen, SongClock
 from show.cli.options import ShowOptions
+from control.looks.preset_bank import BUNDLED_DIR, preset_files, SLOTS
+import moderngl
+import pyglet
+from visual.hud import headless_text_context
+from visual.output.png import write_png
 
 log = logging.getLogger(__name__)
 
@@ -48,8 +53,6 @@ class SheetSettings:
 def bundled_presets() -> list[tuple[int | None, Preset]]:
     """The bundled presets, in the order of their files' numbers: (slot 1-9, or None for the
     looks past the nine number keys, recalled by name), preset."""
-    from control.looks.preset_bank import BUNDLED_DIR, preset_files, SLOTS
-
     def number(path: Path) -> tuple[int, str]:
         match = re.match(r"(\d+)-", path.name)
         return (int(match.group(1)) if match else 1 << 30, path.name)
@@ -122,9 +125,6 @@ def render_look(ctx, preset: Preset, settings: SheetSettings,
 def label(image: np.ndarray, text: str, hud) -> np.ndarray:
     """`text` drawn along the bottom of `image` with pyglet (hud: visual.hud's headless text
     context), white over a dark shadow; the image back, top row first."""
-    import moderngl
-    import pyglet
-
     height, width = image.shape[:2]
     ctx = moderngl.get_context()
     texture = ctx.texture((width, height), 3, np.ascontiguousarray(image[::-1]).tobytes())
@@ -171,8 +171,6 @@ def contact_sheet(settings: SheetSettings = SheetSettings(),
                   presets: list[tuple[int | None, Preset]] | None = None
                   ) -> tuple[np.ndarray, list[str]]:
     """(the sheet, the names in its order). Opens its own headless context."""
-    from visual.hud import headless_text_context
-
     presets = bundled_presets() if presets is None else presets
     ctx, hud, note = headless_text_context(settings.size)
     if hud is None:
@@ -195,8 +193,6 @@ def contact_sheet(settings: SheetSettings = SheetSettings(),
 
 
 def write_contact_sheet(path: str | Path, settings: SheetSettings = SheetSettings()) -> None:
-    from visual.output.png import write_png
-
     sheet, names = contact_sheet(settings)
     write_png(path, sheet)
     log.info(f"contact sheet of {len(names)} looks ({sheet.shape[1]}x{sheet.shape[0]}) saved "

@@ -40,7 +40,8 @@ from typing import Any
 import numpy as np
 
 from control.actions import Action
-from control.looks.files import save_state
+from control.looks.swarm_state import save_state
+from control.looks.preset_bank import PresetBank
 from control.parameters.modulation import routes_from_json
 from control.parameters.registry import Params
 from show.cli.console import console as show_console
@@ -50,6 +51,16 @@ from show.cli.options import options_from_args, ShowOptions
 from show.offline.progress import Progress
 from show.offline.render_job import plan_render, RenderJob, RenderProblem
 from show.report import Telemetry
+from audio.base import OfflineAudio
+from audio.files.recorded import RecordedAudio
+from visual.gpu.context import create_headless_context
+from visual.output.video import VideoEncoder
+from control.midi.midi_in import Midi, user_mapping
+from control.midi.controller import MidiController
+from control.tracks.midi_track import MidiFileSource
+from visual.output.png import write_png
+from visual.output.video_files import VideoProblem
+from visual.output.yuv import supported, YuvReadback
 
 log = logging.getLogger(__name__)
 EXIT_INTERRUPTED = 130  # the shell's code for a run ended by Ctrl+C
@@ -140,8 +151,6 @@ class VideoSink:
 
     def __init__(self, show: Show, job: RenderJob, encoder: Any, progress: Progress,
                  observe: Observer | None) -> None:
-        from visual.output.yuv import supported, YuvReadback
-
         self.offscreen = Offscreen(show, job.size)
         self.job = job
         self.encoder = encoder
@@ -188,11 +197,6 @@ def render(job: RenderJob, params: Params, options: ShowOptions, routes: Sequenc
     `ctx`: a GL context to use (default: a new headless one, released at the end).
     `observe(show, index, t)` runs after each frame is drawn (tests read the swarm there).
     Ctrl+C ends it early with a complete, playable file."""
-    from audio.base import OfflineAudio
-    from audio.files.recorded import RecordedAudio
-    from visual.gpu.context import create_headless_context
-    from visual.output.video import VideoEncoder
-
     audio_for_video = (job.samples, job.rate) if job.samples is not None else None
     encoder = VideoEncoder(job.out, job.size, job.fps, codec=job.codec, crf=job.crf,
                            preset=job.encoder_preset, audio=audio_for_video)
@@ -321,9 +325,6 @@ def _midi_file_input(job: RenderJob, params: Params) -> Any:
     file at song time. Knobs act at once: no pickup, since a file has no physical knob."""
     if job.track is None or not job.track.from_midi_file:
         return None
-    from control.midi.midi_in import Midi, user_mapping
-    from control.midi.controller import MidiController
-    from control.tracks.midi_track import MidiFileSource
 
     learned = user_mapping()
     mapping = job.midi_mapping or (learned if learned.exists() else None)
@@ -336,10 +337,6 @@ def _midi_file_input(job: RenderJob, params: Params) -> Any:
 def _preset_bank() -> Any:
     """The preset slots, so a MIDI file's program changes and crossfades recall presets as
     live. Not for recorded tracks: their param events already hold what the presets did."""
-    try:
-        from control.looks.preset_bank import PresetBank
-    except ImportError:
-        return None
     return PresetBank()
 
 
@@ -349,8 +346,6 @@ def _finish_extras(show: Any, last_pixels: Callable[[], bytes], job: RenderJob) 
     if args is None:
         return
     if getattr(args, "screenshot", None) and show.frame > 0:
-        from visual.output.png import write_png
-
         pixels = last_pixels()
         width, height = job.size
         write_png(args.screenshot, np.frombuffer(pixels, np.uint8).reshape(height, width,
@@ -366,8 +361,6 @@ def run_render(args: argparse.Namespace, params: Params, routes: list) -> int:
     """`instrument.py --render`: plan (every check), render, report. Bad input raises
     RenderProblem / VideoProblem (FileProblem: the instrument prints one line, exit 2) before
     anything renders; 0 when done, 130 after Ctrl+C (the file holds what was rendered)."""
-    from visual.output.video_files import VideoProblem
-
     try:
         job, routes = plan_render(args, params, routes)
         options = options_from_args(args, params, render=True)

@@ -19,6 +19,12 @@ from control.parameters.registry import Params
 from show.cli.options import START_LOOK_NOTE
 from visual.output.video import DEFAULT_CRF, DEFAULT_PRESET
 from visual.sim.agents import MAX_DT
+from audio.files.decode import read_audio
+from audio.files.wavfile import AudioFileError
+from control.tracks.control_track import ControlTrack
+from visual.output.video import X264_PRESETS
+from visual.output.video_files import DEFAULT_CODEC, check_output, check_size, choose_codec, fps_fraction, frames_for
+from show.video_outputs import render_refusal
 
 log = logging.getLogger(__name__)
 DEFAULT_FPS = 60.0
@@ -76,9 +82,6 @@ def _crf(text: str) -> float:
 def load_song(path: str | os.PathLike) -> tuple[np.ndarray, int]:
     """(samples (frames, channels) float32, rate) of a sound file: WAV, MP3, FLAC, OGG, M4A,
     read as --audio-file reads it (audio/files/decode.py); RenderProblem names the file."""
-    from audio.files.decode import read_audio
-    from audio.files.wavfile import AudioFileError
-
     try:
         return read_audio(path)
     except AudioFileError as exc:
@@ -117,17 +120,6 @@ def plan_render(args: argparse.Namespace, params: Params, routes: list
     """Check everything a render needs and return the job and the routes to use; raises
     RenderProblem (or VideoProblem) naming the file or option. Applies a control track's
     starting parameters to `params` (then the preset and --count again on top)."""
-    from control.tracks.control_track import ControlTrack
-    from visual.output.video import X264_PRESETS
-    from visual.output.video_files import (
-        DEFAULT_CODEC,
-        check_output,
-        check_size,
-        choose_codec,
-        fps_fraction,
-        frames_for,
-    )
-
     if getattr(args, "dt", None) is not None:
         raise RenderProblem("--dt cannot be combined with --render: a render steps exactly "
                             "1/fps a frame (--fps sets it)")
@@ -143,7 +135,6 @@ def plan_render(args: argparse.Namespace, params: Params, routes: list
     if getattr(args, "osc", None):
         raise RenderProblem("--osc plays a live show; a render is driven by SONG and --control "
                             "(record a live set with --record-control, OSC included)")
-    from show.video_outputs import render_refusal
 
     if render_refusal(args):  # --out-ndi, --out-stream, ...: a live picture, not a render's
         raise RenderProblem(render_refusal(args))

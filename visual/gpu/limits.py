@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import moderngl
 
 from visual.gpu.context import is_software
+from visual.gpu.fence import _proc_loader
 
 # GPU memory a frame pixel and an agent take (bytes), from the buffers the renderer and the
 # swarm allocate: an RGBA16F accumulation image, its depth, an RGBA8 output and its depth, the
@@ -21,6 +22,7 @@ from visual.gpu.context import is_software
 # a pixel's RGBA16F in all); two 32-byte agent buffers, each agent's new cell and rank (8), its
 # slot in cell order (4), the near and far visible lists and up to 16 grid cells an agent
 # (counts and starts).
+MAX_COUNT = 1 << 24  # agent ids are stored as float32 on the GPU: exact below 2^24
 BYTES_A_PIXEL = 8 + 4 + 4 + 4 + 2 * 8 + 8 + 3
 BYTES_AN_AGENT = 32 + 32 + 8 + 4 + 8 + 16 * 8
 # Software GL (Mesa llvmpipe, two cores, 1280x720, measured 2026-12-01): 65,536 agents take
@@ -52,8 +54,6 @@ class MachineLimits:
     def live_count(self) -> int:
         """Agents a live show holds without freezing: memory-bound on a GPU, far fewer in
         software."""
-        from visual.sim.agents import MAX_COUNT
-
         limit = MAX_COUNT
         if self.memory_bytes is not None:
             limit = min(limit, int(self.memory_bytes * MEMORY_SHARE // BYTES_AN_AGENT))
@@ -123,8 +123,6 @@ def _gpu_memory(ctx: moderngl.Context) -> tuple[int | None, str]:
 def _get_integer(enum: int) -> int | None:
     """glGetIntegerv through the current context's GetProcAddress (moderngl has no generic
     query); None where it cannot be reached."""
-    from visual.gpu.fence import _proc_loader
-
     try:
         loader = _proc_loader()
         address = loader(b"glGetIntegerv") if loader else None

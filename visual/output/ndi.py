@@ -52,9 +52,9 @@ class NdiBackend:
     def open(self, size: tuple[int, int], rate: float) -> None:
         importlib.invalidate_caches()  # a cyndilib installed while the show runs is found
         try:
-            from cyndilib.sender import Sender
-            from cyndilib.video_frame import VideoSendFrame
-            from cyndilib.wrapper.ndi_structs import FourCC
+            from cyndilib.sender import Sender  # noqa: PLC0415 - optional: NDI, only with --out-ndi
+            from cyndilib.video_frame import VideoSendFrame  # noqa: PLC0415 - optional: NDI, only with --out-ndi
+            from cyndilib.wrapper.ndi_structs import FourCC  # noqa: PLC0415 - optional: NDI, only with --out-ndi
         except ImportError as exc:
             raise OutputFailed(f"cyndilib is not installed or libndi does not load ({exc}); "
                                "pip install cyndilib") from None

@@ -48,8 +48,8 @@ class SyphonBackend:
         if self.platform != "darwin":
             raise OutputUnavailable("Syphon is macOS only (on this system: --out-ndi NAME)")
         syphon = _library("syphon", "syphon-python")
-        from syphon.utils.numpy import copy_image_to_mtl_texture
-        from syphon.utils.raw import create_mtl_texture
+        from syphon.utils.numpy import copy_image_to_mtl_texture  # noqa: PLC0415 - platform: Syphon is macOS's
+        from syphon.utils.raw import create_mtl_texture  # noqa: PLC0415 - platform: Syphon is macOS's
 
         self._server = syphon.SyphonMetalServer(self.target)
         self._texture = create_mtl_texture(self._server.device, int(size[0]), int(size[1]))

@@ -31,6 +31,7 @@ import numpy as np
 
 from visual.output.frame_output import OutputFailed
 from visual.output.video_files import choose_codec, fps_fraction, PIXEL_FORMAT
+import av
 
 STREAM_SCHEMES = ("udp", "tcp", "srt", "shm")
 UDP_PACKET = 1316  # 7 MPEG-TS packets: what a UDP receiver expects
@@ -101,8 +102,6 @@ class H264Writer:
 
     def __init__(self, target: Any, size: tuple[int, int], rate: float,
                  bitrate: int | None = None) -> None:
-        import av
-
         self.size = (int(size[0]), int(size[1]))
         self.rate = fps_fraction(rate)
         codec, _ = choose_codec()
@@ -131,8 +130,6 @@ class H264Writer:
         self._pts = -1
 
     def write(self, frame: np.ndarray, seconds: float) -> None:
-        import av
-
         video = av.VideoFrame.from_ndarray(frame, format="rgba")
         video = video.reformat(format=PIXEL_FORMAT, dst_colorspace="ITU709")
         self._pts = max(round(seconds * float(self.rate)), self._pts + 1)

@@ -25,8 +25,9 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+import av
 import numpy as np
-from visual.output.video_files import import_av, check_size, CONTAINERS, DEFAULT_CODEC, fps_fraction, PIXEL_FORMAT, VideoProblem
+from visual.output.video_files import check_size, CONTAINERS, DEFAULT_CODEC, fps_fraction, PIXEL_FORMAT, VideoProblem
 
 AUDIO_CODEC = "aac"
 AAC_RATES = (96000, 88200, 64000, 48000, 44100, 32000, 24000, 22050, 16000, 12000, 11025, 8000)
@@ -96,7 +97,6 @@ class VideoEncoder:
                  preset: str = DEFAULT_PRESET,
                  audio: tuple[np.ndarray, int] | None = None, queue_frames: int = 6,
                  blocking: bool = True, threads: int | None = None) -> None:
-        av = import_av()
         self.path = Path(path)
         self.size = (int(size[0]), int(size[1]))
         self.rate = fps_fraction(fps)
@@ -229,7 +229,6 @@ class VideoEncoder:
 
     # -- encoder thread -------------------------------------------------------------------------
     def _encode_loop(self) -> None:
-        av = import_av()
         width, height = self.size
         while True:
             item = self._queue.get()
@@ -271,7 +270,6 @@ class VideoEncoder:
 
     def _write_audio(self, until: Fraction, final: bool = False) -> None:
         """Encode the song's samples up to time `until` (seconds) not yet encoded."""
-        av = import_av()
         end = min(int(until * self._audio_rate), self._samples.shape[1])
         start = self._audio_done
         if end > start:

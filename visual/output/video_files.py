@@ -12,6 +12,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+import av
 import numpy as np
 
 
@@ -31,17 +32,7 @@ class VideoProblem(ValueError):
     """An output, codec or size that cannot work; said before the first frame renders."""
 
 
-def import_av() -> Any:
-    try:
-        import av
-    except ImportError:
-        raise VideoProblem("rendering a video needs PyAV (pip install av); it bundles "
-                           "FFmpeg") from None
-    return av
-
-
 def codec_available(name: str) -> bool:
-    av = import_av()
     try:
         av.codec.Codec(name, "w")
     except Exception:  # noqa: BLE001 - PyAV raises several kinds for an unknown codec
@@ -52,7 +43,6 @@ def codec_available(name: str) -> bool:
 def choose_codec(requested: str | None = None) -> tuple[str, str | None]:
     """(codec name, a message to show or None). A codec asked for by name must exist; the
     default falls back along FALLBACK_CODECS, saying so."""
-    av = import_av()
     if requested and requested != DEFAULT_CODEC:
         if not codec_available(requested):
             raise VideoProblem(f"video codec '{requested}' is not in this FFmpeg build (PyAV "
@@ -125,7 +115,6 @@ def fps_fraction(fps: float) -> Fraction:
 def video_info(path: str | os.PathLike) -> dict[str, Any]:
     """What a video file holds, for tests and the end-of-render report: frames, size, codec,
     rate and duration of the video, codec, rate and duration of the audio (None if absent)."""
-    av = import_av()
     with av.open(str(path)) as container:
         info: dict[str, Any] = {"duration": (container.duration or 0) / av.time_base}
         video = container.streams.video[0] if container.streams.video else None
@@ -148,7 +137,6 @@ def video_info(path: str | os.PathLike) -> dict[str, Any]:
 
 def decode_frames(path: str | os.PathLike) -> np.ndarray:
     """Every video frame as RGB (frames, h, w, 3) uint8: for tests and checks."""
-    av = import_av()
     with av.open(str(path)) as container:
         frames = [frame.to_ndarray(format="rgb24") for frame in container.decode(video=0)]
     return np.stack(frames) if frames else np.zeros((0, 0, 0, 3), np.uint8)

@@ -17,7 +17,6 @@ from visual.sim.grid import NO_GRID, GridShape
 Values = Mapping[str, Any]  # parameter name -> this frame's value (plain numbers)
 MAX_DT = 1.0 / 30.0  # the seed clamps a frame's step so a hitch does not explode the flock
 AGENT_BYTES = 32  # shaders/agent.glsl's Agent: two vec4
-MAX_COUNT = 1 << 24  # agent ids are stored as float32 on the GPU: exact below 2^24
 NEIGHBOR_MODES = ("grid", "brute")
 
 

@@ -15,7 +15,8 @@ import numpy as np
 
 from visual.gpu.programs import ProgramOwner
 from visual.gpu.shaders import resolve_shader_dir
-from visual.sim.agents import MAX_COUNT, MAX_DT, NEIGHBOR_MODES, Values, checked_obstacles
+from visual.gpu.limits import MAX_COUNT
+from visual.sim.agents import MAX_DT, NEIGHBOR_MODES, Values, checked_obstacles
 from visual.sim.grid import PassTimer
 
 
