@@ -102,8 +102,7 @@ def check_args(args: argparse.Namespace) -> None:
 
         load_mapping(args.midi_map)  # MappingError names the file and the line or key
     if args.audio_file and not args.safe_mode:
-        from audio.files.decode import check_audio_file
-        from audio.files.wavfile import AudioFileError
+        from audio.files.decode import AudioFileError, check_audio_file
 
         try:
             check_audio_file(args.audio_file)

@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.size = tuple(int(v) for v in args.size.lower().split("x"))
     from audio.synth import drum_loop
-    from audio.files.wavfile import write_wav
+    from audio.files.wav_writer import write_wav
 
     folder = Path(tempfile.mkdtemp(prefix="swarm-render-bench-"))
     song = folder / "song.wav"

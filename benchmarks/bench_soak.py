@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     width, height = (int(v) for v in args.size.lower().split("x"))
 
     from audio.base import OfflineAudio
-    from audio.files.wavfile import read_wav
+    from audio.files.decode import read_audio
     from control.midi.midi_in import DEFAULT_MAPPING, Midi
     from control.parameters.registry import Params
     from control.looks.preset_bank import PresetBank
@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     from visual.gpu.context import create_headless_context
 
     resumed = load_checkpoint(args.resume) if args.resume else None
-    samples = read_wav(args.audio)[0] if args.audio else synthetic_song()
+    samples = read_audio(args.audio)[0] if args.audio else synthetic_song()
     audio = OfflineAudio(samples, RATE)
     ctx = create_headless_context()
     source = RandomMidi(1, program_changes=not args.no_program_changes)

@@ -20,7 +20,7 @@ import pytest
 from conftest import ROOT, listening
 
 import instrument
-from audio.files.wavfile import write_wav
+from audio.files.wav_writer import write_wav
 from control.looks.files import FileProblem
 from show.cli.options import options_from_args
 from show.offline.progress import Progress

@@ -75,8 +75,7 @@ def _crf(text: str) -> float:
 def load_song(path: str | os.PathLike) -> tuple[np.ndarray, int]:
     """(samples (frames, channels) float32, rate) of a sound file: WAV, MP3, FLAC, OGG, M4A,
     read as --audio-file reads it (audio/files/decode.py); RenderProblem names the file."""
-    from audio.files.decode import read_audio
-    from audio.files.wavfile import AudioFileError
+    from audio.files.decode import AudioFileError, read_audio
 
     try:
         return read_audio(path)
