@@ -93,19 +93,31 @@ def test_a_wav_is_read_and_checked_through_ffmpeg(tmp_path):
     assert (info.kind, info.rate, info.channels, info.duration) == ("wav", RATE, 2, 1.0)
 
 
-def test_an_a_law_wav_plays(tmp_path):
-    """A-law WAV (format 6, telephone and field recorders): the hand-written reader FFmpeg
-    replaced refused it."""
-    path = tmp_path / "alaw.wav"
-    with av.open(str(path), "w") as container:
-        stream = container.add_stream("pcm_alaw", rate=RATE, layout="mono")
-        frame = av.AudioFrame.from_ndarray((tone()[None, :] * 32767).astype(np.int16),
-                                           format="s16", layout="mono")
-        frame.sample_rate = RATE
-        for packet in [*stream.encode(frame), *stream.encode(None)]:
+@pytest.mark.parametrize("codec, options, head", [
+    ("pcm_alaw", {}, b"RIFF"),  # A-law (format 6): telephone and field recorders
+    ("adpcm_ms", {}, b"RIFF"),  # Microsoft ADPCM (format 2): old games and samplers
+    ("adpcm_ima_wav", {}, b"RIFF"),  # IMA ADPCM (format 0x11)
+    ("pcm_s16le", {"rf64": "always"}, b"RF64"),  # RF64: the WAV for files over 4 GiB
+])
+def test_wavs_the_old_reader_refused_play(tmp_path, codec, options, head):
+    """WAV kinds the hand-written reader FFmpeg replaced refused, written by FFmpeg."""
+    path = tmp_path / f"{codec}.wav"
+    x = (tone()[None, :] * 32767).astype(np.int16)
+    with av.open(str(path), "w", format="wav", options=options) as container:
+        stream = container.add_stream(codec, rate=RATE, layout="mono")
+        step = stream.codec_context.frame_size or 1024
+        for at in range(0, x.shape[1], step):
+            frame = av.AudioFrame.from_ndarray(np.ascontiguousarray(x[:, at:at + step]),
+                                               format="s16", layout="mono")
+            frame.sample_rate, frame.pts = RATE, at
+            for packet in stream.encode(frame):
+                container.mux(packet)
+        for packet in stream.encode(None):
             container.mux(packet)
+    assert path.read_bytes()[:4] == head
     samples, rate = read_audio(path)
-    assert rate == RATE and samples.shape == (RATE, 1)
+    assert rate == RATE and samples.shape[1] == 1
+    assert len(samples) == pytest.approx(RATE, abs=0.03 * RATE)  # ADPCM pads its last block
     assert level_at(samples, 440.0) == pytest.approx(0.5, abs=0.02)
     assert check_audio_file(path).kind == "wav"  # FFmpeg's name for the container
 
