@@ -23,7 +23,7 @@ from control.parameters.registry import param, REGISTRY
 from show.inputs.control_surface import Activity, layout_groups, to_action
 from show.cli.live_show import plan_screens
 from visual.control_window import Messages, hit, lay_out
-from visual.output.png import read_png
+from pictures import read_png
 
 LAPTOP, PROJECTOR = (0, 0, 960, 600), (960, 0, 640, 360)
 CONTROL_CAPTION = "swarm instrument - control"
