@@ -14,30 +14,27 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from audio.files.decode import AudioFileError, check_audio_file
+from audio.source import list_input_devices
 from control.looks.files import FileProblem
-from control.looks.swarm_state import load_state
-from control.parameters.registry import ParamError, Params
-from control.text import printable
-from show.cli.arguments import build_parser
-from show.cli.console import error
-from show.cli.options import START_LOOK
-from show.offline.progress import RunProgress
-from show.supervisor import StopSignals
-from visual.gpu.uniforms import MAX_OBSTACLES
-from visual.sim.agents import MAX_DT
 from control.looks.preset_bank import PresetBank
 from control.looks.presets import PresetError, apply_preset, load_preset
 from control.looks.recovery import load_recovery
+from control.looks.swarm_state import load_state
 from control.midi.mapping_file import load_mapping
-from audio.files.decode import check_audio_file
-from audio.files.wavfile import AudioFileError
-from show.cli.console import install
-from audio.source import list_input_devices
 from control.midi.systems import list_midi_ports
-from show.offline.contact_sheet import SheetSettings, write_contact_sheet
-from show.supervisor import Supervisor
+from control.parameters.registry import ParamError, Params
+from control.text import printable
+from show.cli.arguments import build_parser
+from show.cli.console import error, install
 from show.cli.live_show import LiveShow, run_headless, run_window
+from show.cli.options import START_LOOK
+from show.offline.contact_sheet import SheetSettings, write_contact_sheet
 from show.offline.offline_render import run_render
+from show.offline.progress import RunProgress
+from show.supervisor import StopSignals, Supervisor
+from visual.gpu.uniforms import MAX_OBSTACLES
+from visual.sim.agents import MAX_DT
 from visual.window import WindowError
 
 NO_DISPLAY_SECONDS = 10.0

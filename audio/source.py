@@ -16,15 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from audio.base import AudioFrameSource, OfflineAudio, Silence
-from audio.files.decode import AudioFileInfo, check_audio_file, read_audio
+from audio.files.decode import AudioFileError, AudioFileInfo, check_audio_file, read_audio
 from audio.input.devices import list_input_devices
 from audio.input.live_input import AudioInput
 from audio.files.playback import AudioFile
-from audio.files.wavfile import AudioFileError, read_wav
 
 __all__ = ["AudioFrameSource", "AudioInput", "AudioFile", "OfflineAudio", "Silence", "open_audio",
            "list_input_devices", "AudioFileError", "AudioFileInfo", "check_audio_file",
-           "read_audio", "read_wav"]
+           "read_audio"]
 
 
 def open_audio(device: int | str | None = None, file: str | Path | None = None,

@@ -19,15 +19,13 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from audio.analysis.beat_feed import RingBeatFeed  # noqa: E402
-from audio.synth import drum_loop  # noqa: E402
 from audio.analysis.beats import BeatTracker  # noqa: E402
 from audio.input.ring import Ring  # noqa: E402
+from audio.synth import drum_loop  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -31,19 +31,20 @@ import tempfile
 import time
 from pathlib import Path
 
+import av
 import numpy as np
+
 import visual.output.yuv
-from control.parameters.registry import Params
+from audio.files.wav_writer import write_wav
+from audio.synth import drum_loop
 from control.looks.preset_bank import PresetBank
 from control.looks.presets import apply_preset, load_preset
+from control.parameters.registry import Params
 from show.cli.arguments import build_parser
 from show.cli.options import options_from_args
-from show.offline.progress import Progress
 from show.offline.offline_render import render
+from show.offline.progress import Progress
 from show.offline.render_job import plan_render
-import av
-from audio.synth import drum_loop
-from audio.files.wavfile import write_wav
 from visual.output.video import DEFAULT_CRF, DEFAULT_PRESET
 
 ROOT = Path(__file__).resolve().parent.parent

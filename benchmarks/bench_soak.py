@@ -18,6 +18,7 @@ agents, parameters, the MIDI generator and the frame times to --checkpoint and e
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import logging
 import os
@@ -27,18 +28,17 @@ import time
 from pathlib import Path
 
 import numpy as np
-import io
-from control.looks.atomic import atomic_write_bytes
+
 from audio.base import OfflineAudio
-from audio.files.wavfile import read_wav
+from audio.files.decode import read_audio
+from control.looks.atomic import atomic_write_bytes
+from control.looks.preset_bank import PresetBank
 from control.midi.midi_in import DEFAULT_MAPPING, Midi
 from control.parameters.registry import Params
-from control.looks.preset_bank import PresetBank
-from show.show import Show
-from show.loop import Loop, Offscreen
 from show.cli.options import ShowOptions
+from show.loop import Loop, Offscreen, Tick
+from show.show import Show
 from visual.gpu.context import create_headless_context
-from show.loop import Tick
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
     resumed = load_checkpoint(args.resume) if args.resume else None
-    samples = read_wav(args.audio)[0] if args.audio else synthetic_song()
+    samples = read_audio(args.audio)[0] if args.audio else synthetic_song()
     audio = OfflineAudio(samples, RATE)
     ctx = create_headless_context()
     source = RandomMidi(1, program_changes=not args.no_program_changes)

@@ -397,7 +397,7 @@ def test_a_render_pulses_on_the_songs_beats(tmp_path):
     import io
 
     import instrument
-    from audio.files.wavfile import write_wav
+    from audio.files.wav_writer import write_wav
     from control.parameters.modulation import Route
     from show.cli.options import options_from_args
     from show.offline.progress import Progress

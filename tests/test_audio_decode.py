@@ -1,5 +1,5 @@
-"""`read_audio` and `check_audio_file`: --audio-file reads what --render reads (WAV, and MP3,
-FLAC, OGG through PyAV's FFmpeg), and a path that is no sound file (a FIFO, a device, a folder,
+"""`read_audio` and `check_audio_file`: --audio-file reads what --render reads (WAV, MP3,
+FLAC, OGG, all through PyAV's FFmpeg), and a path that is no sound file (a FIFO, a device, a folder,
 nothing, a file too large or too long) is refused at once with one line, never a hang."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 import audio.files.decode
-from audio.files.decode import check_audio_file, read_audio
+from audio.files.decode import AudioFileError, check_audio_file, read_audio
 from audio.files.playback import AudioFile
+from audio.files.wav_writer import write_wav
 from audio.source import open_audio
-from audio.files.wavfile import AudioFileError, write_wav
 
 RATE = 48000
 FPS = 60
@@ -82,29 +82,42 @@ def test_a_flac_decodes_to_the_same_samples(tmp_path):
     np.testing.assert_allclose(samples[:, 0], tone(0.5), atol=1e-4)
 
 
-def test_wav_is_read_by_the_wav_reader_and_checked_by_its_header(tmp_path):
+def test_a_wav_is_read_and_checked_through_ffmpeg(tmp_path):
     path = tmp_path / "tone.wav"
     x = np.stack([tone(), -tone()], axis=1)
     write_wav(path, x, RATE)
     samples, rate = read_audio(path)
     assert rate == RATE and samples.shape == (RATE, 2)
-    np.testing.assert_allclose(samples, x, atol=1e-4)
+    np.testing.assert_array_equal(samples, x)  # float32 WAV: the very samples
     info = check_audio_file(path)
     assert (info.kind, info.rate, info.channels, info.duration) == ("wav", RATE, 2, 1.0)
 
 
-def test_a_wav_this_reader_does_not_convert_goes_to_ffmpeg(tmp_path):
-    """A-law WAV (format 6): FFmpeg decodes what the project's reader refuses."""
-    path = tmp_path / "alaw.wav"
-    with av.open(str(path), "w") as container:
-        stream = container.add_stream("pcm_alaw", rate=RATE, layout="mono")
-        frame = av.AudioFrame.from_ndarray((tone()[None, :] * 32767).astype(np.int16),
-                                           format="s16", layout="mono")
-        frame.sample_rate = RATE
-        for packet in [*stream.encode(frame), *stream.encode(None)]:
+@pytest.mark.parametrize("codec, options, head", [
+    ("pcm_alaw", {}, b"RIFF"),  # A-law (format 6): telephone and field recorders
+    ("adpcm_ms", {}, b"RIFF"),  # Microsoft ADPCM (format 2): old games and samplers
+    ("adpcm_ima_wav", {}, b"RIFF"),  # IMA ADPCM (format 0x11)
+    ("pcm_s16le", {"rf64": "always"}, b"RF64"),  # RF64: the WAV for files over 4 GiB
+])
+def test_wavs_the_old_reader_refused_play(tmp_path, codec, options, head):
+    """WAV kinds the hand-written reader FFmpeg replaced refused, written by FFmpeg."""
+    path = tmp_path / f"{codec}.wav"
+    x = (tone()[None, :] * 32767).astype(np.int16)
+    with av.open(str(path), "w", format="wav", options=options) as container:
+        stream = container.add_stream(codec, rate=RATE, layout="mono")
+        step = stream.codec_context.frame_size or 1024
+        for at in range(0, x.shape[1], step):
+            frame = av.AudioFrame.from_ndarray(np.ascontiguousarray(x[:, at:at + step]),
+                                               format="s16", layout="mono")
+            frame.sample_rate, frame.pts = RATE, at
+            for packet in stream.encode(frame):
+                container.mux(packet)
+        for packet in stream.encode(None):
             container.mux(packet)
+    assert path.read_bytes()[:4] == head
     samples, rate = read_audio(path)
-    assert rate == RATE and samples.shape == (RATE, 1)
+    assert rate == RATE and samples.shape[1] == 1
+    assert len(samples) == pytest.approx(RATE, abs=0.03 * RATE)  # ADPCM pads its last block
     assert level_at(samples, 440.0) == pytest.approx(0.5, abs=0.02)
     assert check_audio_file(path).kind == "wav"  # FFmpeg's name for the container
 
@@ -206,6 +219,25 @@ def test_a_compressed_song_too_long_is_refused(tmp_path, monkeypatch):
     for read in (read_audio, check_audio_file):
         with pytest.raises(AudioFileError, match=r"song.mp3: lasts .* longer than the"):
             read(path)
+
+
+def test_a_song_whose_header_gives_no_length_is_refused_while_decoding(tmp_path, monkeypatch):
+    """A FLAC whose STREAMINFO leaves the length unknown (0 samples, as a streamed FLAC has):
+    the check passes, the decoding stops once the song runs past the limit, before the rest
+    is held in memory."""
+    path = tmp_path / "streamed.flac"
+    encode(path, "flac", tone(3.0), layout="mono")
+    data = bytearray(path.read_bytes())
+    assert data[:4] == b"fLaC" and data[4] & 0x7F == 0  # STREAMINFO first
+    data[8 + 13] &= 0xF0  # its 36-bit total of samples: 0, unknown
+    data[8 + 14:8 + 18] = bytes(4)
+    path.write_bytes(bytes(data))
+    monkeypatch.setattr(audio.files.decode, "MAX_SECONDS", 1.0)
+    assert check_audio_file(path).duration is None
+    with pytest.raises(AudioFileError, match=r"streamed.flac: lasts .* or more, longer than"):
+        read_audio(path)
+    monkeypatch.setattr(audio.files.decode, "MAX_SECONDS", 4.0)
+    assert len(read_audio(path)[0]) == 3 * RATE
 
 
 def test_a_damaged_packet_is_skipped(tmp_path):

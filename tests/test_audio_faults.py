@@ -24,7 +24,7 @@ from audio.input.devices import AudioProblem, list_input_devices, resolve_input_
 from audio.input.live_input import AudioInput
 from audio.files.playback import AudioFile
 from audio.source import Silence, open_audio
-from audio.files.wavfile import write_wav
+from audio.files.wav_writer import write_wav
 
 RATE = 48000
 BLOCK = 256

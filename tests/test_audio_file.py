@@ -1,6 +1,7 @@
-"""`--audio-file`: reading WAV files of every common kind, and playing one in real time
-through the ring and analysis, by the clock (muted) or by a (fake) output device. Other sound
-files and bad paths: test_audio_decode.py."""
+"""`--audio-file`: WAV files of every common kind read by FFmpeg (through
+audio/files/decode.py) to the samples they hold, and one played in real time through the ring
+and analysis, by the clock (muted) or by a (fake) output device. Other sound files and bad
+paths: test_audio_decode.py."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from audio.files.decode import AudioFileError, check_audio_file, read_audio
 from audio.files.playback import AudioFile
-from audio.files.wavfile import AudioFileError, read_wav, write_wav
+from audio.files.wav_writer import write_wav
 
 RATE = 48000
 FPS = 60
@@ -28,6 +30,13 @@ def fmt_chunk(tag: int, channels: int, bits: int, rate: int = RATE) -> bytes:
     return struct.pack("<HHIIHH", tag, channels, rate, rate * align, align, bits)
 
 
+def extensible_fmt(channels: int, bits: int, mask: int, sub_format: int) -> bytes:
+    """WAVE_FORMAT_EXTENSIBLE: the real format in the sub-format GUID, the speakers in a mask."""
+    fmt = fmt_chunk(0xFFFE, channels, bits)[:14] + struct.pack("<HHHIH", bits, 22, bits, mask,
+                                                                sub_format)
+    return fmt + b"\x00\x00\x00\x00\x10\x00\x80\x00\x00\xaa\x00\x38\x9b\x71"
+
+
 EXPECTED = np.array([[0.0, -0.5], [0.25, 0.75], [-1.0, 0.5]])
 
 
@@ -41,62 +50,117 @@ EXPECTED = np.array([[0.0, -0.5], [0.25, 0.75], [-1.0, 0.5]])
 def test_reads_integer_pcm(tmp_path, bits, encode, tolerance):
     path = tmp_path / f"pcm{bits}.wav"
     path.write_bytes(riff(fmt_chunk(1, 2, bits), encode(EXPECTED)))
-    samples, rate = read_wav(path)
+    samples, rate = read_audio(path)
     assert rate == RATE and samples.dtype == np.float32 and samples.shape == (3, 2)
     np.testing.assert_allclose(samples, EXPECTED, atol=tolerance)
+    info = check_audio_file(path)
+    assert (info.kind, info.rate, info.channels) == ("wav", RATE, 2)
+    assert info.duration == pytest.approx(3 / RATE, abs=1e-6)
 
 
 @pytest.mark.parametrize("bits, dtype", [(32, "<f4"), (64, "<f8")])
 def test_reads_float_and_extensible_wav(tmp_path, bits, dtype):
     plain = tmp_path / "float.wav"
     plain.write_bytes(riff(fmt_chunk(3, 2, bits), EXPECTED.astype(dtype).tobytes()))
-    np.testing.assert_allclose(read_wav(plain)[0], EXPECTED, atol=1e-7)
-    # WAVE_FORMAT_EXTENSIBLE: the real format is in the sub-format GUID
-    fmt = fmt_chunk(0xFFFE, 2, bits)[:14] + struct.pack("<HHHIH", bits, 22, bits, 3, 3)
-    fmt += b"\x00\x00\x00\x00\x10\x00\x80\x00\x00\xaa\x00\x38\x9b\x71"
+    np.testing.assert_allclose(read_audio(plain)[0], EXPECTED, atol=1e-7)
     extensible = tmp_path / "extensible.wav"
-    # an odd-sized LIST chunk before the data: its pad byte must be skipped
-    extra = b"LIST" + struct.pack("<I", 3) + b"abc\x00"
-    extensible.write_bytes(riff(fmt, EXPECTED.astype(dtype).tobytes(), extra))
-    np.testing.assert_allclose(read_wav(extensible)[0], EXPECTED, atol=1e-7)
+    # an odd-sized LIST chunk (a one-letter title) before the data: its pad byte is skipped
+    extra = b"LIST" + struct.pack("<I", 13) + b"INFOINAM" + struct.pack("<I", 1) + b"a\x00"
+    extensible.write_bytes(riff(extensible_fmt(2, bits, 0b11, 3),
+                                EXPECTED.astype(dtype).tobytes(), extra))
+    np.testing.assert_allclose(read_audio(extensible)[0], EXPECTED, atol=1e-7)
+
+
+def test_reads_extensible_pcm(tmp_path):
+    """24-bit PCM in WAVE_FORMAT_EXTENSIBLE (as DAWs write it)."""
+    ints = np.round(EXPECTED * 8388607).astype(np.int64).ravel()
+    path = tmp_path / "pcm24.wav"
+    path.write_bytes(riff(extensible_fmt(2, 24, 0b11, 1), b"".join(
+        int(v).to_bytes(3, "little", signed=True) for v in ints)))
+    np.testing.assert_allclose(read_audio(path)[0], EXPECTED, atol=1e-6)
+
+
+def test_a_big_endian_wav_is_refused_not_played_as_noise(tmp_path):
+    """RIFX (`sox -B`): FFmpeg reads its header but decodes its samples as little-endian."""
+    data = np.round(EXPECTED * 32767).astype(">i2").tobytes()
+    fmt = struct.pack(">HHIIHH", 1, 2, RATE, RATE * 4, 4, 16)
+    chunks = b"fmt " + struct.pack(">I", 16) + fmt + b"data" + struct.pack(">I", len(data)) + data
+    path = tmp_path / "rifx.wav"
+    path.write_bytes(b"RIFX" + struct.pack(">I", 4 + len(chunks)) + b"WAVE" + chunks)
+    for read in (read_audio, check_audio_file):
+        with pytest.raises(AudioFileError, match="big-endian WAV .RIFX. is not supported; "
+                                                 "export it again as PCM or float WAV"):
+            read(path)
 
 
 def test_reads_a_streamed_wav_whose_data_size_is_unknown(tmp_path):
     path = tmp_path / "streamed.wav"
     data = np.round(EXPECTED * 32767).astype("<i2").tobytes()
     path.write_bytes(riff(fmt_chunk(1, 2, 16), data, data_size=0xFFFFFFFF))
-    np.testing.assert_allclose(read_wav(path)[0], EXPECTED, atol=1e-4)
+    np.testing.assert_allclose(read_audio(path)[0], EXPECTED, atol=1e-4)
+
+
+def test_surround_is_mixed_down_and_a_multitrack_plays_its_first_two_channels(tmp_path):
+    """5.1 (named speakers): FFmpeg's downmix to stereo, the centre in both sides. 32 unnamed
+    channels (a mixer's multitrack recording, which FFmpeg's downmix refuses): the first two,
+    as a sound card with two outputs plays them."""
+    surround = np.zeros((4, 6), np.float32)
+    surround[:, 2] = 0.5  # front centre only
+    path = tmp_path / "surround.wav"
+    path.write_bytes(riff(extensible_fmt(6, 32, 0x3F, 3), surround.tobytes()))
+    samples, _ = read_audio(path)
+    assert samples.shape == (4, 2)
+    np.testing.assert_allclose(samples, 0.5 / np.sqrt(2), atol=1e-6)  # -3 dB each side
+    tracks = np.tile(np.linspace(-0.9, 0.9, 32, dtype=np.float32), (4, 1))
+    path = tmp_path / "multitrack.wav"
+    path.write_bytes(riff(fmt_chunk(3, 32, 32), tracks.tobytes()))
+    samples, _ = read_audio(path)
+    np.testing.assert_array_equal(samples, tracks[:, :2])
+    assert check_audio_file(path).channels == 2
+
+
+def test_not_a_number_in_a_float_wav_reads_as_silence(tmp_path):
+    """A float file's NaN or infinity would reach the sound card and the analysis."""
+    path = tmp_path / "nan.wav"
+    x = np.array([[0.5, np.nan], [np.inf, -np.inf], [-0.25, 0.125]], "<f4")
+    path.write_bytes(riff(fmt_chunk(3, 2, 32), x.tobytes()))
+    np.testing.assert_array_equal(read_audio(path)[0], [[0.5, 0], [0, 0], [-0.25, 0.125]])
 
 
 def test_write_wav_round_trips(tmp_path):
     path = tmp_path / "tone.wav"
     x = 0.5 * np.sin(np.arange(1000) / 10)
     write_wav(path, x, 44100)
-    samples, rate = read_wav(path)
+    samples, rate = read_audio(path)
     assert rate == 44100 and samples.shape == (1000, 1)
-    np.testing.assert_allclose(samples[:, 0], x, atol=1e-4)
+    np.testing.assert_allclose(samples[:, 0], x, atol=1e-7)  # float32: no quantization
+    stereo = tmp_path / "stereo.wav"
+    write_wav(stereo, np.stack([x, 3 * x], axis=1), 48000)  # too loud: clipped, as played
+    samples, rate = read_audio(stereo)
+    assert rate == 48000 and samples.shape == (1000, 2)
+    np.testing.assert_allclose(samples, np.stack([x, np.clip(3 * x, -1, 1)], axis=1), atol=1e-7)
+    with pytest.raises(ValueError, match="1 or 2"):
+        write_wav(tmp_path / "six.wav", np.zeros((10, 6)), 48000)
 
 
 @pytest.mark.parametrize("content, message", [
-    (b"ID3\x03\x00 an mp3 file", "not a WAV file"),
-    (riff(fmt_chunk(2, 1, 4), b"\x00" * 64), "format 0x0002 with 4 bits is not supported"),
-    (riff(fmt_chunk(1, 2, 16)[:8] + struct.pack("<IHH", 0, 3, 16), b"\x00" * 8),
-     "a broken WAV header"),
+    (b"ID3\x03\x00 an mp3 file", "not a sound file this can read"),
+    (riff(fmt_chunk(0x1234, 1, 16), b"\x00" * 64), "in a format FFmpeg does not decode"),
+    (riff(fmt_chunk(1, 0, 16), b"\x00" * 8), "a broken WAV file"),
     (riff(fmt_chunk(1, 1, 16), b""), "holds no samples"),
-    (b"RIFF\x04\x00\x00\x00WAVE", "no 'fmt ' or 'data' chunk"),
+    (b"RIFF\x04\x00\x00\x00WAVE", "a broken WAV file"),
 ])
 def test_bad_files_say_what_is_wrong_and_what_to_try(tmp_path, content, message):
     path = tmp_path / "bad.mp3"
     path.write_bytes(content)
-    with pytest.raises(AudioFileError, match=message) as error:
-        read_wav(path)
-    assert str(path) in str(error.value)
-    # the hint never suggests writing beside the input (a system or read-only folder)
-    assert "bad.wav" not in str(error.value) and str(error.value).count(str(tmp_path)) == 1
-    if message != "holds no samples":
-        assert "MP3, FLAC or OGG" in str(error.value)
-    with pytest.raises(AudioFileError, match="cannot read it"):
-        read_wav(tmp_path / "missing.wav")
+    for read in (read_audio, check_audio_file):
+        with pytest.raises(AudioFileError, match=message) as error:
+            read(path)
+        assert str(error.value).startswith(f"{path}: ") and "\n" not in str(error.value)
+        # the hint never suggests writing beside the input (a system or read-only folder)
+        assert "bad.wav" not in str(error.value) and str(error.value).count(str(tmp_path)) == 1
+        if message != "holds no samples":
+            assert "MP3, FLAC or OGG" in str(error.value)
 
 
 def burst_file(tmp_path, seconds: float = 1.0, channels: int = 2):
@@ -105,7 +169,7 @@ def burst_file(tmp_path, seconds: float = 1.0, channels: int = 2):
     x = np.stack([left, 0.5 * left], axis=1) if channels == 2 else left
     path = tmp_path / "tone.wav"
     write_wav(path, x, RATE)
-    return path, read_wav(path)[0]
+    return path, read_audio(path)[0]
 
 
 def test_muted_file_plays_by_the_clock(tmp_path):
@@ -232,7 +296,7 @@ def test_every_sample_of_a_muted_file_reaches_the_beat_tracker_in_order(tmp_path
     the file from its first sample, looping, none skipped, none twice."""
     path = tmp_path / "ramp.wav"
     write_wav(path, np.linspace(-0.9, 0.9, RATE // 2), RATE)  # a ramp: order shows
-    mono = read_wav(path)[0][:, 0]
+    mono = read_audio(path)[0][:, 0]
     source = AudioFile(path, mute=True)
     source._beats = tracker = RecordingTracker()
     frames = [i / 7 for i in range(15)] + [2.0 + 4.0, 6.1]

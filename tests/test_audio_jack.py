@@ -23,7 +23,7 @@ from audio.input.devices import list_input_devices
 from audio.input.live_input import AudioInput
 from audio.files.playback import AudioFile
 from audio.source import open_audio
-from audio.files.wavfile import write_wav
+from audio.files.wav_writer import write_wav
 
 FRAME = 1 / 60
 BLOCK = PERIOD / RATE

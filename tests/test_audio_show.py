@@ -8,7 +8,7 @@ import json
 import numpy as np
 from conftest import run_instrument as instrument
 
-from audio.files.wavfile import write_wav
+from audio.files.wav_writer import write_wav
 from control.looks.swarm_state import load_state
 
 RATE = 48000

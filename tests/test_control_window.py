@@ -17,13 +17,13 @@ import numpy as np
 import pytest
 from conftest import ROOT
 from conftest import run_instrument as instrument
+from pictures import read_png
 from xdisplay import Performer, grab, split_into_monitors, with_display, xvfb
 
 from control.parameters.registry import REGISTRY, param
 from show.cli.live_show import plan_screens
 from show.inputs.control_surface import Activity, layout_groups, to_action
 from visual.control_window import Messages, hit, lay_out
-from visual.output.png import read_png
 from visual.screens import ScreenArea, side_by_side
 
 LAPTOP, PROJECTOR = (0, 0, 960, 600), (960, 0, 640, 360)

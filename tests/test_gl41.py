@@ -22,7 +22,7 @@ from conftest import run_instrument as instrument
 from xdisplay import xvfb
 
 from visual.gpu.context import pick_backend
-from visual.output.png import read_png
+from pictures import read_png
 
 MAC_GL = {"MESA_GL_VERSION_OVERRIDE": "4.1", "MESA_GLSL_VERSION_OVERRIDE": "410",
           "MESA_EXTENSION_OVERRIDE": "-GL_ARB_compute_shader "

@@ -32,14 +32,14 @@ from conftest import run_instrument
 
 import control.looks.atomic as atomic
 from control.looks.atomic import atomic_write_text, remove_stale_temporaries
-from control.looks.files import FileProblem, MAX_DEPTH, read_json
+from control.looks.files import MAX_DEPTH, FileProblem, read_json
+from control.looks.preset_bank import BUNDLED_DIR, PresetBank
+from control.looks.presets import PresetError, load_preset, preset_from_show, save_preset
+from control.looks.recovery import RecoveryDamaged, RecoveryWriter, load_recovery, recovery_path
 from control.looks.swarm_state import load_state, save_state
 from control.midi.mapping import MidiMapping
 from control.midi.mapping_file import load_mapping, save_mapping
 from control.parameters.registry import Params
-from control.looks.preset_bank import BUNDLED_DIR, PresetBank
-from control.looks.presets import load_preset, preset_from_show, PresetError, save_preset
-from control.looks.recovery import load_recovery, recovery_path, RecoveryDamaged, RecoveryWriter
 
 BUNDLED_PRESETS = sorted(BUNDLED_DIR.glob("[1-9]-*.json"))
 BUNDLED_MAPPING = BUNDLED_DIR / "midi-default.json"

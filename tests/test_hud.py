@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import run_instrument
+from pictures import read_png
 from xdisplay import with_display, xvfb
 
 from visual.hud import Hud, fit_lines, hud_layout
-from visual.output.png import read_png
 
 FULL = [  # what the show's lines look like (show/report.py), the MIDI reason the longest
     "  2.0 fps  504.65 ms a frame",

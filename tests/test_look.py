@@ -356,7 +356,7 @@ def test_the_readmes_music_video_opens_on_the_start_look_and_pulses_with_the_kic
     light rises on each kick of a 120 BPM drum loop (kicks 1 s apart from 0.1 s) on software GL
     too, where the post chain (the bloom that breathes on the beat) is off: the frames just
     after a kick at least 15 % brighter than those just before the next."""
-    from audio.files.wavfile import write_wav
+    from audio.files.wav_writer import write_wav
     from audio.synth import drum_loop
     from visual.output.video_files import decode_frames
 

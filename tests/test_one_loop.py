@@ -8,7 +8,7 @@ import pytest
 from conftest import run_instrument
 
 from show.loop import FixedStep, SongClock, WallClock
-from visual.output.png import read_png
+from pictures import read_png
 from visual.sim.agents import MAX_DT
 
 FPS = 30

@@ -35,7 +35,8 @@ from show.loop import Loop, Offscreen, WallClock
 from show.cli.options import ShowOptions
 from show.video_outputs import Outputs, parse_output
 from visual.output.frame_output import FrameOutput, OutputFailed, RateGate, RING_DEPTH
-from visual.output.png import read_png, write_png
+from pictures import read_png
+from visual.output.png import write_png
 from visual.output.readback import PixelReadback
 
 SIZE = (256, 144)

@@ -20,7 +20,7 @@ import pytest
 from conftest import ROOT, listening
 
 import instrument
-from audio.files.wavfile import write_wav
+from audio.files.wav_writer import write_wav
 from control.looks.files import FileProblem
 from control.looks.preset_bank import PresetBank
 from control.looks.presets import load_preset

@@ -16,7 +16,7 @@ import time
 from conftest import ROOT
 from jackd import jack_server
 
-from visual.output.png import read_png
+from pictures import read_png
 
 RUNS = 20
 

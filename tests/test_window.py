@@ -15,7 +15,7 @@ import pytest
 from conftest import ROOT
 from conftest import run_instrument as instrument
 
-from visual.output.png import read_png
+from pictures import read_png
 from visual.window import EscapeGuard
 
 BACKGROUND_MAX = 40  # the background is near black; swarm pixels are brighter

@@ -90,7 +90,7 @@ def test_a_render_through_the_gpu_planes_is_as_good_as_through_swscale(tmp_path,
     import instrument
     import show.offline.offline_render
     from audio.synth import drum_loop
-    from audio.files.wavfile import write_wav
+    from audio.files.wav_writer import write_wav
     from show.cli.options import options_from_args
     from show.offline.progress import Progress
     from show.offline.offline_render import render

@@ -1,5 +1,5 @@
-"""Sound files for `--audio-file` and `--render`: WAV through wavfile.py, anything else FFmpeg
-reads (MP3, FLAC, OGG, M4A, a video's sound) through PyAV.
+"""Sound files for `--audio-file` and `--render`: WAV (PCM 8-32 bit, float, extensible, A-law,
+RF64...), MP3, FLAC, OGG, M4A, a video's sound: whatever FFmpeg reads, through PyAV.
 
 Main thread only, before the show or the render starts. A path is checked before anything
 reads it, without hanging: `os.stat`, then `os.open(..., O_NONBLOCK)` and `fstat` on what was
@@ -17,20 +17,28 @@ from __future__ import annotations
 
 import os
 import stat
-import struct
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+import av
 import numpy as np
-
-from audio.files.wavfile import AudioFileError, parse_fmt, SongTooLong, wav_from_bytes
 
 MAX_FILE_BYTES = 2 * 1024 ** 3
 MAX_SECONDS = 3 * 3600.0
 SOUND_FILES = "a WAV, MP3, FLAC or OGG file"
+# never a command that writes beside the input: it may sit in a system or read-only folder
+_EXPORT_AGAIN = "export it again as PCM or float WAV, or give the MP3, FLAC or OGG file itself"
+
+
+class AudioFileError(Exception):
+    """A sound file that cannot be played; the message names the file and what to try."""
+
+
+class SongTooLong(AudioFileError):
+    """A sound file longer than a song may last."""
 
 
 @dataclass(frozen=True)
@@ -38,7 +46,7 @@ class AudioFileInfo:
     """What `check_audio_file` found, without decoding the song."""
 
     path: Path
-    kind: str  # "wav", or the container FFmpeg found ("mp3", "ogg", "flac", ...)
+    kind: str  # the container FFmpeg found ("wav", "mp3", "ogg", "flac", ...)
     rate: int
     channels: int
     duration: float | None  # seconds; None when the file does not say
@@ -86,12 +94,16 @@ def _refuse_unless_regular(path: Path, info: os.stat_result) -> None:
                              "give a compressed file (MP3, FLAC, OGG)")
 
 
-def _is_wav(head: bytes) -> bool:
-    return len(head) >= 12 and head[:4] in (b"RIFF", b"RIFX") and head[8:12] == b"WAVE"
-
-
-class _Unreadable(AudioFileError):
-    """Not a sound file FFmpeg reads."""
+def _is_wav(file: IO[bytes], path: Path) -> bool:
+    """Whether the file says it is a WAV. A big-endian one (RIFX, as `sox -B` writes) is
+    refused: FFmpeg reads its header but decodes its samples as little-endian, loud noise."""
+    head = file.read(12)
+    file.seek(0)
+    if len(head) < 12 or head[8:12] != b"WAVE":
+        return False
+    if head[:4] == b"RIFX":
+        raise AudioFileError(f"{path}: big-endian WAV (RIFX) is not supported; {_EXPORT_AGAIN}")
+    return head[:4] in (b"RIFF", b"RF64", b"BW64")
 
 
 def _too_long(path: Path, seconds: float) -> SongTooLong:
@@ -100,174 +112,123 @@ def _too_long(path: Path, seconds: float) -> SongTooLong:
 
 
 def read_audio(path: str | os.PathLike) -> tuple[np.ndarray, int]:
-    """(samples float32 (frames, channels) in -1..1, rate) of a sound file. Raises
-    AudioFileError, one line naming the file and what to do."""
+    """(samples float32 (frames, channels) in -1..1, rate) of a sound file: one channel or
+    two (FFmpeg's downmix of a surround file; the first two of a multitrack's unnamed
+    channels). Raises AudioFileError, one line naming the file and what to do."""
     with _opened(path) as (file, name):
-        if not _is_wav(file.read(12)):
-            file.seek(0)
-            try:
-                return _decode_with_pyav(file, name)
-            except _Unreadable:
-                if name.suffix.lower() != ".wav":
-                    raise
-                raise _not_wav(name) from None
-        try:
-            file.seek(0)
-            _probe_wav(file, name)  # its length, before gigabytes are read and converted
-            file.seek(0)
-            return wav_from_bytes(file.read(), name, MAX_SECONDS)
-        except SongTooLong:
-            raise
-        except AudioFileError as exc:
-            wav_error = exc  # a WAV this reader does not convert (A-law, ADPCM): FFmpeg may
-        file.seek(0)
-        try:
-            return _decode_with_pyav(file, name)
-        except AudioFileError:
-            raise wav_error from None
+        return _decode(file, name, _is_wav(file, name))
 
 
 def check_audio_file(path: str | os.PathLike) -> AudioFileInfo:
     """Is this a sound file that `read_audio` will read? The cheap checks only: the path (as
-    `read_audio` checks it), the WAV header or FFmpeg's container and the first decoded
-    sound; a song damaged further in is found by `read_audio`. Raises AudioFileError."""
+    `read_audio` checks it), FFmpeg's container (its length, where it says) and the first
+    decoded sound; a song damaged further in is found by `read_audio`. Raises AudioFileError."""
     with _opened(path) as (file, name):
-        if not _is_wav(file.read(12)):
-            file.seek(0)
-            try:
-                return _probe_with_pyav(file, name)
-            except _Unreadable:
-                if name.suffix.lower() != ".wav":
-                    raise
-                raise _not_wav(name) from None
-        try:
-            file.seek(0)
-            return _probe_wav(file, name)
-        except SongTooLong:
-            raise
-        except AudioFileError as exc:
-            wav_error = exc
-        file.seek(0)
-        try:
-            return _probe_with_pyav(file, name)
-        except AudioFileError:
-            raise wav_error from None
+        return _probe(file, name, _is_wav(file, name))
 
 
-def _not_wav(path: Path) -> AudioFileError:
-    return AudioFileError(f"{path}: not a WAV file (nor any sound FFmpeg reads); give "
-                          f"{SOUND_FILES}")
-
-
-def _probe_wav(file: IO[bytes], path: Path) -> AudioFileInfo:
-    """The 'fmt ' and 'data' chunks found by seeking from chunk to chunk (a WAV's cover art
-    or notes may be megabytes): what `read_audio` will convert, without reading it."""
-    if file.read(4) == b"RIFX":
-        raise AudioFileError(f"{path}: big-endian WAV (RIFX) is not supported; give "
-                             f"{SOUND_FILES}")
-    size = os.fstat(file.fileno()).st_size
-    at, fmt, data_bytes = 12, None, None
-    while at + 8 <= size and (fmt is None or data_bytes is None):
-        file.seek(at)
-        header = file.read(8)
-        if len(header) < 8:
-            break
-        chunk, length = header[:4], struct.unpack("<I", header[4:])[0]
-        if chunk == b"fmt ":
-            fmt = file.read(min(length, 4096))
-        elif chunk == b"data":
-            data_bytes = min(length, size - at - 8)  # a streamed file's size may overrun
-        at += 8 + length + (length & 1)
-    if fmt is None or data_bytes is None:
-        raise AudioFileError(f"{path}: a broken WAV file (no 'fmt ' or 'data' chunk); give "
-                             f"{SOUND_FILES}")
-    _, channels, rate, _, block_align = parse_fmt(fmt, path)
-    frames = data_bytes // block_align
-    if frames == 0:
-        raise AudioFileError(f"{path}: holds no samples")
-    if frames / rate > MAX_SECONDS:
-        raise _too_long(path, frames / rate)
-    return AudioFileInfo(path, "wav", int(rate), int(channels), frames / rate)
-
-
-def _import_av(path: Path) -> Any:
-    try:
-        import av
-    except ImportError:
-        raise AudioFileError(f"{path}: not a WAV file, and reading other sound files needs "
-                             "PyAV (pip install av)") from None
-    return av
-
-
-def _unreadable(path: Path, exc: Exception) -> _Unreadable:
+def _unreadable(path: Path, wav: bool, exc: Exception) -> AudioFileError:
+    """What FFmpeg refused, said for what the file claims to be."""
     reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
-    return _Unreadable(f"{path}: not a sound file this can read ({reason}); give "
+    if wav:
+        return AudioFileError(f"{path}: a broken WAV file, or one FFmpeg cannot decode "
+                              f"({reason}); {_EXPORT_AGAIN}")
+    if path.suffix.lower() == ".wav":
+        return AudioFileError(f"{path}: not a WAV file (nor any sound FFmpeg reads); give "
+                              f"{SOUND_FILES}")
+    return AudioFileError(f"{path}: not a sound file this can read ({reason}); give "
                           f"{SOUND_FILES}")
 
 
-def _audio_stream(container: Any, path: Path) -> tuple[Any, int, int]:
-    """The first audio stream, its rate and the channels read from it (mono or stereo)."""
+@dataclass(frozen=True)
+class _Sound:
+    """The first audio stream and how its samples are read."""
+
+    stream: Any
+    rate: int
+    channels: int  # in the decoded frames
+    keep: int  # of them, read: 1 or 2
+    layout: str | None  # what FFmpeg converts to; None: as they are (unnamed channels)
+
+
+def _audio_stream(container: Any, path: Path) -> _Sound:
+    """The first audio stream, refused where it is too long by the container's word. Mono and
+    stereo are read as they are and a surround layout through FFmpeg's downmix to stereo;
+    more channels with no names (a mixer's multitrack, which FFmpeg's downmix often refuses)
+    read as they are, of which the first two are kept, as a sound card plays them."""
     if not container.streams.audio:
         raise AudioFileError(f"{path}: holds no audio; give {SOUND_FILES}")
     stream = container.streams.audio[0]
     codec = stream.codec_context
+    if codec is None:
+        raise AudioFileError(f"{path}: its sound is in a format FFmpeg does not decode; "
+                             f"{_EXPORT_AGAIN}")
     rate = int(codec.sample_rate or stream.rate or 0)
     if rate <= 0:
         raise AudioFileError(f"{path}: its sound has no sample rate; give {SOUND_FILES}")
-    channels = getattr(codec, "channels", None) or codec.layout.nb_channels
     duration = container.duration / 1_000_000 if container.duration else None  # AV_TIME_BASE
     if duration is not None and duration > MAX_SECONDS:
         raise _too_long(path, duration)
-    return stream, rate, min(max(int(channels or 1), 1), 2)
+    channels = max(int(codec.layout.nb_channels or getattr(codec, "channels", 0) or 1), 1)
+    if channels > 2 and any(channel.name == "NONE" for channel in codec.layout.channels):
+        return _Sound(stream, rate, channels, 2, None)
+    keep = min(channels, 2)
+    return _Sound(stream, rate, keep, keep, "mono" if keep == 1 else "stereo")
 
 
-def _probe_with_pyav(file: IO[bytes], path: Path) -> AudioFileInfo:
-    av = _import_av(path)
+def _probe(file: IO[bytes], path: Path, wav: bool) -> AudioFileInfo:
     try:
         with av.open(file) as container:
-            stream, rate, channels = _audio_stream(container, path)
-            next(iter(container.decode(stream)))  # the codec really decodes it
+            sound = _audio_stream(container, path)
+            next(iter(container.decode(sound.stream)))  # the codec really decodes it
             duration = container.duration / 1_000_000 if container.duration else None
-            return AudioFileInfo(path, container.format.name.split(",")[0], rate, channels,
-                                 duration)
+            return AudioFileInfo(path, container.format.name.split(",")[0], sound.rate,
+                                 sound.keep, duration)
     except AudioFileError:
         raise
     except StopIteration:
         raise AudioFileError(f"{path}: holds no samples") from None
     except Exception as exc:  # noqa: BLE001 - FFmpeg's errors come as many types
-        raise _unreadable(path, exc) from None
+        raise _unreadable(path, wav, exc) from None
 
 
-def _decode_with_pyav(file: IO[bytes], path: Path) -> tuple[np.ndarray, int]:
-    av = _import_av(path)
+def _blocks(frames: list, sound: _Sound) -> list[np.ndarray]:
+    """Converted frames as (frames, channels kept) float32 arrays."""
+    blocks = [out.to_ndarray().reshape(-1, sound.channels) for out in frames]
+    if sound.keep == sound.channels:
+        return blocks
+    return [np.array(block[:, :sound.keep]) for block in blocks]  # not views of them all
+
+
+def _decode(file: IO[bytes], path: Path, wav: bool) -> tuple[np.ndarray, int]:
     chunks: list[np.ndarray] = []
     try:
         with av.open(file) as container:
-            stream, rate, channels = _audio_stream(container, path)
-            resampler = av.AudioResampler(format="flt", layout="mono" if channels == 1 else
-                                          "stereo", rate=rate)
-            limit, total, damaged = int(MAX_SECONDS * rate), 0, None
-            for packet in container.demux(stream):
+            sound = _audio_stream(container, path)
+            resampler = av.AudioResampler(format="flt", layout=sound.layout, rate=sound.rate)
+            limit, total, damaged = int(MAX_SECONDS * sound.rate), 0, None
+            for packet in container.demux(sound.stream):
                 try:
-                    frames = packet.decode()
+                    decoded = packet.decode()
                 except av.error.InvalidDataError as exc:  # one damaged packet (two MP3s
                     damaged = exc  # joined, a cut download): skipped, as ffmpeg does
                     continue
-                for frame in frames:
-                    for out in resampler.resample(frame):
-                        chunks.append(out.to_ndarray().reshape(-1, channels))
-                        total += len(chunks[-1])
+                for frame in decoded:
+                    for block in _blocks(resampler.resample(frame), sound):
+                        chunks.append(block)
+                        total += len(block)
                 if total > limit:  # the header did not say: stop before memory runs out
-                    raise _too_long(path, total / rate)
+                    raise _too_long(path, total / sound.rate)
             if not chunks and damaged is not None:
                 raise damaged
-            for out in resampler.resample(None):
-                chunks.append(out.to_ndarray().reshape(-1, channels))
+            chunks += _blocks(resampler.resample(None), sound)
     except AudioFileError:
         raise
     except Exception as exc:  # noqa: BLE001 - FFmpeg's errors come as many types
-        raise _unreadable(path, exc) from None
-    samples = np.concatenate(chunks) if chunks else np.zeros((0, 1), np.float32)
-    if len(samples) == 0:
+        raise _unreadable(path, wav, exc) from None
+    if sum(len(block) for block in chunks) == 0:
         raise AudioFileError(f"{path}: holds no samples")
-    return np.ascontiguousarray(samples, np.float32), rate
+    samples = np.concatenate(chunks) if len(chunks) > 1 else np.array(chunks[0])
+    del chunks
+    # a float file's NaN or infinity would reach the sound card and the analysis: silence
+    return np.nan_to_num(samples, copy=False, nan=0.0, posinf=0.0, neginf=0.0), sound.rate

@@ -10,17 +10,17 @@ import re
 from pathlib import Path
 
 from control.looks.atomic import remove_stale_temporaries
-from control.looks.user_folders import PRESETS_ENV, presets_dir
 from control.looks.files import FileProblem, read_json
 from control.looks.presets import (
+    SLOT_FILE,
+    Preset,
+    PresetError,
     did_you_mean,
     load_preset,
     name_from_file,
-    Preset,
-    PresetError,
     save_preset,
-    SLOT_FILE,
 )
+from control.looks.user_folders import PRESETS_ENV, presets_dir
 
 SLOTS = range(1, 10)  # number keys 1-9; MIDI program change p recalls slot p + 1
 

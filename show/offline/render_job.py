@@ -14,17 +14,22 @@ from typing import Any
 
 import numpy as np
 
+from audio.files.decode import AudioFileError, read_audio
 from control.looks.files import FileProblem
 from control.parameters.registry import Params
-from show.cli.options import START_LOOK_NOTE
-from visual.output.video import DEFAULT_CRF, DEFAULT_PRESET
-from visual.sim.agents import MAX_DT
-from audio.files.decode import read_audio
-from audio.files.wavfile import AudioFileError
 from control.tracks.control_track import ControlTrack
-from visual.output.video import X264_PRESETS
-from visual.output.video_files import DEFAULT_CODEC, check_output, check_size, choose_codec, fps_fraction, frames_for
+from show.cli.options import START_LOOK_NOTE
 from show.video_outputs import render_refusal
+from visual.output.video import DEFAULT_CRF, DEFAULT_PRESET, X264_PRESETS
+from visual.output.video_files import (
+    DEFAULT_CODEC,
+    check_output,
+    check_size,
+    choose_codec,
+    fps_fraction,
+    frames_for,
+)
+from visual.sim.agents import MAX_DT
 
 log = logging.getLogger(__name__)
 DEFAULT_FPS = 60.0
