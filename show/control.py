@@ -1,4 +1,4 @@
-"""The control window as one of the show's inputs (visual/control_window.py draws it): its
+"""The control window as one of the show's inputs (visual/ui/control_window.py draws it): its
 gestures become the frame's actions through the same checks as OSC and the web remote
 (control/osc.py `interpret`), and the show's state goes back to it every frame or two.
 
@@ -7,8 +7,8 @@ gestures become the frame's actions through the same checks as OSC and the web r
     publish(show, now)   the window's state at most every PUSH_SECONDS: each parameter's
                          position on its slider and its text, the knobs waiting for pickup,
                          the learn, the slots and the one playing, the meters (show/remote.py's
-                         ShowView, as the web page reads them), MIDI and OSC activity; and one
-                         step of the thumbnails
+                         ShowView, as the web page reads them), MIDI and OSC activity, the
+                         HUD's lines; and one step of the thumbnails
 
 The pictures are GPU copies in the output's context (visual/preview.py): the preview is a
 frame taker of the one loop, filled each frame before the HUD; the thumbnails are each slot's
@@ -66,7 +66,7 @@ def shown(value: Any) -> str:
 
 
 def to_action(message: tuple, values: dict[str, Any]) -> Action:
-    """A window message (visual/control_window.py) -> the Action it asks for, through OSC's
+    """A window message (visual/ui/control_window.py) -> the Action it asks for, through OSC's
     checks; OscError (or ValueError for a malformed one) says why not. `values`: the
     parameters now (a nudge moves from them)."""
     kind, *rest = message
@@ -256,6 +256,7 @@ class ControlSurface:
             except (OscError, ValueError, TypeError) as exc:
                 self.rejected += 1
                 self.last_error = str(exc)[:200]
+                self.window.say(f"refused: {self.last_error}")
         self.applied += len(actions)
         return actions
 
@@ -313,7 +314,8 @@ class ControlSurface:
         return {"rows": rows, "ghost": ghost, "selected": show.selected_param,
                 "learning": learning, "slots": slots, "active": view.active,
                 "morph": looks["morph"], "crossfade": fade, "meters": meters,
-                "status": status, "notice": show.looks.problem or ""}
+                "status": status, "notice": show.looks.problem or "",
+                "hud": show.hud_lines()}
 
     def _meter_texts(self, show: Show, meters: dict[str, Any], midi: int | None,
                      osc: int | None, web: int | None, now: float) -> dict[str, Any]:
@@ -343,7 +345,10 @@ class ControlSurface:
                 "last_error": self.last_error, "preview_frames": self.preview.frames,
                 "thumbnails": sorted(thumbnails.ready) if thumbnails is not None else [],
                 "thumbnails_rendered": thumbnails.rendered if thumbnails is not None else 0,
-                "draws": self.window.draws}
+                "draws": self.window.draws, "focused": self.window.focused,
+                "editing": self.window.editing, "notice": self.window.notice_shown,
+                "hud": list(self.window.hud),
+                "widgets": dict(self.window.widgets)}
 
     def close(self) -> None:
         """The textures and framebuffers (the output's context is current: Show.release),

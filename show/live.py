@@ -345,8 +345,8 @@ def open_control(live: LiveShow, screen, where, plan: ScreenPlan) -> None:
     import pyglet
 
     from show.control import ControlSurface, FrameTakers, ThumbnailJob, layout_groups
-    from visual.control_window import ControlWindow, open_control_window
     from visual.preview import Preview
+    from visual.ui.control_window import ControlWindow, open_control_window
 
     show, args = live.show, live.args
     version = (4, 3) if screen.ctx.version_code >= 430 else (4, 1)  # as the output's
