@@ -32,7 +32,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import moderngl
@@ -40,65 +39,17 @@ import pyglet
 from imgui_bundle import imgui
 from pyglet.window import key
 
-from visual.ui.control_layout import (BACKGROUND, DIM, FILL, HOVER, PANEL, TEXT, TRACK, KeyQueue,
-                                      Messages, rgbf, route_key, ui_scale)
+from visual.ui.control_layout import BACKGROUND, KeyQueue, Messages, rgbf, route_key, ui_scale
 from visual.ui.control_panels import ControlPanels
+from visual.ui.control_theme import apply_theme, load_fonts
 from visual.ui.imgui_input import PygletInput
 from visual.ui.imgui_renderer import ImguiRenderer
 
 CAPTION = "swarm instrument - control"
 DRAW_RATE = 30.0  # the control window's redraws a second, at most
-FONT_SIZE = 13.0  # pixels at 96 dpi
-FONTS = {  # DejaVu Sans where the system has it, else the Roboto that imgui-bundle ships
-    "regular": ("DejaVuSans.ttf", "Roboto/Roboto-Regular.ttf"),
-    "bold": ("DejaVuSans-Bold.ttf", "Roboto/Roboto-Bold.ttf"),
-}
-FONT_FOLDERS = ("/usr/share/fonts/truetype/dejavu", "/usr/share/fonts/TTF",
-                "/usr/share/fonts/dejavu", "/usr/local/share/fonts", "/Library/Fonts",
-                str(Path.home() / "Library/Fonts"), "C:/Windows/Fonts")
 MODIFIER_KEYS = (key.LCTRL, key.RCTRL, key.LSHIFT, key.RSHIFT, key.LALT, key.RALT,
                  key.LCOMMAND, key.RCOMMAND)
 PARAMETER_KINDS = ("float", "int", "choice", "bool", "color")
-
-
-def font_file(names: tuple[str, str]) -> str | None:
-    """The system's DejaVu Sans (or Bold), else imgui-bundle's Roboto, else None."""
-    for folder in FONT_FOLDERS:
-        path = Path(folder) / names[0]
-        if path.is_file():
-            return str(path)
-    import imgui_bundle  # where its assets are
-
-    bundled = Path(imgui_bundle.__file__).parent / "assets" / "fonts" / names[1]
-    return str(bundled) if bundled.is_file() else None
-
-
-def apply_theme(scale: float) -> None:
-    """Today's dark style, flat, at `scale` (sizes and fonts)."""
-    style = imgui.get_style()
-    colors = {
-        imgui.Col_.window_bg: BACKGROUND, imgui.Col_.child_bg: BACKGROUND,
-        imgui.Col_.text: TEXT, imgui.Col_.text_disabled: DIM, imgui.Col_.border: TRACK,
-        imgui.Col_.frame_bg: TRACK, imgui.Col_.frame_bg_hovered: HOVER,
-        imgui.Col_.frame_bg_active: HOVER, imgui.Col_.button: TRACK,
-        imgui.Col_.button_hovered: HOVER, imgui.Col_.button_active: FILL,
-        imgui.Col_.scrollbar_bg: PANEL, imgui.Col_.scrollbar_grab: TRACK,
-        imgui.Col_.scrollbar_grab_hovered: HOVER, imgui.Col_.scrollbar_grab_active: FILL,
-        imgui.Col_.nav_cursor: (255, 255, 255), imgui.Col_.input_text_cursor: TEXT,
-    }
-    for index, color in colors.items():
-        style.set_color_(index, imgui.ImVec4(*rgbf(color)))
-    style.set_color_(imgui.Col_.text_selected_bg, imgui.ImVec4(*rgbf(FILL, 0.6)))
-    for name, value in (("frame_padding", (4, 2)), ("item_spacing", (4, 2)),
-                        ("item_inner_spacing", (4, 2)), ("window_padding", (0, 0))):
-        setattr(style, name, imgui.ImVec2(value[0] * scale, value[1] * scale))
-    style.frame_rounding = style.grab_rounding = style.scrollbar_rounding = 2 * scale
-    style.window_rounding = style.child_rounding = 0.0
-    style.window_border_size = style.child_border_size = style.frame_border_size = 0.0
-    style.scrollbar_size = 10 * scale
-    style.anti_aliased_fill = False  # rectangles on pixels: no fringes to shade
-    style.font_size_base = FONT_SIZE
-    style.font_scale_dpi = scale
 
 
 class ControlWindow:
@@ -128,10 +79,7 @@ class ControlWindow:
         io.set_ini_filename(None)  # nothing written into the working folder
         io.config_flags |= imgui.ConfigFlags_.nav_enable_keyboard
         io.config_input_text_cursor_blink = False  # a frame only when something changed
-        io.fonts.flags |= imgui.ImFontAtlasFlags_.no_baked_lines  # sampled nearest
-        fonts = {name: font_file(names) for name, names in FONTS.items()}
-        self.fonts = {name: io.fonts.add_font_from_file_ttf(path, FONT_SIZE) if path
-                      else io.fonts.add_font_default() for name, path in fonts.items()}
+        self.fonts = load_fonts()
         with self._current():
             self.ctx = moderngl.create_context(require=410)
             self.screen = self.ctx.detect_framebuffer(0)
@@ -214,7 +162,7 @@ class ControlWindow:
 
     @property
     def editing(self) -> str | None:
-        edit = self.panels.params.edit
+        edit = self.panels.params.field.edit
         return edit.name if edit is not None else None
 
     # ---- drawing ----------------------------------------------------------------------------
@@ -274,7 +222,7 @@ class ControlWindow:
     def _after_frame(self) -> None:
         """What the frame settled: a field that took the keyboard gets what was typed before
         it did; a parameter given the keyboard focus becomes the chosen one."""
-        edit = self.panels.params.edit
+        edit = self.panels.params.field.edit
         if edit is not None:
             self._frames_due = max(self._frames_due, 2)
             if edit.active and edit.early:
@@ -324,16 +272,16 @@ class ControlWindow:
 
     def _press(self, symbol: int, modifiers: int):
         name = key.symbol_string(symbol).lstrip("_")
-        params = self.panels.params
-        edit = params.edit
+        field = self.panels.params.field
+        edit = field.edit
         if symbol in MODIFIER_KEYS:
             self.input.key(symbol, modifiers, True)  # Ctrl+click, Shift+Tab, Shift+wheel
             return pyglet.event.EVENT_HANDLED
         if edit is not None and not edit.active:  # the field is opening: its keys wait
             if name in ("RETURN", "ENTER", "NUM_ENTER"):
-                params.commit(edit.early or edit.text)
+                field.commit(edit.early or edit.text)
             elif name == "ESCAPE":
-                params.edit = None
+                field.cancel()
             elif name == "BACKSPACE":
                 edit.early = edit.early[:-1]
             return pyglet.event.EVENT_HANDLED
@@ -365,10 +313,10 @@ class ControlWindow:
         elif route == "toggle":
             self.messages.add(("norm", param, 0.0 if (norm or 0.0) >= 0.5 else 1.0))
         else:
-            self.panels.params.open(param, state_text=shown, color=color)
+            self.panels.params.field.open(param, shown, color)
 
     def _text(self, text: str) -> None:
-        edit = self.panels.params.edit
+        edit = self.panels.params.field.edit
         if edit is not None and not edit.active:
             edit.early += "".join(char for char in text if char.isprintable())
         elif edit is not None or imgui.get_io().want_text_input:

@@ -8,7 +8,8 @@ own (an invisible button and the draw list), so they look as before and map the 
 plainly as before: a click jumps, a drag follows, the wheel steps. Right-click, Ctrl+click or
 Enter (keyboard focus on it) opens a field to type an exact value into.
 
-Gestures become the window's messages (visual/ui/control_window.py lists them); `Widgets`
+Gestures become the window's messages (visual/ui/control_window.py lists them); the field
+is visual/ui/value_field.py's; `Widgets`
 keeps where each widget was drawn and which one holds the keyboard focus, for the window's
 key routing and for tests. Main thread only.
 """
@@ -16,14 +17,13 @@ key routing and for tests. Main thread only.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from imgui_bundle import imgui
 
 from visual.ui.control_layout import (DIM, FILL, GHOST, HEADER, HOVER, LEARN, ON, SELECTED, TEXT,
-                                      TRACK, Messages, fit_text, flow_columns, parse_typed, rgba,
-                                      typed_text)
+                                      TRACK, Messages, fit_text, flow_columns, rgba)
+from visual.ui.value_field import ValueField
 
 WHEEL_STEP, WHEEL_STEP_SHIFT = 0.01, 0.1  # of the performance range, a wheel click
 NAV = imgui.ButtonFlags_.enable_nav  # an invisible button the keyboard focus can reach
@@ -55,19 +55,6 @@ class Widgets:
             self._next_focus = (kind, param or name, channel)
 
 
-@dataclass
-class Edit:
-    """A parameter's field, open to type a value: `text` its contents; `early` what was typed
-    before imgui made the field active (the window hands it over once it is: a quick typist
-    loses nothing)."""
-
-    name: str
-    text: str
-    early: str = ""
-    frames: int = 0
-    active: bool = False
-
-
 class ParamColumns:
     """Draws the parameters in columns and turns gestures on them into messages."""
 
@@ -79,8 +66,7 @@ class ParamColumns:
         self.widgets = widgets
         self.say = say
         self.fonts = fonts
-        self.edit: Edit | None = None
-        self.refocus: str | None = None  # the bar to give the keyboard focus back to
+        self.field = ValueField(self.specs, messages, widgets, say)
         self._dragging: tuple[str, float] | None = None  # (name, position) while dragged
         self._fitted: dict[tuple[str, int], str] = {}
         self._names: dict[tuple[str, int, float, int], tuple[float, str]] = {}
@@ -174,8 +160,8 @@ class ParamColumns:
         draw.add_text(imgui.get_font(), size, (low.x + 4, low.y + (height - size) / 2),
                       rgba(TEXT), label)
         imgui.same_line(0, 0)
-        if self.edit is not None and self.edit.name == name:
-            self._field(name, kind, bar_w + (learn_w + 4 if learn_w else 0))
+        if self.field.edit is not None and self.field.edit.name == name:
+            self.field.draw(name, bar_w + (learn_w + 4 if learn_w else 0))
             return
         if kind == "color":
             self._color(name, color, bar_w)
@@ -195,22 +181,21 @@ class ParamColumns:
         right-click or Ctrl+click opens the field (parameters only)."""
         height = imgui.get_frame_height()
         low = imgui.get_cursor_screen_pos()
-        if self.refocus == name and select:
-            imgui.set_keyboard_focus_here()
-            self.refocus = None
+        if select:
+            self.field.take_focus(name)
         imgui.invisible_button(f"##{widget}", (max(width, 1.0), height), NAV)
         self.widgets.record(widget, kind, name)
         io = imgui.get_io()
         hovered = imgui.is_item_hovered()
         if imgui.is_item_activated():
             if io.key_ctrl and select:
-                self.open(name, state_text=shown)
+                self._open(name, shown)
             else:
                 if select:
                     self.messages.add(("select", name))
                 self._dragging = (name, norm or 0.0)
         if select and hovered and imgui.is_mouse_clicked(imgui.MouseButton_.right):
-            self.open(name, state_text=shown)
+            self._open(name, shown)
         if imgui.is_item_active() and self._dragging and self._dragging[0] == name:
             position = min(max((io.mouse_pos.x - low.x) / max(width, 1.0), 0.0), 1.0)
             if position != self._dragging[1] or imgui.is_item_activated():
@@ -238,6 +223,10 @@ class ParamColumns:
         if ghost is not None:
             x = low.x + width * min(max(ghost, 0.0), 1.0)
             draw.add_rect_filled((x - 1, low.y - 1), (x + 1, high[1] + 1), rgba(GHOST, 230))
+
+    def _open(self, name: str, shown: str, color: tuple[float, ...] | None = None) -> None:
+        self.field.open(name, shown, color)
+        self._dragging = None
 
     @staticmethod
     def _track(low, high, filled: tuple[float, float], color, hovered: bool) -> None:
@@ -273,19 +262,17 @@ class ParamColumns:
         height = imgui.get_frame_height()
         low = imgui.get_cursor_screen_pos()
         on = norm is not None and norm >= 0.5
-        if self.refocus == name:
-            imgui.set_keyboard_focus_here()
-            self.refocus = None
+        self.field.take_focus(name)
         if imgui.invisible_button(f"##param:{name}", (max(width, 1.0), height), NAV):
             if imgui.get_io().key_ctrl:
-                self.open(name, state_text=shown)
+                self._open(name, shown)
             else:
                 self.messages.add(("select", name))
                 self.messages.add(("norm", name, 0.0 if on else 1.0))
         self.widgets.record(f"param:{name}", "bool", name)
         hovered = imgui.is_item_hovered()
         if hovered and imgui.is_mouse_clicked(imgui.MouseButton_.right):
-            self.open(name, state_text=shown)
+            self._open(name, shown)
         if hovered:
             self._wheel(name)
         self._track(low, (low.x + width, low.y + height),
@@ -310,15 +297,14 @@ class ParamColumns:
             imgui.same_line(0, 4 if index == 0 else 2)
             start = imgui.get_cursor_screen_pos()
             widget = f"channel:{name}:{index}"
-            if self.refocus == name and index == 0:
-                imgui.set_keyboard_focus_here()
-                self.refocus = None
+            if index == 0:
+                self.field.take_focus(name)
             imgui.invisible_button(f"##{widget}", (max(part, 1.0), height), NAV)
             self.widgets.record(widget, "color", name, index)
             io = imgui.get_io()
             hovered = imgui.is_item_hovered()
             if imgui.is_item_activated() and io.key_ctrl:
-                self.open(name, state_text="", color=color)
+                self._open(name, "", color)
             elif imgui.is_item_activated():
                 self.messages.add(("select", name))
             elif imgui.is_item_active():
@@ -329,7 +315,7 @@ class ParamColumns:
                     self.messages.add(("set", name, tuple(channels)))
                     color = tuple(channels)
             if hovered and imgui.is_mouse_clicked(imgui.MouseButton_.right):
-                self.open(name, state_text="", color=color)
+                self._open(name, "", color)
             if hovered and io.mouse_wheel:
                 imgui.set_item_key_owner(imgui.Key.mouse_wheel_y)
                 self.step_channel(name, color, index, WHEEL_STEP * io.mouse_wheel)
@@ -361,53 +347,3 @@ class ParamColumns:
         draw.add_text((low.x + (size - text_w) / 2, low.y + (size - imgui.get_font_size()) / 2),
                       rgba(TEXT if learning else DIM), "L")
         imgui.pop_font()
-
-    # ---- typing a value ---------------------------------------------------------------------
-
-    def open(self, name: str, state_text: str = "", color: tuple[float, ...] | None = None,
-             early: str = "") -> None:
-        """Open `name`'s field, holding its value (all selected: typing replaces it)."""
-        spec = self.specs.get(name)
-        if spec is None:
-            return
-        self.messages.add(("select", name))
-        self.edit = Edit(name, typed_text(spec["kind"], state_text, color), early)
-        self._dragging = None
-
-    def _field(self, name: str, kind: str, width: float) -> None:
-        edit = self.edit
-        if edit.frames == 0:
-            imgui.set_keyboard_focus_here()
-        edit.frames += 1
-        imgui.set_next_item_width(width)
-        flags = imgui.InputTextFlags_.enter_returns_true | imgui.InputTextFlags_.auto_select_all
-        entered, edit.text = imgui.input_text(f"##edit:{name}", edit.text, flags)
-        self.widgets.record(f"edit:{name}", "field", name)
-        if imgui.is_item_active():
-            edit.active = True
-        if entered:
-            self.commit()
-        elif (edit.active and not imgui.is_item_active()) or (not edit.active
-                                                               and edit.frames > 30):
-            self.edit = None  # Esc, a click elsewhere, or it never took the keyboard
-
-    def commit(self, text: str | None = None) -> None:
-        """The field's text (or `text`) as the value: a ("set", name, value) message, which
-        OSC's checks take or refuse; what is no value at all is said here."""
-        edit = self.edit
-        if edit is None:
-            return
-        self.edit = None
-        self.refocus = edit.name
-        spec = self.specs[edit.name]
-        try:
-            value = parse_typed(spec["kind"], list(spec.get("choices", ())),
-                                edit.text if text is None else text)
-        except ValueError as exc:
-            self.say(f"{edit.name}: {exc}")
-            return
-        self.messages.add(("set", edit.name, value))
-
-    @property
-    def typing(self) -> bool:
-        return self.edit is not None
