@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from conftest import ROOT
 from conftest import run_instrument as instrument
-from xdisplay import Performer, grab, split_into_monitors, with_display, xvfb
+from xdisplay import Performer, grab, set_dpi, split_into_monitors, with_display, xvfb
 
 from control.params import REGISTRY, param
 from show.control import Activity, layout_groups, to_action
@@ -429,8 +429,12 @@ def _window(display: str, name: str) -> str | None:
     return ids[-1] if ids else None
 
 
-def test_one_screen_keeps_the_hud_and_opens_the_control_window_beside_it(tmp_path):
-    with xvfb("1024x600") as display:
+def test_one_high_dpi_screen_keeps_the_hud_and_opens_the_control_window_larger(tmp_path):
+    """One screen, whose desktop says 192 dpi (Xft.dpi, as a high-DPI laptop's does): the
+    picture keeps its HUD, and the control window beside it is drawn twice as large (rows,
+    text), its parameters scrolling where they no longer fit."""
+    with xvfb("1024x600", "-noreset") as display:
+        set_dpi(display, 192)
         env = with_display(display, SWARM_PRESETS_DIR=str(tmp_path / "presets"))
         shot, telemetry = tmp_path / "one.png", tmp_path / "t.jsonl"
         result = instrument("--control-screen", "0", "--windowed", "--size", "480x270",
@@ -438,8 +442,11 @@ def test_one_screen_keeps_the_hud_and_opens_the_control_window_beside_it(tmp_pat
                             str(shot), "--telemetry", str(telemetry), env=env)
         assert result.returncode == 0, result.stderr
         assert "one screen for both: the control window opens as a window" in result.stdout
-        record = _last(telemetry)
-        assert record["control"][0]["draws"] > 0
+        control = _last(telemetry)["control"][0]
+        assert control["draws"] > 0
+        rows = [h for name, (x, y, w, h) in control["widgets"].items()
+                if name.startswith("param:")]
+        assert len(rows) > 40 and min(rows) >= 32  # 17 pixels at 96 dpi
         image = read_png(shot)
         text = (image.min(axis=2) > 200)[:60, :200]  # the HUD's light grey letters
         assert text.mean() > 0.01, "the HUD is gone with one screen"

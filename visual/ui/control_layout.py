@@ -84,13 +84,14 @@ class Flow:
 
 
 def flow_columns(counts: list[int], width: float, height: float, row_h: float,
-                 header_h: float, gap: float) -> Flow:
+                 header_h: float, gap: float, scale: float = 1.0) -> Flow:
     """Groups of `counts` rows into the fewest columns (at least one a COLUMN_WIDTH, none
-    narrower than MIN_COLUMN_WIDTH) in which they fit an area `width` x `height`, balanced so
-    the columns end at about the same height; a group continues in the next column when it
-    does not fit, and a header never stands alone at the bottom of a column."""
-    widest = max(1, min(5, int(width // MIN_COLUMN_WIDTH)))
-    preferred = max(1, min(widest, round(width / COLUMN_WIDTH)))
+    narrower than MIN_COLUMN_WIDTH, both times the UI's `scale`) in which they fit an area
+    `width` x `height`, balanced so the columns end at about the same height; a group
+    continues in the next column when it does not fit, and a header never stands alone at the
+    bottom of a column."""
+    widest = max(1, min(5, int(width // (MIN_COLUMN_WIDTH * scale))))
+    preferred = max(1, min(widest, round(width / (COLUMN_WIDTH * scale))))
     for columns in range(preferred, widest + 1):
         for balanced in (True, False):  # balanced columns, else each filled to the bottom
             placed, tallest = _place(counts, columns, height, row_h, header_h, gap, balanced)

@@ -81,7 +81,7 @@ class ParamColumns:
         frame = imgui.get_frame_height()
         row_h, header_h, gap = frame + spacing, frame + 2 + spacing, 6 + spacing
         flow = flow_columns([len(specs) for _, specs in self.groups], width, height, row_h,
-                            header_h, gap)
+                            header_h, gap, imgui.get_style().font_scale_dpi)
         taken = min(flow.height, height)
         scroll = not flow.fits  # too small a window: the columns scroll together
         inner = flow.width - 10 - (imgui.get_style().scrollbar_size / len(flow.columns)
