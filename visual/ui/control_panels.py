@@ -119,7 +119,8 @@ class ControlPanels:
         preview_w = max(min(width, room * aspect), 32.0)
         preview_h = preview_w / aspect
         self._preview(x + (width - preview_w) / 2, y, preview_w, preview_h)
-        self._meters(x, y + preview_h + 8 * scale, width, meters_h, state.get("meters", {}))
+        meters_y = slots_y - 8 * scale - meters_h  # above the slots; a spare gap under the
+        self._meters(x, meters_y, width, meters_h, state.get("meters", {}))  # preview
         for slot in range(1, 10):
             row, column = divmod(slot - 1, 3)
             self._slot(slot, x + column * (tile_w + gap), slots_y + row * (tile_h + gap),
@@ -268,9 +269,12 @@ class ControlPanels:
         self._arrow("b+", "crossfade_b", 1, arrow)
 
     def _arrow(self, key: str, name: str, sign: int, size: float) -> None:
+        """An A/B arrow: the next or previous slot (the wheel over it too)."""
         if imgui.button(f"{'<' if sign < 0 else '>'}##arrow:{key}", (size, size)):
             self.messages.add(("nudge", name, 0.01 * sign))
         self.widgets.record(f"arrow:{key}")
+        if imgui.is_item_hovered():
+            self.params.wheel(name)
 
     # ---- the HUD's lines --------------------------------------------------------------------
 

@@ -205,7 +205,7 @@ class ParamColumns:
         elif imgui.is_item_deactivated():
             self._dragging = None
         if hovered:
-            self._wheel(name)
+            self.wheel(name)
         high = (low.x + width, low.y + height)
         filled = (low.x, low.x)  # the filled part, the track drawn beside it only
         if norm is not None and kind == "choice":
@@ -242,7 +242,7 @@ class ParamColumns:
         if end < high[0]:
             draw.add_rect_filled((max(end, low[0]), low[1]), high, track)
 
-    def _wheel(self, name: str) -> None:
+    def wheel(self, name: str) -> None:
         """The wheel over a bar: a hundredth of the range a click (Shift: a tenth), the
         column not scrolled."""
         io = imgui.get_io()
@@ -274,7 +274,7 @@ class ParamColumns:
         if hovered and imgui.is_mouse_clicked(imgui.MouseButton_.right):
             self._open(name, shown)
         if hovered:
-            self._wheel(name)
+            self.wheel(name)
         self._track(low, (low.x + width, low.y + height),
                     (low.x, low.x + (width if on else 0.0)), ON, hovered)
         draw = imgui.get_window_draw_list()
