@@ -134,22 +134,28 @@ def test_keys_go_to_the_field_the_focus_or_the_show():
         assert route_key(key, False, "float") == "show"
 
 
-def test_keys_after_a_focus_move_wait_for_it_in_order():
+def test_input_waits_for_imgui_to_catch_up_in_order():
     queue = KeyQueue()
     assert queue.now(("press", "TAB"))  # nothing pending: at once
-    queue.moved()  # it went to imgui, which moves the focus in its next frames
-    assert not queue.now(("press", "RIGHT")) and not queue.now(("text", "5"))
+    assert not queue.now(("text", "5"), busy=True)  # imgui has not taken the last one in
+    assert queue.now(("move", 1, 2), busy=True) is False  # behind what is held: in order
+    assert queue.next(busy=True) is None
+    assert queue.next() == ("text", "5") and queue.next(busy=True) == ("move", 1, 2)
+    assert queue.now(("move", 3, 4), busy=True)  # a move alone is never held back
+    queue.moved()  # a key moved the focus: imgui shows where in two frames
+    assert not queue.now(("press", "RIGHT")) and not queue.now(("release", "RIGHT"))
     queue.frame()
-    assert queue.next() is None  # not yet settled
+    assert queue.next() is None
     queue.frame()
-    assert queue.next() == ("press", "RIGHT")
-    queue.moved()  # handled: it moved the focus again; the rest waits on
-    assert queue.next() is None and not queue.now(("release", "RIGHT"))
-    queue.frame()
-    queue.frame()
-    assert [queue.next(), queue.next(), queue.next()] == [("text", "5"), ("release", "RIGHT"),
-                                                          None]
-    assert queue.now(("press", "1"))
+    assert [queue.next(), queue.next(), queue.next()] == [("press", "RIGHT"),
+                                                          ("release", "RIGHT"), None]
+    queue.hold = True  # a field is opening: what is typed waits for it, however many frames
+    assert not queue.now(("text", "7"))
+    for _ in range(5):
+        queue.frame()
+        assert queue.next() is None
+    queue.hold = False
+    assert queue.next() == ("text", "7") and queue.next() is None
 
 
 def test_the_window_draws_larger_on_a_high_dpi_screen():

@@ -216,18 +216,23 @@ SETTLE_FRAMES = 2  # imgui moves the focus in the frame after a key, and shows i
 
 
 class KeyQueue:
-    """Key events held while imgui settles a move of the keyboard focus or a click: Left/Right
-    or Enter right after Tab or Down act on the widget the focus moved to, not the one it
-    left; what is typed right after a right-click goes into the field it opens, not to the
-    show; and two moves never land in one frame, however fast the keys and slow the frames."""
+    """Key and mouse events held, in order, until imgui has caught up with those before them:
+    imgui takes its input a little at a time (a key's press, its character and its release
+    in frames of their own), and where a key goes depends on what imgui made of the input
+    before it. So Left/Right or Enter right after Tab or Down act on the widget the focus
+    moved to, not the one it left; what is typed right after a right-click goes into the field
+    it opens, not to the show; a click after typing lands after the typing. Mouse moves are
+    never held back (imgui takes them all at once), only kept in order behind what is."""
 
     def __init__(self) -> None:
         self.events: deque[tuple] = deque()
         self.settle = 0
+        self.hold = False  # a field is opening: what is typed waits until it takes the keys
 
-    def now(self, event: tuple) -> bool:
-        """True: handle `event` now; False: it is held (in order) until the focus settles."""
-        if self.settle or self.events:
+    def now(self, event: tuple, busy: bool = False) -> bool:
+        """True: handle `event` now; False: it is held (in order) until imgui has caught up.
+        `busy`: imgui has input it has not taken yet."""
+        if self.events or self.settle or self.hold or (busy and event[0] != "move"):
             self.events.append(event)
             return False
         return True
@@ -241,9 +246,13 @@ class KeyQueue:
         """A frame was drawn."""
         self.settle = max(self.settle - 1, 0)
 
-    def next(self) -> tuple | None:
-        """The next held event once the focus has settled, else None."""
-        return self.events.popleft() if not self.settle and self.events else None
+    def next(self, busy: bool = False) -> tuple | None:
+        """The next held event once imgui has caught up (a mouse move at once), else None."""
+        if not self.events:
+            return None
+        if self.events[0][0] != "move" and (self.settle or self.hold or busy):
+            return None
+        return self.events.popleft()
 
 
 # ---- size -----------------------------------------------------------------------------------

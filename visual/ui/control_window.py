@@ -74,6 +74,7 @@ class ControlWindow:
         self._focused: str | None = None
         self.notice_shown = ""  # the line the last frame showed on top
         self.keys = KeyQueue()
+        self._closed = False
         self.gui = imgui.create_context()
         io = imgui.get_io()
         io.set_ini_filename(None)  # nothing written into the working folder
@@ -145,7 +146,7 @@ class ControlWindow:
         """(kind, name, channel) of the widget holding the keyboard focus, while imgui shows
         it (after Tab or an arrow); None before, and after a click elsewhere (a slider
         clicked is the chosen parameter, which the show's own keys then move)."""
-        if not imgui.get_io().nav_visible:
+        if self._closed or not imgui.get_io().nav_visible:
             return None
         return self.panels.widgets.focus
 
@@ -179,11 +180,19 @@ class ControlWindow:
         self._drawn_at = now
         self._dirty = False
         self._frames_due = max(self._frames_due - 1, 0)
-        self.window.switch_to()
-        self.on_draw()
-        self.window.flip()
+        with self._current():
+            self._frame()
+            self.window.flip()
+        # Events held while the focus settled, handled now with the output's context current
+        # again, as pyglet's own events are (the show's key handler may touch the GPU).
+        self.keys.frame()
+        while not self._closed and (event := self.keys.next(self._busy())) is not None:
+            self._handle(*event)
+        if self.keys.events or self.keys.settle:
+            self._frames_due = max(self._frames_due, 2)
 
-    def on_draw(self):
+    def _frame(self) -> None:
+        """One imgui frame built from the latest state and drawn (this window's context)."""
         imgui.set_current_context(self.gui)
         self.input.resize()
         scale = ui_scale(self.window.get_size(), self.window.get_framebuffer_size(),
@@ -223,21 +232,14 @@ class ControlWindow:
         """What the frame settled: a field that took the keyboard gets what was typed before
         it did; a parameter given the keyboard focus becomes the chosen one."""
         edit = self.panels.params.field.edit
+        self.keys.hold = edit is not None and not edit.active
         if edit is not None:
             self._frames_due = max(self._frames_due, 2)
-            if edit.active and edit.early:
-                self.input.text(edit.early)
-                edit.early = ""
         focus = self.focus
         name = focus[1] if focus is not None and focus[0] in PARAMETER_KINDS else None
         if name is not None and name != self._focused:
             self.messages.add(("select", name))
         self._focused = name
-        self.keys.frame()
-        while (event := self.keys.next()) is not None:
-            self._key_event(*event)
-        if self.keys.events or self.keys.settle:
-            self._frames_due = max(self._frames_due, 2)
 
     # ---- events -----------------------------------------------------------------------------
 
@@ -245,30 +247,58 @@ class ControlWindow:
         self._dirty = True
         self._frames_due = 3
 
+    # Key and mouse events go through one queue, in order: held while imgui settles a move
+    # of the focus or a click (control_layout.KeyQueue), handled at once otherwise.
+
     def on_key_press(self, symbol, modifiers):
-        self._wake()
-        if self.keys.now(("press", symbol, modifiers)):
-            return self._press(symbol, modifiers)
-        return pyglet.event.EVENT_HANDLED
+        self._event("press", symbol, modifiers)
+        return pyglet.event.EVENT_HANDLED  # never the default (Esc would close the window)
 
     def on_key_release(self, symbol, modifiers):
-        self._wake()
-        if self.keys.now(("release", symbol, modifiers)):
-            self.input.key(symbol, modifiers, False)
+        self._event("release", symbol, modifiers)
 
     def on_text(self, text):
-        self._wake()
-        if self.keys.now(("text", text)):
-            self._text(text)
+        self._event("text", text)
 
-    def _key_event(self, kind: str, *args) -> None:
-        """A held key event, handled now that the focus has settled."""
+    def on_mouse_motion(self, x, y, dx, dy):
+        self._event("move", x, y)
+
+    def on_mouse_drag(self, x, y, dx, dy, buttons, modifiers):
+        self._event("move", x, y)
+
+    def on_mouse_press(self, x, y, button, modifiers):
+        self._event("button", x, y, button, modifiers, True)
+
+    def on_mouse_release(self, x, y, button, modifiers):
+        self._event("button", x, y, button, modifiers, False)
+
+    def on_mouse_scroll(self, x, y, scroll_x, scroll_y):
+        self._event("wheel", x, y, scroll_x, scroll_y)
+
+    def _event(self, kind: str, *args) -> None:
+        self._wake()
+        if self.keys.now((kind, *args), self._busy()):
+            self._handle(kind, *args)
+
+    def _busy(self) -> bool:
+        """imgui has input events it has not taken in yet."""
+        return not self._closed and self.gui.input_events_queue.size() > 0
+
+    def _handle(self, kind: str, *args) -> None:
+        """One key or mouse event, in the order they came."""
         if kind == "press":
             self._press(*args)
         elif kind == "release":
             self.input.key(args[0], args[1], False)
-        else:
+        elif kind == "text":
             self._text(*args)
+        elif kind == "move":
+            self.input.mouse_at(*args)
+        elif kind == "button":
+            self.input.mouse_button(*args)
+            self.keys.moved()  # what follows a click waits for it (it may open a field)
+        elif kind == "wheel":
+            self.input.wheel(*args)
 
     def _press(self, symbol: int, modifiers: int):
         name = key.symbol_string(symbol).lstrip("_")
@@ -276,14 +306,6 @@ class ControlWindow:
         edit = field.edit
         if symbol in MODIFIER_KEYS:
             self.input.key(symbol, modifiers, True)  # Ctrl+click, Shift+Tab, Shift+wheel
-            return pyglet.event.EVENT_HANDLED
-        if edit is not None and not edit.active:  # the field is opening: its keys wait
-            if name in ("RETURN", "ENTER", "NUM_ENTER"):
-                field.commit(edit.early or edit.text)
-            elif name == "ESCAPE":
-                field.cancel()
-            elif name == "BACKSPACE":
-                edit.early = edit.early[:-1]
             return pyglet.event.EVENT_HANDLED
         focus = self.focus
         typing = edit is not None or imgui.get_io().want_text_input
@@ -314,35 +336,11 @@ class ControlWindow:
             self.messages.add(("norm", param, 0.0 if (norm or 0.0) >= 0.5 else 1.0))
         else:
             self.panels.params.field.open(param, shown, color)
+            self.keys.hold = True  # what is typed next waits for the field
 
     def _text(self, text: str) -> None:
-        edit = self.panels.params.field.edit
-        if edit is not None and not edit.active:
-            edit.early += "".join(char for char in text if char.isprintable())
-        elif edit is not None or imgui.get_io().want_text_input:
+        if self.panels.params.field.edit is not None or imgui.get_io().want_text_input:
             self.input.text(text)
-
-    def on_mouse_motion(self, x, y, dx, dy):
-        self.input.mouse_at(x, y)
-        self._wake()
-
-    def on_mouse_drag(self, x, y, dx, dy, buttons, modifiers):
-        self.input.mouse_at(x, y)
-        self._wake()
-
-    def on_mouse_press(self, x, y, button, modifiers):
-        self.input.mouse_button(x, y, button, modifiers, True)
-        self.keys.moved()  # keys typed right after a click wait for it (it may open a field)
-        self._wake()
-
-    def on_mouse_release(self, x, y, button, modifiers):
-        self.input.mouse_button(x, y, button, modifiers, False)
-        self.keys.moved()
-        self._wake()
-
-    def on_mouse_scroll(self, x, y, scroll_x, scroll_y):
-        self.input.wheel(x, y, scroll_x, scroll_y)
-        self._wake()
 
     def on_mouse_leave(self, x, y):
         self.input.left()
@@ -378,6 +376,7 @@ class ControlWindow:
             imgui.set_current_context(self.gui)
             self.renderer.release()
         imgui.destroy_context(self.gui)
+        self._closed = True
         self.window.close()
         if before is not None and before is not mine:
             before.set_current()  # the output's, for whatever moderngl releases next

@@ -21,12 +21,11 @@ NEVER_TOOK_IT = 30  # frames: a field that never got the keyboard closes
 
 @dataclass
 class Edit:
-    """An open field: `text` its contents; `early` what was typed before imgui made the field
-    active (the window hands it over once it is: a quick typist loses nothing)."""
+    """An open field: `text` its contents; `active` once imgui gave it the keyboard (until
+    then the window holds what is typed: a quick typist loses nothing)."""
 
     name: str
     text: str
-    early: str = ""
     frames: int = 0
     active: bool = False
 
