@@ -8,10 +8,9 @@ own (an invisible button and the draw list), so they look as before and map the 
 plainly as before: a click jumps, a drag follows, the wheel steps. Right-click, Ctrl+click or
 Enter (keyboard focus on it) opens a field to type an exact value into.
 
-Gestures become the window's messages (visual/ui/control_window.py lists them); the field
-is visual/ui/value_field.py's; `Widgets`
-keeps where each widget was drawn and which one holds the keyboard focus, for the window's
-key routing and for tests. Main thread only.
+Gestures become the window's messages (visual/ui/control_window.py lists them); the field is
+visual/ui/value_field.py's; `Widgets` keeps where each widget was drawn and which one holds
+the keyboard focus, for the window's key routing and for tests. Main thread only.
 """
 
 from __future__ import annotations
@@ -27,6 +26,7 @@ from visual.ui.value_field import ValueField
 
 WHEEL_STEP, WHEEL_STEP_SHIFT = 0.01, 0.1  # of the performance range, a wheel click
 NAV = imgui.ButtonFlags_.enable_nav  # an invisible button the keyboard focus can reach
+FITTED_MAX = 4096  # value texts cut to fit, remembered
 
 
 class Widgets:
@@ -138,6 +138,8 @@ class ParamColumns:
     def _fit(self, text: str, width: float) -> str:
         key = (text, int(width))
         if key not in self._fitted:
+            if len(self._fitted) > FITTED_MAX:  # values change all show long: bounded
+                self._fitted.clear()
             self._fitted[key] = fit_text(text, width, lambda t: imgui.calc_text_size(t).x)
         return self._fitted[key]
 
