@@ -35,7 +35,7 @@ from show.offline.progress import RunProgress
 from show.supervisor import StopSignals, Supervisor
 from visual.gpu.uniforms import MAX_OBSTACLES
 from visual.sim.agents import MAX_DT
-from visual.window import WindowError
+from visual.ui.window import WindowError
 
 NO_DISPLAY_SECONDS = 10.0
 NO_DISPLAY_SCREENSHOT = "swarm-screenshot.png"

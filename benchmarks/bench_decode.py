@@ -23,6 +23,9 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+import av
+from audio.files.wav_writer import write_wav
+from audio.synth import drum_loop
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -48,8 +51,6 @@ print(json.dumps({"wall_s": wall, "cpu_s": cpu, "peak_added_mib": (high_water_ki
 
 def write_pcm16(path: Path, samples: np.ndarray) -> None:
     """A 16-bit PCM WAV through PyAV (audio/files/wav_writer.py writes float32 only)."""
-    import av
-
     pcm = (np.clip(samples, -1.0, 1.0 - 1 / 32768) * 32768).round().astype(np.int16)
     with av.open(str(path), "w", format="wav") as container:
         stream = container.add_stream("pcm_s16le", rate=RATE, layout="stereo")
@@ -74,8 +75,6 @@ def main(argv: list[str] | None = None) -> int:
                         help="the checkout whose read_audio reads (default this one)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
-    from audio.files.wav_writer import write_wav
-    from audio.synth import drum_loop
 
     left = drum_loop(120.0, args.minutes * 60, RATE)
     stereo = np.stack([left, np.roll(left, RATE // 100)], axis=1)

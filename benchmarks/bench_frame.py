@@ -24,7 +24,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from visual.hud import headless_text_context
+from visual.ui.hud import headless_text_context
 from show.show import Show
 from show.loop import FixedStep, Loop, Offscreen
 from show.cli.options import ShowOptions

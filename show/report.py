@@ -115,7 +115,7 @@ def telemetry(show: Show) -> dict[str, Any]:
 def hud_lines(show: Show, compact: bool = False) -> list[str]:
     """The HUD: frame rate and GPU times, agents, the state of every input, the chosen
     parameter. Names and reasons from outside are made printable. `compact` (a small window,
-    visual/hud.py): without the GPU times, the neighbour search and the look's details."""
+    visual/ui/hud.py): without the GPU times, the neighbour search and the look's details."""
     fps, frame_ms = show.clock.fps, show.clock.frame_ms
     gpu = show.gpu_ms
 

@@ -2,12 +2,15 @@
 into two monitors (a laptop's 960x600 and a projector's 640x360, RandR monitors as
 `xrandr --setmonitor` makes them), the picture full-screen on one with nothing over it, the
 control window on the other, driven with X mouse events (xdotool) and read through telemetry
-and the screen. Plus the pure parts: the plan of screens, the layout, the messages."""
+and the screen, the widgets found where the window says it drew them (telemetry's
+`control` object) rather than at pixels written here. Plus the pure parts: the plan of
+screens, the flow of the parameters into columns, the messages, typed values, key routing."""
 
 from __future__ import annotations
 
 import json
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -17,14 +20,15 @@ import numpy as np
 import pytest
 from conftest import ROOT
 from conftest import run_instrument as instrument
-from pictures import read_png
-from xdisplay import Performer, grab, split_into_monitors, with_display, xvfb
+from xdisplay import Performer, grab, set_dpi, split_into_monitors, with_display, xvfb
 
 from control.parameters.registry import REGISTRY, param
-from show.cli.live_show import plan_screens
 from show.inputs.control_surface import Activity, layout_groups, to_action
-from visual.control_window import Messages, hit, lay_out
-from visual.screens import ScreenArea, side_by_side
+from show.cli.live_show import plan_screens
+from visual.ui.control_layout import (KeyQueue, Messages, flow_columns, parse_typed, route_key,
+                                      typed_text, ui_scale)
+from pictures import read_png
+from visual.ui.screens import ScreenArea, side_by_side
 
 LAPTOP, PROJECTOR = (0, 0, 960, 600), (960, 0, 640, 360)
 CONTROL_CAPTION = "swarm instrument - control"
@@ -63,25 +67,104 @@ def test_the_plan_of_screens():
     assert (alone.output, alone.control, alone.separate) == (0, 0, False)
 
 
-@pytest.mark.parametrize("size", [(960, 600), (1920, 1080), (1280, 800)])
-def test_every_parameter_has_a_slider_inside_the_window(size):
-    groups = layout_groups()
-    layout = lay_out(size, groups, 16 / 9)
-    assert set(layout.rows) == {p.name for p in REGISTRY}
-    boxes = [row.row for row in layout.rows.values()]
-    for box in boxes + list(layout.slots.values()) + [layout.preview, layout.meters]:
-        assert 0 <= box.x and box.x + box.w <= size[0] + 0.5
-        assert 0 <= box.y and box.y + box.h <= size[1] + 0.5
-    for i, a in enumerate(boxes):  # no two rows overlap
-        for b in boxes[i + 1:]:
-            assert (a.x + a.w <= b.x or b.x + b.w <= a.x or a.y + a.h <= b.y + 0.01
-                    or b.y + b.h <= a.y + 0.01)
-    for name, row in layout.rows.items():
-        centre = (row.bar.x + row.bar.w / 2, row.bar.y + row.bar.h / 2)
-        assert hit(layout, *centre)[1] in (name, (name, 1))
-    for slot, box in layout.slots.items():
-        assert hit(layout, box.x + box.w / 2, box.y + box.h / 2) == ("slot", slot)
-    assert layout.preview.w / layout.preview.h == pytest.approx(16 / 9)
+@pytest.mark.parametrize("area", [(596, 461), (1220, 900), (780, 600), (300, 300)])
+def test_every_parameter_has_one_row_in_the_columns(area):
+    """Each group's rows in order, each once; the columns fit the area (or say they scroll),
+    none narrower than a name and its value need, and balanced when they can be."""
+    counts = [len(specs) for _, specs in layout_groups()]
+    assert sum(counts) == len(REGISTRY)
+    flow = flow_columns(counts, *area, row_h=19, header_h=21, gap=8)
+    rows = [(group, row) for column in flow.columns for group, start, stop in column
+            for row in range(start, stop)]
+    assert rows == [(group, row) for group, count in enumerate(counts) for row in range(count)]
+    assert flow.width >= 190 or len(flow.columns) == 1
+    if area[1] >= 461:
+        assert flow.fits and flow.height <= area[1]
+    else:
+        assert not flow.fits and flow.height > area[1]  # too small: the columns scroll
+    if area == (1220, 900):  # room to spare: balanced, no group split between columns
+        assert all(start == 0 for column in flow.columns for _, start, _ in column)
+        heights = [sum(21 + 19 * (stop - start) + 8 for _, start, stop in column)
+                   for column in flow.columns]
+        assert max(heights) - min(heights) < 0.5 * max(heights)
+
+
+def test_a_typed_value_is_what_osc_would_be_sent():
+    """What the performer types -> the value a ("set", name, value) message carries, which
+    OSC's checks take (beyond the slider's range, inside the hard limits) or refuse."""
+    from control.osc.osc_wire import OscError
+
+    values = {p.name: p.default for p in REGISTRY}
+    assert parse_typed("float", [], " 55.5 ") == 55.5
+    assert parse_typed("int", [], "16,384") == 16384
+    assert parse_typed("int", [], "1e3") == 1000
+    assert parse_typed("bool", [], "Off") is False
+    assert parse_typed("choice", ["orbit", "fixed"], "FIXED") == "fixed"
+    assert parse_typed("color", [], "#FF8000") == "#ff8000"
+    assert parse_typed("color", [], "1, 0.5 0") == (1.0, 0.5, 0.0)
+    for kind, choices, text in (("float", [], "fast"), ("float", [], "inf"), ("int", [], ""),
+                                ("bool", [], "maybe"), ("choice", ["a", "b"], "c"),
+                                ("color", [], "#12345"), ("color", [], "1 2")):
+        with pytest.raises(ValueError):
+            parse_typed(kind, choices, text)
+    assert to_action(("set", "max_speed", 55.5), values).values == {"max_speed": 55.5}
+    assert param("max_speed").play_range[1] < 55.5  # past the slider's end: only typed
+    assert to_action(("set", "count", 4096), values).values == {"count": 4096}
+    assert to_action(("set", "slow_color", "#ff8000"), values).values["slow_color"] == \
+        pytest.approx((1.0, 128 / 255, 0.0))
+    with pytest.raises(OscError, match="out of range"):
+        to_action(("set", "max_speed", 20000.0), values)
+    with pytest.raises(OscError, match="whole number"):
+        to_action(("set", "count", 2.5), values)
+    assert typed_text("int", "16,384", None) == "16384"
+    assert typed_text("color", "", (1.0, 0.5, 0.0)) == "#ff8000"
+
+
+def test_keys_go_to_the_field_the_focus_or_the_show():
+    for key in ("1", "SPACE", "ESCAPE", "T", "RETURN", "LEFT", "TAB"):
+        assert route_key(key, True, "float") == "ui"  # typing: every key is the field's
+    assert route_key("TAB", False, None) == "ui" and route_key("DOWN", False, "float") == "ui"
+    assert route_key("RIGHT", False, "float") == "nudge"
+    assert route_key("LEFT", False, "color") == "nudge"
+    assert route_key("RIGHT", False, "widget") == "ui"  # between buttons and slots
+    assert route_key("RIGHT", False, None) == "show"  # the chosen parameter, as on the picture
+    assert route_key("RETURN", False, "int") == "edit"
+    assert route_key("RETURN", False, "bool") == "toggle"
+    assert route_key("RETURN", False, "widget") == "ui"
+    for key in ("1", "SPACE", "ESCAPE", "T", "D", "L", "F"):
+        assert route_key(key, False, "float") == "show"
+
+
+def test_input_waits_for_imgui_to_catch_up_in_order():
+    queue = KeyQueue()
+    assert queue.now(("press", "TAB"))  # nothing pending: at once
+    assert not queue.now(("text", "5"), busy=True)  # imgui has not taken the last one in
+    assert queue.now(("move", 1, 2), busy=True) is False  # behind what is held: in order
+    assert queue.next(busy=True) is None
+    assert queue.next() == ("text", "5") and queue.next(busy=True) == ("move", 1, 2)
+    assert queue.now(("move", 3, 4), busy=True)  # a move alone is never held back
+    queue.moved()  # a key moved the focus: imgui shows where in two frames
+    assert not queue.now(("press", "RIGHT")) and not queue.now(("release", "RIGHT"))
+    queue.frame()
+    assert queue.next() is None
+    queue.frame()
+    assert [queue.next(), queue.next(), queue.next()] == [("press", "RIGHT"),
+                                                          ("release", "RIGHT"), None]
+    queue.hold = True  # a field is opening: what is typed waits for it, however many frames
+    assert not queue.now(("text", "7"))
+    for _ in range(5):
+        queue.frame()
+        assert queue.next() is None
+    queue.hold = False
+    assert queue.next() == ("text", "7") and queue.next() is None
+
+
+def test_the_window_draws_larger_on_a_high_dpi_screen():
+    assert ui_scale((960, 600), (960, 600), 1.0) == 1.0
+    assert ui_scale((1920, 1080), (1920, 1080), 2.0) == 2.0  # X11, Windows: sizes in pixels
+    assert ui_scale((960, 600), (1920, 1200), 2.0) == 1.0  # macOS: points, imgui scales
+    assert ui_scale((960, 600), (960, 600), 0.75) == 1.0
+    assert ui_scale((960, 600), (960, 600), 9.0) == 4.0
 
 
 def test_messages_become_the_actions_osc_would_give():
@@ -187,101 +270,156 @@ def _last(telemetry: Path) -> dict | None:
     return json.loads(lines[-1]) if lines else None
 
 
-def test_sliders_thumbnails_and_save_in_the_control_window(two_screens, tmp_path):
-    """Drag a slider, wheel another, click a thumbnail, SAVE into a slot: with X mouse
-    events, read back in telemetry; the control window's preview and first thumbnail lit."""
+def _control(telemetry: Path) -> dict | None:
+    record = _last(telemetry)
+    return record["control"][0] if record and record.get("control") else None
+
+
+def _free_udp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_sliders_keys_typing_thumbnails_and_save_in_the_control_window(two_screens, tmp_path):
+    """Drag a slider, wheel another, move the keyboard focus with Tab and Down and step the
+    focused one with Right, type exact values in (Enter, right-click), click a thumbnail,
+    SAVE into a slot: X mouse and key events, read back in telemetry; the preview, the first
+    thumbnail and the HUD's lines (an OSC refusal in red) lit on the X screen."""
+    from pythonosc.udp_client import SimpleUDPClient
+
     telemetry = tmp_path / "t.jsonl"
     presets = tmp_path / "presets"
+    port = _free_udp_port()
     env = with_display(two_screens, SWARM_PRESETS_DIR=str(presets))
     process = subprocess.Popen(
         [sys.executable, str(ROOT / "instrument.py"), "--output-screen", "1", "--count",
-         "2000", "--no-midi", "--frames", "100000", "--telemetry", str(telemetry)],
+         "2000", "--no-midi", "--frames", "100000", "--osc", f"127.0.0.1:{port}",
+         "--telemetry", str(telemetry)],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     performer = Performer(two_screens)
     try:
-        _wait_for(lambda: _last(telemetry), "the first telemetry record", process)
+        widgets = _wait_for(lambda: (c := _control(telemetry)) and "param:glow" in
+                            c["widgets"] and c["widgets"], "the control window's widgets",
+                            process)
         window = _wait_for(lambda: _window(two_screens, CONTROL_CAPTION), "the control window",
                            process)
         geometry = subprocess.run(["xdotool", "getwindowgeometry", window], env=performer.env,
                                   capture_output=True, text=True, check=True).stdout
         assert "Position: 0,0" in geometry and "Geometry: 960x600" in geometry
-        layout = lay_out((960, 600), layout_groups(), 480 / 270)
-
-        def at(x: float, y: float) -> tuple[str, str]:  # pyglet's coordinates -> X's
-            return str(round(x)), str(round(600 - y))
+        # Every parameter has a slider inside the window, no two overlapping.
+        bars = {name: rect for name, rect in widgets.items()
+                if name.startswith(("param:", "channel:"))}
+        assert {name.split(":")[1] for name in bars} == {p.name for p in REGISTRY}
+        for x, y, w, h in bars.values():
+            assert 0 <= x and x + w <= 960 and 0 <= y and y + h <= 600 and w > 20
+        boxes = sorted(bars.values())
+        for i, (x, y, w, h) in enumerate(boxes):
+            for x2, y2, w2, h2 in boxes[i + 1:]:
+                assert x + w <= x2 or x2 + w2 <= x or y + h <= y2 or y2 + h2 <= y
 
         def xdo(*args: str) -> None:
             subprocess.run(["xdotool", *args], env=performer.env, check=True, timeout=20)
 
+        def centre(name: str) -> tuple[str, str]:
+            x, y, w, h = widgets[name]
+            return str(x + w // 2), str(y + h // 2)
+
+        def until(what: str, test, timeout: float = 60.0) -> dict:
+            return _wait_for(lambda: (r := _last(telemetry)) and test(r) and r, what, process,
+                             timeout)
+
         # Drag max_speed's slider from a tenth to three quarters of its bar.
-        bar = layout.rows["max_speed"].bar
-        y = bar.y + bar.h / 2
-        start, end = bar.x + bar.w * 0.1, bar.x + bar.w * 0.75
-        xdo("mousemove", "--window", window, *at(start, y), "mousedown", "1")
+        x, y, w, h = widgets["param:max_speed"]
+        xdo("mousemove", "--window", window, str(x + w // 10), str(y + h // 2), "mousedown",
+            "1")
         for fraction in (0.3, 0.5, 0.75):
-            xdo("mousemove", "--window", window, *at(bar.x + bar.w * fraction, y))
+            xdo("mousemove", "--window", window, str(round(x + w * fraction)), str(y + h // 2))
             time.sleep(0.1)
         xdo("mouseup", "1")
-        expected = param("max_speed").from_norm(bar.fraction(round(end)))
-        record = _wait_for(lambda: (r := _last(telemetry)) and r["params"]["max_speed"]
-                           == pytest.approx(expected, rel=1e-6) and r, "max_speed to move",
-                           process)
+        speed = param("max_speed")
+        record = until("max_speed to move", lambda r: abs(
+            speed.to_norm(r["params"]["max_speed"]) - 0.75) < 1.5 / w)
         assert record["selected"] == "max_speed"  # a slider clicked is the chosen one
-        # The keys work here as on the picture: Right nudges the chosen parameter.
+        # The keys: Right steps the slider clicked (it holds the keyboard focus).
         xdo("windowfocus", "--sync", window, "key", "Right")
-        nudged = param("max_speed").nudge(record["params"]["max_speed"], 0.01)
-        _wait_for(lambda: (r := _last(telemetry)) and r["params"]["max_speed"]
-                  == pytest.approx(nudged), "Right to nudge max_speed", process)
+        nudged = speed.nudge(record["params"]["max_speed"], 0.01)
+        until("Right to nudge max_speed",
+              lambda r: r["params"]["max_speed"] == pytest.approx(nudged))
+        # The keyboard focus: Tab shows it on the slider clicked, Tab again moves it to the
+        # next slider (the L boxes are no stops), Down to the one under it: the focused one
+        # is the chosen parameter, and Right steps it.
+        radius = param("neighbor_radius")
+        stepped = radius.nudge(record["params"]["neighbor_radius"], 0.01)
+        xdo("key", "--delay", "150", "Tab", "Tab", "Down", "Right")
+        until("Tab, Tab, Down to focus neighbor_radius and Right to step it",
+              lambda r: r["control"][0]["focused"] == "neighbor_radius"
+              and r["selected"] == "neighbor_radius"
+              and r["params"]["neighbor_radius"] == pytest.approx(stepped))
+        # Enter opens its field, typed into at once (the keys wait for the field), Enter sets.
+        xdo("key", "Return", "type", "--delay", "40", "7.25")
+        xdo("key", "Return")
+        until("7.25 typed in", lambda r: r["params"]["neighbor_radius"] == 7.25
+              and r["control"][0]["editing"] is None)
+        # Right-click max_speed: past the slider's end (40), inside the hard limit (10000);
+        # then too much, refused by OSC's checks and said in the window.
+        for typed in ("55.5", "20000"):
+            xdo("mousemove", "--window", window, *centre("param:max_speed"), "click", "3")
+            xdo("type", "--delay", "40", typed)
+            xdo("key", "Return")
+        record = until("55.5 typed in and 20000 refused", lambda r: r["params"]["max_speed"]
+                       == 55.5 and r["control"][0]["rejected"] == 1
+                       and "out of range" in r["control"][0]["notice"])
 
         # Three clicks of the wheel up over cohesion_weight: three hundredths of its range.
         weight = param("cohesion_weight")
         before = record["params"]["cohesion_weight"]
         wanted = weight.nudge(weight.nudge(weight.nudge(before, 0.01), 0.01), 0.01)
-        bar = layout.rows["cohesion_weight"].bar
-        xdo("mousemove", "--window", window, *at(bar.x + bar.w / 2, bar.y + bar.h / 2))
+        xdo("mousemove", "--window", window, *centre("param:cohesion_weight"))
         for _ in range(3):
             xdo("click", "4")
             time.sleep(0.15)
-        _wait_for(lambda: (r := _last(telemetry)) and r["params"]["cohesion_weight"]
-                  == pytest.approx(wanted), "cohesion_weight to move", process)
+        until("cohesion_weight to move",
+              lambda r: r["params"]["cohesion_weight"] == pytest.approx(wanted))
 
         # Click slot 3's thumbnail: lure-rush is recalled (with the morph).
-        box = layout.slots[3]
-        xdo("mousemove", "--window", window, *at(box.x + box.w / 2, box.y + box.h / 2),
-            "click", "1")
-        _wait_for(lambda: (r := _last(telemetry)) and r["preset"]["name"] == "lure-rush",
-                  "slot 3 to be recalled", process)
+        xdo("mousemove", "--window", window, *centre("slot:3"), "click", "1")
+        until("slot 3 to be recalled", lambda r: r["preset"]["name"] == "lure-rush")
 
         # SAVE, then slot 9: the look goes into the user's slot-9.json.
-        button = layout.buttons["save"]
-        xdo("mousemove", "--window", window, *at(button.x + 5, button.y + 5), "click", "1")
-        box = layout.slots[9]
-        xdo("mousemove", "--window", window, *at(box.x + box.w / 2, box.y + box.h / 2),
-            "click", "1")
+        xdo("mousemove", "--window", window, *centre("button:save"), "click", "1")
+        xdo("mousemove", "--window", window, *centre("slot:9"), "click", "1")
         _wait_for(lambda: (presets / "slot-9.json").exists(), "slot 9 to be saved", process)
         saved = json.loads((presets / "slot-9.json").read_text())
         assert saved["format"] == "swarm-preset" and "max_speed" in saved["params"]
 
+        # An OSC message refused: the HUD's osc line says so, first and in red.
+        SimpleUDPClient("127.0.0.1", port).send_message("/swarm/max_speed", "fast")
+        control = until("the HUD's lines to show the refusal", lambda r: any(
+            line.startswith("osc:") and "1 refused" in line for line in
+            r["control"][0]["hud"]))["control"][0]
+        assert control["hud"][0].startswith("osc:")
+
         # The pictures: the preview of the output, and slot 1's thumbnail once rendered.
-        _wait_for(lambda: (r := _last(telemetry)) and 1 in r["control"][0]["thumbnails"],
-                  "slot 1's thumbnail", process, timeout=90)
+        until("slot 1's thumbnail", lambda r: 1 in r["control"][0]["thumbnails"], 90)
         time.sleep(0.5)
         screen = grab(two_screens)
         from visual.output.png import write_png
 
         write_png(tmp_path / "screens.png", screen)
 
-        def region(box) -> np.ndarray:
-            top = round(600 - box.y - box.h)
-            return screen[top + 2:top + round(box.h) - 2, round(box.x) + 2:
-                          round(box.x + box.w) - 2]
+        def region(name: str, part: float = 1.0) -> np.ndarray:
+            x, y, w, h = widgets[name]
+            return screen[y + 2:y + round(h * part) - 2, x + 2:x + w - 2]
 
-        assert (region(layout.preview).max(axis=2) > 60).mean() > 0.01, "no preview"
-        thumb = layout.slots[1]
-        picture = type(thumb)(thumb.x, thumb.y + 16, thumb.w, thumb.h - 16)
-        assert (region(picture).max(axis=2) > 60).mean() > 0.01, "slot 1 has no thumbnail"
-        control = _last(telemetry)["control"][0]
-        assert control["rejected"] == 0 and control["applied"] >= 6
+        assert (region("preview").max(axis=2) > 60).mean() > 0.01, "no preview"
+        assert (region("slot:1", 0.6).max(axis=2) > 60).mean() > 0.01, "slot 1 has no picture"
+        hud = region("hud").astype(int)
+        red = (hud[..., 0] > 170) & (hud[..., 1] < 140) & (hud[..., 2] < 140)
+        light = hud.min(axis=2) > 150
+        assert red.sum() > 50 and light.sum() > 200, "the HUD's lines are not on the screen"
+        control = _control(telemetry)
+        assert control["rejected"] == 1 and control["applied"] >= 10
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=60) == 0
     finally:
@@ -298,18 +436,24 @@ def _window(display: str, name: str) -> str | None:
     return ids[-1] if ids else None
 
 
-def test_one_screen_keeps_the_hud_and_opens_the_control_window_beside_it(tmp_path):
-    with xvfb("1024x600") as display:
+def test_one_high_dpi_screen_keeps_the_hud_and_opens_the_control_window_larger(tmp_path):
+    """One screen, whose desktop says 192 dpi (Xft.dpi, as a high-DPI laptop's does): the
+    picture keeps its HUD, and the control window beside it is drawn twice as large (rows,
+    text), its parameters scrolling where they no longer fit."""
+    with xvfb("1024x600", "-noreset") as display:
+        set_dpi(display, 192)
         env = with_display(display, SWARM_PRESETS_DIR=str(tmp_path / "presets"))
         shot, telemetry = tmp_path / "one.png", tmp_path / "t.jsonl"
         result = instrument("--control-screen", "0", "--windowed", "--size", "480x270",
                             "--frames", "20", "--count", "500", "--no-midi", "--screenshot",
                             str(shot), "--telemetry", str(telemetry), env=env)
         assert result.returncode == 0, result.stderr
-        assert "one screen for both: the picture and the control window side by side" \
-            in result.stdout
-        record = _last(telemetry)
-        assert record["control"][0]["draws"] > 0
+        assert "one screen for both: the picture and the control window side by side" in result.stdout
+        control = _last(telemetry)["control"][0]
+        assert control["draws"] > 0
+        rows = [h for name, (x, y, w, h) in control["widgets"].items()
+                if name.startswith("param:")]
+        assert len(rows) > 40 and min(rows) >= 32  # 17 pixels at 96 dpi
         image = read_png(shot)
         text = (image.min(axis=2) > 200)[:60, :200]  # the HUD's light grey letters
         assert text.mean() > 0.01, "the HUD is gone with one screen"
@@ -326,7 +470,7 @@ def overlap(a, b) -> int:
                                     (1920, 0, 800, 600), (0, 0, 3840, 2160), (0, 0, 640, 480)])
 @pytest.mark.parametrize("picture", [None, (480, 270), (1280, 720), (4000, 3000)])
 def test_one_screen_puts_the_picture_and_the_control_window_side_by_side(screen, picture):
-    """visual/screens.py's arithmetic: both windows inside the screen, not over each other,
+    """visual/ui/screens.py's arithmetic: both windows inside the screen, not over each other,
     the control window as high as the screen and at least 480 wide (half a narrow screen);
     --size kept where it leaves that room, else its proportions (16:9 without it)."""
     area = ScreenArea(*screen)
@@ -390,7 +534,7 @@ def test_one_screen_opens_the_two_windows_beside_each_other(tmp_path):
 
 
 def test_the_screens_are_the_desktops_monitors(two_screens):
-    result = subprocess.run([sys.executable, "-c", "from visual.screens import describe, "
+    result = subprocess.run([sys.executable, "-c", "from visual.ui.screens import describe, "
                              "list_screens; print(describe(list_screens()))"],
                             env=with_display(two_screens), capture_output=True, text=True,
                             cwd=ROOT, timeout=60)
@@ -425,14 +569,15 @@ def test_a_knob_waiting_for_pickup_shows_its_ghost_and_a_click_learns(two_screen
                                "the control window", process)
             # CC 70 is separation_weight 0..5 (the shipped mapping): at 64 the knob points
             # at 2.52, away from the look's value, so it waits to be picked up.
-            layout = lay_out((960, 600), layout_groups(), 480 / 270)
-            bar = layout.rows["separation_weight"].bar
-            top = round(600 - bar.y - bar.h)
+            widgets = _wait_for(lambda: (c := _control(telemetry)) and "learn:glow" in
+                                c["widgets"] and c["widgets"], "the control window's widgets",
+                                process)
+            bar_x, bar_y, bar_w, bar_h = widgets["param:separation_weight"]
             knob = 64 / 127 * 5
-            x = round(bar.x + bar.w * param("separation_weight").to_norm(knob))
+            x = round(bar_x + bar_w * param("separation_weight").to_norm(knob))
 
             def ghost() -> np.ndarray:
-                return grab(two_screens)[top + 1:top + round(bar.h) - 1, x - 1:x + 1]
+                return grab(two_screens)[bar_y + 1:bar_y + bar_h - 1, x - 1:x + 1]
 
             assert ghost().min() < 190, "a ghost before any knob moved"
             knobs.send([0xB0, 70, 64])
@@ -444,10 +589,9 @@ def test_a_knob_waiting_for_pickup_shows_its_ghost_and_a_click_learns(two_screen
             strip = ghost()
             assert strip.min() > 190, f"no ghost where the knob points: {strip.tolist()}"
             # Click glow's L: it learns; the next knob turned (CC 80) binds to it.
-            learn = layout.rows["glow"].learn
-            subprocess.run(["xdotool", "mousemove", "--window", window,
-                            str(round(learn.x + learn.w / 2)),
-                            str(round(600 - learn.y - learn.h / 2)), "click", "1"],
+            x, y, w, h = widgets["learn:glow"]
+            subprocess.run(["xdotool", "mousemove", "--window", window, str(x + w // 2),
+                            str(y + h // 2), "click", "1"],
                            env=with_display(two_screens), check=True, timeout=20)
             _wait_for(lambda: (r := _last(telemetry)) and r["midi"]["learn"]["param"] == "glow"
                       and r["selected"] == "glow", "glow to learn", process)

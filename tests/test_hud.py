@@ -1,4 +1,4 @@
-"""The HUD (visual/hud.py) as a performer reads it: over the brightest picture there is (white),
+"""The HUD (visual/ui/hud.py) as a performer reads it: over the brightest picture there is (white),
 at a stage screen's 1280x720 and a small window's 640x360, drawn by pyglet in a hidden headless
 window; and in the real window under Xvfb, against the same frames without it."""
 
@@ -10,7 +10,7 @@ from conftest import run_instrument
 from pictures import read_png
 from xdisplay import with_display, xvfb
 
-from visual.hud import Hud, fit_lines, hud_layout
+from visual.ui.hud import fit_lines, Hud, hud_layout
 
 FULL = [  # what the show's lines look like (show/report.py), the MIDI reason the longest
     "  2.0 fps  504.65 ms a frame",

@@ -140,7 +140,7 @@ def split_into_monitors(display: str, areas: list[tuple[int, int, int, int]]) ->
     import ctypes
     import ctypes.util
 
-    from visual.screens import _MonitorInfo
+    from visual.ui.screens import _MonitorInfo
 
     x11 = ctypes.CDLL(ctypes.util.find_library("X11"))
     xrandr = ctypes.CDLL(ctypes.util.find_library("Xrandr"))
@@ -177,6 +177,37 @@ def split_into_monitors(display: str, areas: list[tuple[int, int, int, int]]) ->
             for k, name in enumerate(outputs):
                 info.outputs[k] = name
             xrandr.XRRSetMonitor(dpy, root, monitor)
+        x11.XSync(dpy, 0)
+    finally:
+        x11.XCloseDisplay(dpy)
+
+
+def set_dpi(display: str, dpi: int) -> None:
+    """Tell programs on `display` the screen's DPI as a desktop does on a high-DPI screen:
+    Xft.dpi in the root window's RESOURCE_MANAGER (what `xrdb -merge` writes; pyglet reads
+    it). Start Xvfb with -noreset so that the server keeps it after this client goes."""
+    import ctypes
+    import ctypes.util
+
+    x11 = ctypes.CDLL(ctypes.util.find_library("X11"))
+    x11.XOpenDisplay.restype, x11.XOpenDisplay.argtypes = ctypes.c_void_p, [ctypes.c_char_p]
+    x11.XDefaultRootWindow.restype = ctypes.c_ulong
+    x11.XDefaultRootWindow.argtypes = [ctypes.c_void_p]
+    x11.XInternAtom.restype = ctypes.c_ulong
+    x11.XInternAtom.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int]
+    x11.XChangeProperty.argtypes = [ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong,
+                                    ctypes.c_ulong, ctypes.c_int, ctypes.c_int,
+                                    ctypes.c_char_p, ctypes.c_int]
+    x11.XSync.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    x11.XCloseDisplay.argtypes = [ctypes.c_void_p]
+    dpy = x11.XOpenDisplay(display.encode())
+    assert dpy, f"cannot open the X display {display}"
+    try:
+        resources = f"Xft.dpi:\t{int(dpi)}\n".encode()
+        atom = x11.XInternAtom(dpy, b"RESOURCE_MANAGER", 0)
+        xa_string, replace = 31, 0
+        x11.XChangeProperty(dpy, x11.XDefaultRootWindow(dpy), atom, xa_string, 8, replace,
+                            resources, len(resources))
         x11.XSync(dpy, 0)
     finally:
         x11.XCloseDisplay(dpy)

@@ -25,8 +25,27 @@ from show.offline.progress import RunProgress
 from show.report import LatestRecord, Telemetry
 from show.show import Show
 from show.supervisor import Heartbeat, StopSignals
-from visual.hud import hud_layout
-from visual.screens import ScreenArea, side_by_side
+from visual.ui.hud import hud_layout
+from visual.ui.screens import ScreenArea, side_by_side
+from audio.base import Silence
+from audio.source import open_audio
+from control.midi.midi_in import Midi
+from show.inputs.web_input import open_web
+from control.osc.osc_input import OscInput, OscProblem
+from control.musical_time.link import LinkClock, LinkUnavailable
+from visual.gpu.limits import machine_limits
+from show.video_outputs import DEFAULT_RATE
+from visual.gpu.context import create_headless_context
+from visual.ui.window import LiveWindow, open_window, screens_or_error
+import pyglet
+from show.inputs.control_surface import ControlSurface, FrameTakers, layout_groups, ThumbnailJob
+from visual.ui.preview import Preview
+from control.looks.preset_bank import PresetBank
+from control.looks.recovery import RecoveryWriter
+from control.tracks.track_recorder import open_recorder
+from show.video_outputs import open_outputs
+import numpy as np
+from visual.output.png import write_png
 
 log = logging.getLogger(__name__)
 
@@ -34,10 +53,6 @@ log = logging.getLogger(__name__)
 def open_inputs(args: argparse.Namespace, params: Params) -> dict[str, Any]:
     """The audio source, MIDI, OSC and the web remote the command line asks for; none fails
     (each says why and the show runs without it). Safe mode opens none."""
-    from audio.base import Silence
-    from audio.source import open_audio
-    from control.midi.midi_in import Midi
-
     if args.safe_mode:
         log.info("safe mode: no audio, no MIDI, no OSC, no web remote, the bundled shaders")
         return {"audio": Silence("safe mode", "safe mode: audio is off"), "midi": None,
@@ -47,7 +62,6 @@ def open_inputs(args: argparse.Namespace, params: Params) -> dict[str, Any]:
     if not args.no_midi:
         midi = Midi.open(params, ports=args.midi_port or None, virtual=args.midi_virtual,
                          api=args.midi_api, mapping_path=args.midi_map)
-    from show.inputs.web_input import open_web
 
     return {"audio": audio, "midi": midi, "osc": open_osc(args.osc),
             "web": open_web(getattr(args, "web", None))}
@@ -56,8 +70,6 @@ def open_inputs(args: argparse.Namespace, params: Params) -> dict[str, Any]:
 def open_osc(endpoint: tuple[str, int] | None):
     """The OSC input --osc asks for, or None; a port that cannot be opened is said and the
     show runs without OSC."""
-    from control.osc.osc_input import OscInput, OscProblem
-
     if not endpoint:
         return None
     host, port = endpoint
@@ -74,8 +86,6 @@ def open_osc(endpoint: tuple[str, int] | None):
 def open_link(show: Show, bpm: float) -> None:
     """--link: join the Ableton Link session on the local network (its tempo and grid lead
     musical time); a Link that cannot start is said and the show goes on without it."""
-    from control.musical_time.link import LinkClock, LinkUnavailable
-
     try:
         link = LinkClock.open(bpm=bpm)
     except LinkUnavailable as exc:
@@ -89,8 +99,6 @@ def check_machine(ctx, args: argparse.Namespace, params: Params, size: tuple[int
     """The frame size and the count against what this GL holds (visual/gpu/limits.py), before the
     first frame: a refusal names the figure (exit 2). Returns the count a live change (a knob,
     OSC, a recall) is capped at."""
-    from visual.gpu.limits import machine_limits
-
     limits = machine_limits(ctx)
     problem = limits.size_problem(size, "--size" if args.size else "the window")
     problem = problem or limits.count_problem(params["count"], args.frames is None, "--count" if
@@ -130,11 +138,6 @@ class LiveShow:
         """The show on `ctx` once the machine can hold it, its inputs open, --record-control's
         recorder on it, its video outputs (`rate`: the window's, told to their receivers) and
         the loop that plays it."""
-        from control.looks.preset_bank import PresetBank
-        from control.looks.recovery import RecoveryWriter
-        from control.tracks.track_recorder import open_recorder
-        from show.video_outputs import open_outputs
-
         self.options.count_limit = check_machine(ctx, self.args, self.params, size)
         if getattr(self.args, "start_look", False):  # after every check: an error comes first
             log.info(START_LOOK_NOTE)
@@ -203,10 +206,6 @@ class LiveShow:
 
     def finish(self, image: tuple[bytes, tuple[int, int]] | None) -> None:
         """Write the screenshot, state and last telemetry; report; release the show."""
-        import numpy as np
-
-        from visual.output.png import write_png
-
         show, args = self.show, self.args
         if self.progress is not None:
             self.progress.finish()
@@ -241,9 +240,6 @@ class LiveShow:
 
 def run_headless(live: LiveShow) -> None:
     """Render offscreen (EGL) until --frames, Ctrl+C or SIGTERM."""
-    from show.video_outputs import DEFAULT_RATE
-    from visual.gpu.context import create_headless_context
-
     args = live.args
     if getattr(args, "output_screen", None) is not None or \
             getattr(args, "control_screen", None) is not None:
@@ -316,8 +312,6 @@ def plan_screens(sizes: list[str], screen: int, output_screen: int | None,
 def run_window(live: LiveShow) -> None:
     """The show full-screen (or windowed) under pyglet, with the control window where asked
     (--output-screen, --control-screen); WindowError if no window opens."""
-    from visual.window import LiveWindow, open_window, screens_or_error
-
     args = live.args
     screens = screens_or_error()
     plan = plan_screens([f"{s.width}x{s.height}" for s in screens], args.screen,
@@ -362,11 +356,9 @@ def open_control(live: LiveShow, screen, where, plan: ScreenPlan,
     not --windowed; at `area` beside the picture when they share one), wired as one more
     input of the show; the output window's context is current again afterwards. A control
     window that cannot open is said and the show plays on without it."""
-    import pyglet
-
-    from show.inputs.control_surface import ControlSurface, FrameTakers, ThumbnailJob, layout_groups
-    from visual.control_window import ControlWindow, open_control_window
-    from visual.preview import Preview
+    # The control window imports pyglet.window, which connects to the display on import
+    # (a headless run has none).
+    from visual.ui.control_window import ControlWindow, open_control_window  # noqa: PLC0415 - display
 
     show, args = live.show, live.args
     version = (4, 3) if screen.ctx.version_code >= 430 else (4, 1)  # as the output's

@@ -1,4 +1,4 @@
-"""The control window as one of the show's inputs (visual/control_window.py draws it): its
+"""The control window as one of the show's inputs (visual/ui/control_window.py draws it): its
 gestures become the frame's actions through the same checks as OSC and the web remote
 (control/osc/osc_input.py `interpret`), and the show's state goes back to it every frame or two.
 
@@ -7,10 +7,10 @@ gestures become the frame's actions through the same checks as OSC and the web r
     publish(show, now)   the window's state at most every PUSH_SECONDS: each parameter's
                          position on its slider and its text, the knobs waiting for pickup,
                          the learn, the slots and the one playing, the meters (show/inputs/web_input.py's
-                         ShowView, as the web page reads them), MIDI and OSC activity; and one
-                         step of the thumbnails
+                         ShowView, as the web page reads them), MIDI and OSC activity, the
+                         HUD's lines; and one step of the thumbnails
 
-The pictures are GPU copies in the output's context (visual/preview.py): the preview is a
+The pictures are GPU copies in the output's context (visual/ui/preview.py): the preview is a
 frame taker of the one loop, filled each frame before the HUD; the thumbnails are each slot's
 preset played offscreen as the contact sheet plays a look (show/offline/contact_sheet.py `LookRun`),
 a few frames of it per show frame so the show never stalls, then copied into the slot's
@@ -29,7 +29,12 @@ from control.osc.osc_wire import OscError
 from control.parameters.groups import grouped
 from control.parameters.registry import param, REGISTRY
 from show.inputs.web_input import ShowView
-from visual.preview import Preview, Thumbnails
+from visual.ui.preview import Preview, Thumbnails
+from audio.synth import drum_loop
+from show.offline.contact_sheet import AUDIO_RATE, SHEET_BPM, SheetSettings
+from visual.gpu.context import is_software
+from control.looks.presets import load_preset, PresetError
+from show.offline.contact_sheet import LookRun
 
 if TYPE_CHECKING:
     from show.show import Show
@@ -66,7 +71,7 @@ def shown(value: Any) -> str:
 
 
 def to_action(message: tuple, values: dict[str, Any]) -> Action:
-    """A window message (visual/control_window.py) -> the Action it asks for, through OSC's
+    """A window message (visual/ui/control_window.py) -> the Action it asks for, through OSC's
     checks; OscError (or ValueError for a malformed one) says why not. `values`: the
     parameters now (a nudge moves from them)."""
     kind, *rest = message
@@ -120,10 +125,6 @@ class ThumbnailJob:
     changed (a save) is played again."""
 
     def __init__(self, ctx, bank, settings=None, frames_per_step: int | None = None) -> None:
-        from audio.synth import drum_loop
-        from show.offline.contact_sheet import AUDIO_RATE, SHEET_BPM, SheetSettings
-        from visual.gpu.context import is_software
-
         software = is_software(ctx)
         self.ctx = ctx
         self.bank = bank
@@ -171,9 +172,6 @@ class ThumbnailJob:
     def step(self) -> int | None:
         """Play a few frames of the slot in hand (starting the next one when none is); the
         slot whose thumbnail was just finished, else None."""
-        from control.looks.presets import load_preset, PresetError
-        from show.offline.contact_sheet import LookRun
-
         if self.run is None:
             while self.queue and self.run is None:
                 slot = self.queue.pop(0)
@@ -256,6 +254,7 @@ class ControlSurface:
             except (OscError, ValueError, TypeError) as exc:
                 self.rejected += 1
                 self.last_error = str(exc)[:200]
+                self.window.say(f"refused: {self.last_error}")
         self.applied += len(actions)
         return actions
 
@@ -313,7 +312,8 @@ class ControlSurface:
         return {"rows": rows, "ghost": ghost, "selected": show.selected_param,
                 "learning": learning, "slots": slots, "active": view.active,
                 "morph": looks["morph"], "crossfade": fade, "meters": meters,
-                "status": status, "notice": show.looks.problem or ""}
+                "status": status, "notice": show.looks.problem or "",
+                "hud": show.hud_lines()}
 
     def _meter_texts(self, show: Show, meters: dict[str, Any], midi: int | None,
                      osc: int | None, web: int | None, now: float) -> dict[str, Any]:
@@ -343,7 +343,10 @@ class ControlSurface:
                 "last_error": self.last_error, "preview_frames": self.preview.frames,
                 "thumbnails": sorted(thumbnails.ready) if thumbnails is not None else [],
                 "thumbnails_rendered": thumbnails.rendered if thumbnails is not None else 0,
-                "draws": self.window.draws}
+                "draws": self.window.draws, "focused": self.window.focused,
+                "editing": self.window.editing, "notice": self.window.notice_shown,
+                "hud": list(self.window.hud),
+                "widgets": dict(self.window.widgets)}
 
     def close(self) -> None:
         """The textures and framebuffers (the output's context is current: Show.release),

@@ -1,4 +1,4 @@
-"""The performer's keys, by name as the window hands them on (visual/window.py keeps F, H and
+"""The performer's keys, by name as the window hands them on (visual/ui/window.py keeps F, H and
 Esc): each becomes an `Action` the show carries out like MIDI's or OSC's. Pure."""
 
 from __future__ import annotations

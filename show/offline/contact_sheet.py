@@ -29,7 +29,7 @@ from show.cli.options import ShowOptions
 from control.looks.preset_bank import BUNDLED_DIR, preset_files, SLOTS
 import moderngl
 import pyglet
-from visual.hud import headless_text_context
+from visual.ui.hud import headless_text_context
 from visual.output.png import write_png
 
 log = logging.getLogger(__name__)
@@ -123,7 +123,7 @@ def render_look(ctx, preset: Preset, settings: SheetSettings,
 
 
 def label(image: np.ndarray, text: str, hud) -> np.ndarray:
-    """`text` drawn along the bottom of `image` with pyglet (hud: visual.hud's headless text
+    """`text` drawn along the bottom of `image` with pyglet (hud: visual.ui.hud's headless text
     context), white over a dark shadow; the image back, top row first."""
     height, width = image.shape[:2]
     ctx = moderngl.get_context()

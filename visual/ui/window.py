@@ -14,8 +14,8 @@ from typing import Protocol
 
 import moderngl
 
-from visual.hud import Hud
-from visual.screens import list_screens
+from visual.ui.hud import Hud
+from visual.ui.screens import list_screens
 import pyglet
 
 QUIT_WINDOW_S = 1.0
@@ -44,7 +44,7 @@ class WindowError(RuntimeError):
 
 
 def screens_or_error() -> list:
-    """The display's screens (visual/screens.py), or WindowError when it cannot be reached."""
+    """The display's screens (visual/ui/screens.py), or WindowError when it cannot be reached."""
     try:
         return list_screens()
     except Exception as exc:
@@ -130,7 +130,7 @@ class LiveWindow:
     def __init__(self, window, *, fps: float | None, overlay: bool = True) -> None:
         self.window = window
         # overlay False: the projector's picture with nothing drawn over it (the HUD and its
-        # notices are on the control window then, visual/control_window.py)
+        # notices are on the control window then, visual/ui/control_window.py)
         self.overlay = overlay
         # GPU objects are released by their owners (Swarm, Renderer), once, as headless runs
         # do: no moderngl gc_mode. ("context_gc" broke ctx.gc() on preset recall: an object
