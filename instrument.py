@@ -14,28 +14,28 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from audio.files.decode import AudioFileError, check_audio_file
-from audio.source import list_input_devices
-from control.looks.files import FileProblem
-from control.looks.preset_bank import PresetBank
-from control.looks.presets import PresetError, apply_preset, load_preset
-from control.looks.recovery import load_recovery
-from control.looks.swarm_state import load_state
-from control.midi.mapping_file import load_mapping
-from control.midi.systems import list_midi_ports
-from control.parameters.registry import ParamError, Params
-from control.text import printable
-from show.cli.arguments import build_parser
-from show.cli.console import error, install
-from show.cli.live_show import LiveShow, run_headless, run_window
-from show.cli.options import START_LOOK
-from show.offline.contact_sheet import SheetSettings, write_contact_sheet
-from show.offline.offline_render import run_render
-from show.offline.progress import RunProgress
-from show.supervisor import StopSignals, Supervisor
-from visual.gpu.uniforms import MAX_OBSTACLES
-from visual.sim.agents import MAX_DT
-from visual.ui.window import WindowError
+from swarm_instrument.audio.files.decode import AudioFileError, check_audio_file
+from swarm_instrument.audio.source import list_input_devices
+from swarm_instrument.control.looks.files import FileProblem
+from swarm_instrument.control.looks.preset_bank import PresetBank
+from swarm_instrument.control.looks.presets import PresetError, apply_preset, load_preset
+from swarm_instrument.control.looks.recovery import load_recovery
+from swarm_instrument.control.looks.swarm_state import load_state
+from swarm_instrument.control.midi.mapping_file import load_mapping
+from swarm_instrument.control.midi.systems import list_midi_ports
+from swarm_instrument.control.parameters.registry import ParamError, Params
+from swarm_instrument.control.text import printable
+from swarm_instrument.show.cli.arguments import build_parser
+from swarm_instrument.show.cli.console import error, install
+from swarm_instrument.show.cli.live_show import LiveShow, run_headless, run_window
+from swarm_instrument.show.cli.options import START_LOOK
+from swarm_instrument.show.offline.contact_sheet import SheetSettings, write_contact_sheet
+from swarm_instrument.show.offline.offline_render import run_render
+from swarm_instrument.show.offline.progress import RunProgress
+from swarm_instrument.show.supervisor import StopSignals, Supervisor
+from swarm_instrument.visual.gpu.uniforms import MAX_OBSTACLES
+from swarm_instrument.visual.sim.agents import MAX_DT
+from swarm_instrument.visual.ui.window import WindowError
 
 NO_DISPLAY_SECONDS = 10.0
 NO_DISPLAY_SCREENSHOT = "swarm-screenshot.png"

@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from audio.analysis.features import Analyzer, AudioFeatures, Bands, DB_FLOOR
-from audio.analysis.beat_feed import MAX_S, RingBeatFeed
-from audio.analysis.beats import BeatInfo, BeatTracker
-from audio.input.ring import Ring
+from swarm_instrument.audio.analysis.features import Analyzer, AudioFeatures, Bands, DB_FLOOR
+from swarm_instrument.audio.analysis.beat_feed import MAX_S, RingBeatFeed
+from swarm_instrument.audio.analysis.beats import BeatInfo, BeatTracker
+from swarm_instrument.audio.input.ring import Ring
 
 DEFAULT_RATE = 48000
 MAX_DT = 0.25  # a longer gap (a hitch, a breakpoint) must not swing the smoothing wildly

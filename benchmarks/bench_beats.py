@@ -22,10 +22,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from audio.analysis.beat_feed import RingBeatFeed  # noqa: E402
-from audio.analysis.beats import BeatTracker  # noqa: E402
-from audio.input.ring import Ring  # noqa: E402
-from audio.synth import drum_loop  # noqa: E402
+from swarm_instrument.audio.analysis.beat_feed import RingBeatFeed  # noqa: E402
+from swarm_instrument.audio.analysis.beats import BeatTracker  # noqa: E402
+from swarm_instrument.audio.input.ring import Ring  # noqa: E402
+from swarm_instrument.audio.synth import drum_loop  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 import av
-from audio.files.wav_writer import write_wav
-from audio.synth import drum_loop
+from swarm_instrument.audio.files.wav_writer import write_wav
+from swarm_instrument.audio.synth import drum_loop
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -37,7 +37,7 @@ RATE = 48000
 _READ_ONCE = """
 import json, re, sys, time
 sys.path.insert(0, sys.argv[1])
-from audio.files.decode import read_audio
+from swarm_instrument.audio.files.decode import read_audio
 def high_water_kib():
     return int(re.search(r"VmHWM:\\s+(\\d+) kB", open("/proc/self/status").read()).group(1))
 before = high_water_kib()

@@ -24,11 +24,11 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from visual.ui.hud import headless_text_context
-from show.show import Show
-from show.loop import FixedStep, Loop, Offscreen
-from show.cli.options import ShowOptions
-from visual.gpu.context import BACKENDS, compute_missing, is_software
+from swarm_instrument.visual.ui.hud import headless_text_context
+from swarm_instrument.show.show import Show
+from swarm_instrument.show.loop import FixedStep, Loop, Offscreen
+from swarm_instrument.show.cli.options import ShowOptions
+from swarm_instrument.visual.gpu.context import BACKENDS, compute_missing, is_software
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))

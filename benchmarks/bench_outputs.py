@@ -35,15 +35,15 @@ import time
 from pathlib import Path
 
 import numpy as np
-from show.show import Show
-from show.loop import Offscreen
-from show.cli.options import ShowOptions
-from show.video_outputs import Outputs
-from visual.output.ndi import NdiBackend
-from visual.output.frame_output import FrameOutput
-from visual.output.stream import TransportStreamBackend
-from show.loop import Loop, WallClock
-from visual.gpu.context import create_headless_context
+from swarm_instrument.show.show import Show
+from swarm_instrument.show.loop import Offscreen
+from swarm_instrument.show.cli.options import ShowOptions
+from swarm_instrument.show.video_outputs import Outputs
+from swarm_instrument.visual.output.ndi import NdiBackend
+from swarm_instrument.visual.output.frame_output import FrameOutput
+from swarm_instrument.visual.output.stream import TransportStreamBackend
+from swarm_instrument.show.loop import Loop, WallClock
+from swarm_instrument.visual.gpu.context import create_headless_context
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))

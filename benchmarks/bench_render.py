@@ -34,18 +34,18 @@ from pathlib import Path
 import av
 import numpy as np
 
-import visual.output.yuv
-from audio.files.wav_writer import write_wav
-from audio.synth import drum_loop
-from control.looks.preset_bank import PresetBank
-from control.looks.presets import apply_preset, load_preset
-from control.parameters.registry import Params
-from show.cli.arguments import build_parser
-from show.cli.options import options_from_args
-from show.offline.offline_render import render
-from show.offline.progress import Progress
-from show.offline.render_job import plan_render
-from visual.output.video import DEFAULT_CRF, DEFAULT_PRESET
+from swarm_instrument.visual.output import yuv
+from swarm_instrument.audio.files.wav_writer import write_wav
+from swarm_instrument.audio.synth import drum_loop
+from swarm_instrument.control.looks.preset_bank import PresetBank
+from swarm_instrument.control.looks.presets import apply_preset, load_preset
+from swarm_instrument.control.parameters.registry import Params
+from swarm_instrument.show.cli.arguments import build_parser
+from swarm_instrument.show.cli.options import options_from_args
+from swarm_instrument.show.offline.offline_render import render
+from swarm_instrument.show.offline.progress import Progress
+from swarm_instrument.show.offline.render_job import plan_render
+from swarm_instrument.visual.output.video import DEFAULT_CRF, DEFAULT_PRESET
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -59,8 +59,8 @@ def psnr(a: np.ndarray, b: np.ndarray) -> float:
 def render_once(song: Path, out: Path, args: argparse.Namespace, *, gpu: bool, preset: str,
                 crf: float | None = None, frames: int | None = None, keep: bool = False
                 ) -> dict:
-    supported = visual.output.yuv.supported
-    visual.output.yuv.supported = supported if gpu else (lambda size: False)
+    supported = yuv.supported
+    yuv.supported = supported if gpu else (lambda size: False)
     try:
         argv = ["--render", str(song), "--out", str(out), "--overwrite", "--size",
                 f"{args.size[0]}x{args.size[1]}", "--fps", f"{args.fps:g}", "--preset",
@@ -87,7 +87,7 @@ def render_once(song: Path, out: Path, args: argparse.Namespace, *, gpu: bool, p
                         progress=Progress(job.frames, io.StringIO()))
         seconds = time.perf_counter() - started
     finally:
-        visual.output.yuv.supported = supported
+        yuv.supported = supported
     row = {"way": "gpu" if gpu else "rgb", "preset": preset, "crf": crf, "frames": result.frames,
            "seconds": seconds, "fps": result.frames / seconds, "bytes": out.stat().st_size}
     if keep:

@@ -29,16 +29,16 @@ from pathlib import Path
 
 import numpy as np
 
-from audio.base import OfflineAudio
-from audio.files.decode import read_audio
-from control.looks.atomic import atomic_write_bytes
-from control.looks.preset_bank import PresetBank
-from control.midi.midi_in import DEFAULT_MAPPING, Midi
-from control.parameters.registry import Params
-from show.cli.options import ShowOptions
-from show.loop import Loop, Offscreen, Tick
-from show.show import Show
-from visual.gpu.context import create_headless_context
+from swarm_instrument.audio.base import OfflineAudio
+from swarm_instrument.audio.files.decode import read_audio
+from swarm_instrument.control.looks.atomic import atomic_write_bytes
+from swarm_instrument.control.looks.preset_bank import PresetBank
+from swarm_instrument.control.midi.midi_in import DEFAULT_MAPPING, Midi
+from swarm_instrument.control.parameters.registry import Params
+from swarm_instrument.show.cli.options import ShowOptions
+from swarm_instrument.show.loop import Loop, Offscreen, Tick
+from swarm_instrument.show.show import Show
+from swarm_instrument.visual.gpu.context import create_headless_context
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -184,8 +184,8 @@ def main(argv: list[str] | None = None) -> int:
     midi = None if args.no_midi else Midi(params, source, mapping_path=DEFAULT_MAPPING,
                                           save_path=None, report=lambda text: None)
     recalls = RecallCounter()
-    logging.getLogger("show.look_state").addHandler(recalls)
-    logging.getLogger("show.look_state").setLevel(logging.INFO)
+    logging.getLogger("swarm_instrument.show.look_state").addHandler(recalls)
+    logging.getLogger("swarm_instrument.show.look_state").setLevel(logging.INFO)
     show = Show(ctx, params, ShowOptions(fixed_dt=1 / 60, position=position, velocity=velocity,
                                          live=False),
                 audio=audio, midi=midi, presets=PresetBank())

@@ -38,16 +38,16 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from control.parameters.registry import Params  # noqa: E402
-from visual.gpu.context import (  # noqa: E402
+from swarm_instrument.control.parameters.registry import Params  # noqa: E402
+from swarm_instrument.visual.gpu.context import (  # noqa: E402
     BACKENDS,
     compute_missing,
     create_headless_context,
     is_software,
 )
-from visual.sim.agents import spawn_state
-from visual.sim.swarm import cell_budget, CROWD_EVERY, grid_shape, Swarm, TUNING  # noqa: E402
-from visual.backends import backend_classes  # noqa: E402
+from swarm_instrument.visual.sim.agents import spawn_state
+from swarm_instrument.visual.sim.swarm import cell_budget, CROWD_EVERY, grid_shape, Swarm, TUNING  # noqa: E402
+from swarm_instrument.visual.backends import backend_classes  # noqa: E402
 
 SWARMS = {backend: backend_classes(backend)[0] for backend in BACKENDS}
 # What --variant may set on each backend.

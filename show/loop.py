@@ -22,8 +22,8 @@ from typing import Any, Protocol
 
 import moderngl
 
-from show.show import Show
-from visual.sim.agents import MAX_DT
+from swarm_instrument.show.show import Show
+from swarm_instrument.visual.sim.agents import MAX_DT
 
 log = logging.getLogger(__name__)
 

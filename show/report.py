@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from control.text import printable
+from swarm_instrument.control.text import printable
 
 if TYPE_CHECKING:
-    from show.show import Show
+    from swarm_instrument.show.show import Show
 
 SLOW_MS = 50.0  # a frame this long shows on stage
 

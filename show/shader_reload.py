@@ -10,10 +10,10 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from visual.gpu.programs import reload_together
-from visual.gpu.shaders import ShaderError, ShaderWatch
+from swarm_instrument.visual.gpu.programs import reload_together
+from swarm_instrument.visual.gpu.shaders import ShaderError, ShaderWatch
 
-log = logging.getLogger("show.show")  # said as the show's, as it always was
+log = logging.getLogger("swarm_instrument.show.show")  # said as the show's, as it always was
 
 
 class ShaderReload:

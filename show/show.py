@@ -23,30 +23,30 @@ from typing import Any
 import moderngl
 import numpy as np
 
-from audio.analysis.features import speed_scale
-from audio.base import AudioFrameSource, Silence
-from control.actions import QUANTIZABLE, Action
-from control.parameters.modulation import Burst, modulate, Route, tempo_sources
-from control.parameters.registry import Params
-from control.looks.presets import Preset
-from control.musical_time.tempo import TapTempo, Tempo
-from show.look_state import Bank, Looks, Recovery
-from show.cli.options import ShowOptions
-from show.inputs.input_roles import MidiIn, OscIn, Recorder, WebIn
-from show.inputs.selection import Selection
-from show.pace import Pace
-from show.shader_reload import ShaderReload
-from show.video_outputs import switch_outputs
-from show.report import FrameClock, hud_lines, telemetry
-from show.inputs.beat_clock import AudioTempo
-from visual.render.camera import OrbitCamera
-from control.looks.files import FileProblem
-from visual.gpu.context import pick_backend
-from visual.gpu.shaders import resolve_shader_dir
-from visual.gpu.timers import GpuTimer
-from visual.sim.lure import Lure
-from visual.backends import RendererRole, SwarmRole, backend_classes
-from visual.sim.agents import MAX_DT, spawn_state
+from swarm_instrument.audio.analysis.features import speed_scale
+from swarm_instrument.audio.base import AudioFrameSource, Silence
+from swarm_instrument.control.actions import QUANTIZABLE, Action
+from swarm_instrument.control.parameters.modulation import Burst, modulate, Route, tempo_sources
+from swarm_instrument.control.parameters.registry import Params
+from swarm_instrument.control.looks.presets import Preset
+from swarm_instrument.control.musical_time.tempo import TapTempo, Tempo
+from swarm_instrument.show.look_state import Bank, Looks, Recovery
+from swarm_instrument.show.cli.options import ShowOptions
+from swarm_instrument.show.inputs.input_roles import MidiIn, OscIn, Recorder, WebIn
+from swarm_instrument.show.inputs.selection import Selection
+from swarm_instrument.show.pace import Pace
+from swarm_instrument.show.shader_reload import ShaderReload
+from swarm_instrument.show.video_outputs import switch_outputs
+from swarm_instrument.show.report import FrameClock, hud_lines, telemetry
+from swarm_instrument.show.inputs.beat_clock import AudioTempo
+from swarm_instrument.visual.render.camera import OrbitCamera
+from swarm_instrument.control.looks.files import FileProblem
+from swarm_instrument.visual.gpu.context import pick_backend
+from swarm_instrument.visual.gpu.shaders import resolve_shader_dir
+from swarm_instrument.visual.gpu.timers import GpuTimer
+from swarm_instrument.visual.sim.lure import Lure
+from swarm_instrument.visual.backends import RendererRole, SwarmRole, backend_classes
+from swarm_instrument.visual.sim.agents import MAX_DT, spawn_state
 
 log = logging.getLogger(__name__)
 

@@ -35,7 +35,7 @@ from collections import deque
 from pathlib import Path
 from typing import Callable, Sequence
 
-from control.looks.user_folders import state_dir
+from swarm_instrument.control.looks.user_folders import state_dir
 import ctypes
 
 CRASH_LOG = "crash.log"
@@ -102,8 +102,7 @@ class Supervisor:
         """`playing_note`: said once the first child plays its first frame, so that a start
         the child refuses (bad input, exit 2) says that one line and nothing before it."""
         state_dir = state_dir or default_state_dir()
-        self.program = list(program or [
-            sys.executable, str(Path(__file__).resolve().parent.parent / "instrument.py")])
+        self.program = list(program or [sys.executable, "-m", "swarm_instrument.instrument"])
         self.child_args = list(child_args)
         self.state_dir = state_dir
         self.telemetry = state_dir / LAST_RECORD  # the child keeps its latest record there

@@ -25,14 +25,14 @@ from typing import Any
 
 import moderngl
 
-from control.text import printable
-from show.cli.option_values import rate as frame_rate
-from show.cli.option_values import size as frame_size
-from visual.output.frame_output import FrameOutput
-from visual.output.stream import check_stream_url
-from visual.output.platform_outputs import SpoutBackend, SyphonBackend, VirtualCamBackend
-from visual.output.ndi import NdiBackend
-from visual.output.stream import stream_backend
+from swarm_instrument.control.text import printable
+from swarm_instrument.show.cli.option_values import rate as frame_rate
+from swarm_instrument.show.cli.option_values import size as frame_size
+from swarm_instrument.visual.output.frame_output import FrameOutput
+from swarm_instrument.visual.output.stream import check_stream_url
+from swarm_instrument.visual.output.platform_outputs import SpoutBackend, SyphonBackend, VirtualCamBackend
+from swarm_instrument.visual.output.ndi import NdiBackend
+from swarm_instrument.visual.output.stream import stream_backend
 
 log = logging.getLogger(__name__)
 SETTINGS = ("size", "fps", "bitrate")

@@ -59,7 +59,7 @@ for path in (ROOT, ROOT / "tests"):
 
 @pytest.fixture(scope="session")
 def gl_context():
-    from visual.gpu.context import create_headless_context
+    from swarm_instrument.visual.gpu.context import create_headless_context
 
     ctx = create_headless_context()
     yield ctx

@@ -10,10 +10,10 @@ from typing import Any
 import moderngl
 import numpy as np
 
-from control.parameters.registry import Params
-from visual.render.camera import OrbitCamera
-from visual.render.renderer import Renderer
-from visual.render.renderer41 import Renderer41
+from swarm_instrument.control.parameters.registry import Params
+from swarm_instrument.visual.render.camera import OrbitCamera
+from swarm_instrument.visual.render.renderer import Renderer
+from swarm_instrument.visual.render.renderer41 import Renderer41
 
 
 class _Drawing:

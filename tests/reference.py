@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from control.parameters.registry import Params
+from swarm_instrument.control.parameters.registry import Params
 
 F = np.float32
 

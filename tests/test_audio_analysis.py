@@ -10,7 +10,7 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from audio.analysis.features import (
+from swarm_instrument.audio.analysis.features import (
     Analyzer,
     BandAnalyzer,
     DB_FLOOR,
@@ -21,16 +21,16 @@ from audio.analysis.features import (
     rms_db,
     speed_scale,
 )
-from audio.base import OfflineAudio
-from audio.input.ring import Ring
-from control.parameters.modulation import (
+from swarm_instrument.audio.base import OfflineAudio
+from swarm_instrument.audio.input.ring import Ring
+from swarm_instrument.control.parameters.modulation import (
     modulate,
     Route,
     RouteError,
     routes_from_json,
     routes_to_json,
 )
-from control.parameters.registry import Params
+from swarm_instrument.control.parameters.registry import Params
 
 RATE = 48000
 FPS = 60

@@ -25,11 +25,11 @@ import numpy as np
 import pytest
 from jackd import RATE, SignalPlayer, jack_server
 
-from audio.base import OfflineAudio, Silence
-from audio.analysis.beat_feed import RingBeatFeed
-from audio.analysis.beats import BeatInfo, BeatTracker
-from audio.input.live_input import AudioInput
-from audio.input.ring import Ring
+from swarm_instrument.audio.base import OfflineAudio, Silence
+from swarm_instrument.audio.analysis.beat_feed import RingBeatFeed
+from swarm_instrument.audio.analysis.beats import BeatInfo, BeatTracker
+from swarm_instrument.audio.input.live_input import AudioInput
+from swarm_instrument.audio.input.ring import Ring
 
 ROOT = Path(__file__).resolve().parent.parent
 FRAME = 1 / 60
@@ -284,8 +284,8 @@ def test_offline_beats_land_on_the_song_and_repeat_exactly():
 
 
 def test_silence_gives_no_beats_and_the_tempo_holds():
-    from control.musical_time.tempo import Tempo
-    from show.inputs.beat_clock import AudioTempo
+    from swarm_instrument.control.musical_time.tempo import Tempo
+    from swarm_instrument.show.inputs.beat_clock import AudioTempo
 
     clicks, _ = click_track(120.0, 8.0)
     samples = np.concatenate([clicks, np.zeros(4 * RATE, np.float32)])
@@ -396,13 +396,13 @@ def test_a_render_pulses_on_the_songs_beats(tmp_path):
     comes from the audio."""
     import io
 
-    import instrument
-    from audio.files.wav_writer import write_wav
-    from control.parameters.modulation import Route
-    from show.cli.options import options_from_args
-    from show.offline.progress import Progress
-    from show.offline.offline_render import render
-    from show.offline.render_job import plan_render
+    from swarm_instrument import instrument
+    from swarm_instrument.audio.files.wav_writer import write_wav
+    from swarm_instrument.control.parameters.modulation import Route
+    from swarm_instrument.show.cli.options import options_from_args
+    from swarm_instrument.show.offline.progress import Progress
+    from swarm_instrument.show.offline.offline_render import render
+    from swarm_instrument.show.offline.render_job import plan_render
 
     fps, seconds = 30, 10.0
     samples, beats = drum_loop(128.0, seconds)

@@ -12,11 +12,11 @@ import av
 import numpy as np
 import pytest
 
-import audio.files.decode
-from audio.files.decode import AudioFileError, check_audio_file, read_audio
-from audio.files.playback import AudioFile
-from audio.files.wav_writer import write_wav
-from audio.source import open_audio
+from swarm_instrument.audio.files import decode
+from swarm_instrument.audio.files.decode import AudioFileError, check_audio_file, read_audio
+from swarm_instrument.audio.files.playback import AudioFile
+from swarm_instrument.audio.files.wav_writer import write_wav
+from swarm_instrument.audio.source import open_audio
 
 RATE = 48000
 FPS = 60
@@ -195,7 +195,7 @@ def test_a_picture_holds_no_audio(tmp_path):
 def test_too_large_and_too_long_are_refused_before_reading(tmp_path):
     huge = tmp_path / "huge.flac"
     with open(huge, "wb") as file:  # sparse: no disk used
-        file.truncate(audio.files.decode.MAX_FILE_BYTES + 1)
+        file.truncate(decode.MAX_FILE_BYTES + 1)
     for read in (read_audio, check_audio_file):
         with pytest.raises(AudioFileError, match=r"huge.flac: 2.0 GiB is too large"):
             read(huge)
@@ -215,7 +215,7 @@ def test_a_compressed_song_too_long_is_refused(tmp_path, monkeypatch):
     """By the length FFmpeg finds in the container (or, where it says none, while decoding)."""
     path = tmp_path / "song.mp3"
     encode(path, "libmp3lame", tone(2.0))
-    monkeypatch.setattr(audio.files.decode, "MAX_SECONDS", 1.0)
+    monkeypatch.setattr(decode, "MAX_SECONDS", 1.0)
     for read in (read_audio, check_audio_file):
         with pytest.raises(AudioFileError, match=r"song.mp3: lasts .* longer than the"):
             read(path)
@@ -232,11 +232,11 @@ def test_a_song_whose_header_gives_no_length_is_refused_while_decoding(tmp_path,
     data[8 + 13] &= 0xF0  # its 36-bit total of samples: 0, unknown
     data[8 + 14:8 + 18] = bytes(4)
     path.write_bytes(bytes(data))
-    monkeypatch.setattr(audio.files.decode, "MAX_SECONDS", 1.0)
+    monkeypatch.setattr(decode, "MAX_SECONDS", 1.0)
     assert check_audio_file(path).duration is None
     with pytest.raises(AudioFileError, match=r"streamed.flac: lasts .* or more, longer than"):
         read_audio(path)
-    monkeypatch.setattr(audio.files.decode, "MAX_SECONDS", 4.0)
+    monkeypatch.setattr(decode, "MAX_SECONDS", 4.0)
     assert len(read_audio(path)[0]) == 3 * RATE
 
 

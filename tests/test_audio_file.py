@@ -11,9 +11,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from audio.files.decode import AudioFileError, check_audio_file, read_audio
-from audio.files.playback import AudioFile
-from audio.files.wav_writer import write_wav
+from swarm_instrument.audio.files.decode import AudioFileError, check_audio_file, read_audio
+from swarm_instrument.audio.files.playback import AudioFile
+from swarm_instrument.audio.files.wav_writer import write_wav
 
 RATE = 48000
 FPS = 60
@@ -313,7 +313,7 @@ def test_a_muted_files_tempo_is_the_same_at_any_frame_rate(tmp_path):
     clock: aubio hears the song as it is, the same tempo at each. Before every sample went to
     it, 10, 15 and 20 fps read 117.2, 78.1 and 117.2 BPM (the samples of a frame longer than
     the analysis window were skipped, unheard)."""
-    from audio.synth import drum_loop
+    from swarm_instrument.audio.synth import drum_loop
 
     path = tmp_path / "loop.wav"
     write_wav(path, drum_loop(100.0, 12.0, RATE), RATE)

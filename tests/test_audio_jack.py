@@ -19,11 +19,11 @@ import pytest
 import sounddevice as sd
 from jackd import PERIOD, RATE, ToneBurstClient, jack_server
 
-from audio.input.devices import list_input_devices
-from audio.input.live_input import AudioInput
-from audio.files.playback import AudioFile
-from audio.source import open_audio
-from audio.files.wav_writer import write_wav
+from swarm_instrument.audio.input.devices import list_input_devices
+from swarm_instrument.audio.input.live_input import AudioInput
+from swarm_instrument.audio.files.playback import AudioFile
+from swarm_instrument.audio.source import open_audio
+from swarm_instrument.audio.files.wav_writer import write_wav
 
 FRAME = 1 / 60
 BLOCK = PERIOD / RATE

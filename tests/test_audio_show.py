@@ -8,8 +8,8 @@ import json
 import numpy as np
 from conftest import run_instrument as instrument
 
-from audio.files.wav_writer import write_wav
-from control.looks.swarm_state import load_state
+from swarm_instrument.audio.files.wav_writer import write_wav
+from swarm_instrument.control.looks.swarm_state import load_state
 
 RATE = 48000
 

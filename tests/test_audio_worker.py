@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 from jackd import ToneBurstClient, jack_server, start_jackd, stop_jackd
 
-from audio.input.live_input import AudioInput
-from audio.input.process import summarize_library_lines
-from audio.source import open_audio
+from swarm_instrument.audio.input.live_input import AudioInput
+from swarm_instrument.audio.input.process import summarize_library_lines
+from swarm_instrument.audio.source import open_audio
 
 ROOT = Path(__file__).resolve().parent.parent
 FRAME = 1 / 60
@@ -152,7 +152,7 @@ def test_audio_comes_back_after_the_jack_server_restarts(monkeypatch):
 SHOW = textwrap.dedent("""
     import sys, time
     sys.path[:0] = [{root!r}]
-    from audio.source import open_audio
+    from swarm_instrument.audio.source import open_audio
     source = open_audio()
     print("opened", source.state, source.worker_pid, source.segment_name, flush=True)
     try:

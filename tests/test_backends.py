@@ -8,9 +8,9 @@ import inspect
 
 import pytest
 
-from control.parameters.registry import Params
-from visual.backends import BACKEND_CLASSES, PostRole, RendererRole, SwarmRole, backend_classes
-from visual.gpu.context import BACKENDS
+from swarm_instrument.control.parameters.registry import Params
+from swarm_instrument.visual.backends import BACKEND_CLASSES, PostRole, RendererRole, SwarmRole, backend_classes
+from swarm_instrument.visual.gpu.context import BACKENDS
 
 
 def role_members(role: type) -> dict[str, object]:

@@ -9,10 +9,10 @@ import pytest
 import reference
 from conftest import run_instrument as instrument
 
-from control.looks.swarm_state import load_state
-from control.parameters.registry import Params
-from visual.sim.lure import Lure
-from visual.sim.agents import spawn_state
+from swarm_instrument.control.looks.swarm_state import load_state
+from swarm_instrument.control.parameters.registry import Params
+from swarm_instrument.visual.sim.lure import Lure
+from swarm_instrument.visual.sim.agents import spawn_state
 
 
 def test_fixed_steps_reproduce_the_seed_kernel(tmp_path):

@@ -10,17 +10,17 @@ import time
 
 import pytest
 
-from audio.analysis.features import AudioFeatures, Bands
-from audio.files.recorded import RecordedAudio
-import control.tracks.track_recorder as control_track
-from control.tracks.control_track import ControlTrack
-from control.tracks.track_events import ControlTrackError
-from control.midi.midi_in import DEFAULT_MAPPING, Midi
-from control.midi.controller import MidiController
-from control.tracks.midi_track import MidiFileSource
-from control.parameters.modulation import Route
-from control.parameters.registry import Params
-from control.tracks.track_recorder import ControlRecorder
+from swarm_instrument.audio.analysis.features import AudioFeatures, Bands
+from swarm_instrument.audio.files.recorded import RecordedAudio
+import swarm_instrument.control.tracks.track_recorder as control_track
+from swarm_instrument.control.tracks.control_track import ControlTrack
+from swarm_instrument.control.tracks.track_events import ControlTrackError
+from swarm_instrument.control.midi.midi_in import DEFAULT_MAPPING, Midi
+from swarm_instrument.control.midi.controller import MidiController
+from swarm_instrument.control.tracks.midi_track import MidiFileSource
+from swarm_instrument.control.parameters.modulation import Route
+from swarm_instrument.control.parameters.registry import Params
+from swarm_instrument.control.tracks.track_recorder import ControlRecorder
 
 
 def features(level: float, onset: bool = False) -> AudioFeatures:

@@ -22,13 +22,13 @@ from conftest import ROOT
 from conftest import run_instrument as instrument
 from xdisplay import Performer, grab, set_dpi, split_into_monitors, with_display, xvfb
 
-from control.parameters.registry import REGISTRY, param
-from show.inputs.control_surface import Activity, layout_groups, to_action
-from show.cli.live_show import plan_screens
-from visual.ui.control_layout import (KeyQueue, Messages, flow_columns, parse_typed, route_key,
+from swarm_instrument.control.parameters.registry import REGISTRY, param
+from swarm_instrument.show.inputs.control_surface import Activity, layout_groups, to_action
+from swarm_instrument.show.cli.live_show import plan_screens
+from swarm_instrument.visual.ui.control_layout import (KeyQueue, Messages, flow_columns, parse_typed, route_key,
                                       typed_text, ui_scale)
 from pictures import read_png
-from visual.ui.screens import ScreenArea, side_by_side
+from swarm_instrument.visual.ui.screens import ScreenArea, side_by_side
 
 LAPTOP, PROJECTOR = (0, 0, 960, 600), (960, 0, 640, 360)
 CONTROL_CAPTION = "swarm instrument - control"
@@ -92,7 +92,7 @@ def test_every_parameter_has_one_row_in_the_columns(area):
 def test_a_typed_value_is_what_osc_would_be_sent():
     """What the performer types -> the value a ("set", name, value) message carries, which
     OSC's checks take (beyond the slider's range, inside the hard limits) or refuse."""
-    from control.osc.osc_wire import OscError
+    from swarm_instrument.control.osc.osc_wire import OscError
 
     values = {p.name: p.default for p in REGISTRY}
     assert parse_typed("float", [], " 55.5 ") == 55.5
@@ -182,7 +182,7 @@ def test_messages_become_the_actions_osc_would_give():
     assert to_action(("save", 9), values).value == 9
     assert to_action(("learn", "glow"), values).param == "glow"
     assert to_action(("action", "burst"), values).kind == "separation_burst"
-    from control.osc.osc_wire import OscError
+    from swarm_instrument.control.osc.osc_wire import OscError
 
     for bad in (("norm", "no_such", 0.5), ("save", 10), ("preset", 0), ("action", "quit"),
                 ("norm", "slow_color", 0.5), ("learn", "nothing")):
@@ -404,7 +404,7 @@ def test_sliders_keys_typing_thumbnails_and_save_in_the_control_window(two_scree
         until("slot 1's thumbnail", lambda r: 1 in r["control"][0]["thumbnails"], 90)
         time.sleep(0.5)
         screen = grab(two_screens)
-        from visual.output.png import write_png
+        from swarm_instrument.visual.output.png import write_png
 
         write_png(tmp_path / "screens.png", screen)
 
@@ -534,7 +534,7 @@ def test_one_screen_opens_the_two_windows_beside_each_other(tmp_path):
 
 
 def test_the_screens_are_the_desktops_monitors(two_screens):
-    result = subprocess.run([sys.executable, "-c", "from visual.ui.screens import describe, "
+    result = subprocess.run([sys.executable, "-c", "from swarm_instrument.visual.ui.screens import describe, "
                              "list_screens; print(describe(list_screens()))"],
                             env=with_display(two_screens), capture_output=True, text=True,
                             cwd=ROOT, timeout=60)
@@ -623,10 +623,10 @@ def test_thumbnails_are_the_presets_played_and_played_again_when_saved(ctx, tmp_
     """Each filled slot's thumbnail is its preset as the contact sheet plays it (the same
     pixels, copied on the GPU), an empty slot has none, and a slot whose file changes is
     played again."""
-    from audio.synth import drum_loop
-    from control.looks.presets import load_preset
-    from show.inputs.control_surface import ThumbnailJob
-    from show.offline.contact_sheet import AUDIO_RATE, SHEET_BPM, SheetSettings, render_look
+    from swarm_instrument.audio.synth import drum_loop
+    from swarm_instrument.control.looks.presets import load_preset
+    from swarm_instrument.show.inputs.control_surface import ThumbnailJob
+    from swarm_instrument.show.offline.contact_sheet import AUDIO_RATE, SHEET_BPM, SheetSettings, render_look
 
     (tmp_path / "slot-2.json").write_text((ROOT / "presets" / "2-murmuration.json")
                                           .read_text())

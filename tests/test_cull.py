@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 from drawing import Drawn, Drawn41
 
-import visual.gpu.programs
-from control.parameters.registry import Params
-from visual.render.camera import frustum_planes, look_at, OrbitCamera, perspective, sphere_visible
-from visual.sim.agents import pack_agents
-from visual.sim.swarm import Swarm
-from visual.sim.state41 import state_rows, STATE_WIDTH
-from visual.sim.swarm41 import Swarm41
+from swarm_instrument.visual.gpu import programs
+from swarm_instrument.control.parameters.registry import Params
+from swarm_instrument.visual.render.camera import frustum_planes, look_at, OrbitCamera, perspective, sphere_visible
+from swarm_instrument.visual.sim.agents import pack_agents
+from swarm_instrument.visual.sim.swarm import Swarm
+from swarm_instrument.visual.sim.state41 import state_rows, STATE_WIDTH
+from swarm_instrument.visual.sim.swarm41 import Swarm41
 
 SIZE = (64, 48)  # the cull tests only need a draw to happen, not to look at it
 
@@ -25,7 +25,7 @@ SIZE = (64, 48)  # the cull tests only need a draw to happen, not to look at it
 @pytest.fixture(autouse=True)
 def strict_uniforms(monkeypatch):
     """A uniform name a program does not have, or a program without its block, is an error."""
-    monkeypatch.setattr(visual.gpu.programs, "STRICT", True)
+    monkeypatch.setattr(programs, "STRICT", True)
 
 
 class AgentBuffer:
@@ -448,7 +448,7 @@ def test_cull_reads_a_stepped_swarm(ctx, backend):
 
 
 def test_a_failed_fence_wait_reads_instead_of_freezing_the_counts():
-    from visual.gpu.fence import Fences, GL_TIMEOUT_EXPIRED, GL_WAIT_FAILED
+    from swarm_instrument.visual.gpu.fence import Fences, GL_TIMEOUT_EXPIRED, GL_WAIT_FAILED
 
     status = [GL_TIMEOUT_EXPIRED]
     fences = Fences(lambda condition, flags: 7, lambda sync, flags, timeout: status[0],

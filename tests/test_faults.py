@@ -22,18 +22,18 @@ from conftest import ROOT
 from test_audio_faults import FakeSoundDevice, mic, sine_block
 from test_midi_show import FakeSource
 
-import visual.gpu.shaders
-from audio.input.live_input import AudioInput
-from control.actions import Action
-from control.midi.midi_in import DEFAULT_MAPPING, Midi
-from control.osc.osc_input import OscInput
-from control.parameters.registry import Params
-from control.looks.preset_bank import PresetBank
-from control.looks.presets import load_preset
-from control.looks.recovery import RecoveryWriter
-from show.show import Show
-from show.loop import FixedStep, Loop, Offscreen
-from show.cli.options import ShowOptions
+from swarm_instrument.visual.gpu.shaders import BUNDLED_SHADERS
+from swarm_instrument.audio.input.live_input import AudioInput
+from swarm_instrument.control.actions import Action
+from swarm_instrument.control.midi.midi_in import DEFAULT_MAPPING, Midi
+from swarm_instrument.control.osc.osc_input import OscInput
+from swarm_instrument.control.parameters.registry import Params
+from swarm_instrument.control.looks.preset_bank import PresetBank
+from swarm_instrument.control.looks.presets import load_preset
+from swarm_instrument.control.looks.recovery import RecoveryWriter
+from swarm_instrument.show.show import Show
+from swarm_instrument.show.loop import FixedStep, Loop, Offscreen
+from swarm_instrument.show.cli.options import ShowOptions
 
 SIZE = (160, 90)
 FPS = 60
@@ -91,7 +91,7 @@ def rig(ctx, tmp_path, monkeypatch, said):
     """A healthy show to break; afterwards, nothing on disk was damaged: the bundled presets
     are unchanged and the recovery file, if written, reads whole."""
     shaders = tmp_path / "shaders"
-    shutil.copytree(visual.gpu.shaders.BUNDLED_SHADERS, shaders)
+    shutil.copytree(BUNDLED_SHADERS, shaders)
     monkeypatch.setenv("SWARM_SHADERS", str(shaders))
     bundled = digest(ROOT / "presets")
     rig = Rig(ctx, tmp_path, said)

@@ -18,7 +18,7 @@ import pytest
 from conftest import ROOT, run_instrument
 from pythonosc.udp_client import SimpleUDPClient
 
-from visual.gpu.limits import SOFTWARE_LIVE_COUNT
+from swarm_instrument.visual.gpu.limits import SOFTWARE_LIVE_COUNT
 
 QUICK = ("--headless", "--frames", "1", "--size", "64x64", "--count", "64")
 
@@ -96,7 +96,7 @@ def test_every_numeric_option_names_itself_its_value_and_its_limits(argv, parts,
     """One line on stderr, nothing before it, exit 2: the option, the value given and the
     limits in plain digits (issue 26: "'count' = 100000000 is out of range [1, 1.67772e+07]",
     after the start look's line)."""
-    from show.cli.arguments import build_parser
+    from swarm_instrument.show.cli.arguments import build_parser
 
     with pytest.raises(SystemExit) as exited:
         build_parser().parse_args(argv)
@@ -135,7 +135,7 @@ def test_fifos_on_the_command_line_never_hang(fifo):
 
 
 def test_limits_asked_of_the_driver_name_the_figure():
-    from visual.gpu.limits import MachineLimits
+    from swarm_instrument.visual.gpu.limits import MachineLimits
 
     small = MachineLimits(max_side=4096, memory_bytes=256 * 2**20, software=False,
                           memory_source="the GPU")

@@ -10,7 +10,7 @@ from conftest import run_instrument
 from pictures import read_png
 from xdisplay import with_display, xvfb
 
-from visual.ui.hud import fit_lines, Hud, hud_layout
+from swarm_instrument.visual.ui.hud import fit_lines, Hud, hud_layout
 
 FULL = [  # what the show's lines look like (show/report.py), the MIDI reason the longest
     "  2.0 fps  504.65 ms a frame",

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from conftest import ROOT
 
+PACKAGE = "swarm_instrument"
 PARTS = ("audio", "visual", "control")
 PACKAGES = (*PARTS, "show", "benchmarks")
 MAX_LINES = 400
@@ -44,13 +45,17 @@ def code_files() -> list[Path]:
 
 
 def imports(path: Path) -> list[tuple[int, str]]:
+    """(line, module) of every import, the package's name taken off (`swarm_instrument.visual.
+    gpu` is `visual.gpu`; `from swarm_instrument import visual` is `visual`)."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module == PACKAGE and node.level == 0:
+            found += [(node.lineno, alias.name) for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             found.append((node.lineno, node.module))
-    return found
+    return [(line, module.removeprefix(PACKAGE + ".")) for line, module in found]
 
 
 def late_imports(path: Path) -> list[tuple[int, str]]:
@@ -132,8 +137,9 @@ def test_the_checks_see_what_they_look_for(tmp_path):
     """The readers find imports in functions and their notes (a check that cannot fail is no
     check)."""
     path = tmp_path / "module.py"
-    path.write_text("def f():\n    from control.parameters.registry import Params\n"
-                    "    import rtmidi  # noqa: PLC0415 - optional: MIDI\n")
-    assert imports(path) == [(2, "control.parameters.registry"), (3, "rtmidi")]
+    path.write_text("def f():\n    from swarm_instrument.control.parameters.registry import "
+                    "Params\n    import rtmidi  # noqa: PLC0415 - optional: MIDI\n"
+                    "    from swarm_instrument import show\n")
+    assert imports(path) == [(2, "control.parameters.registry"), (3, "rtmidi"), (4, "show")]
     late = late_imports(path)
-    assert [bool(LATE_NOTE.search(text)) for _, text in late] == [False, True]
+    assert [bool(LATE_NOTE.search(text)) for _, text in late] == [False, True, False]

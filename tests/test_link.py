@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from control.musical_time.link import LinkClock, LinkUnavailable
-from control.musical_time.tempo import Tempo
+from swarm_instrument.control.musical_time.link import LinkClock, LinkUnavailable
+from swarm_instrument.control.musical_time.tempo import Tempo
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -16,22 +16,21 @@ import pytest
 from conftest import run_instrument
 from test_cull import AgentBuffer
 
-import visual.gpu.context
-import visual.gpu.programs
-from control.parameters.registry import Params
-from show.cli.options import START_LOOK
-from show.offline.contact_sheet import SheetSettings, bundled_presets, contact_sheet
-from visual.render.camera import OrbitCamera
-from visual.render.frame_values import SPEED_RAMP
-from visual.render.palettes import PALETTES, palette_stops, sample, srgb_to_linear
-from visual.render.renderer import Renderer
+from swarm_instrument.visual.gpu import programs
+from swarm_instrument.control.parameters.registry import Params
+from swarm_instrument.show.cli.options import START_LOOK
+from swarm_instrument.show.offline.contact_sheet import SheetSettings, bundled_presets, contact_sheet
+from swarm_instrument.visual.render.camera import OrbitCamera
+from swarm_instrument.visual.render.frame_values import SPEED_RAMP
+from swarm_instrument.visual.render.palettes import PALETTES, palette_stops, sample, srgb_to_linear
+from swarm_instrument.visual.render.renderer import Renderer
 
 SIZE = (256, 160)
 
 
 @pytest.fixture(autouse=True)
 def strict_uniforms(monkeypatch):
-    monkeypatch.setattr(visual.gpu.programs, "STRICT", True)
+    monkeypatch.setattr(programs, "STRICT", True)
 
 
 @pytest.fixture
@@ -356,9 +355,9 @@ def test_the_readmes_music_video_opens_on_the_start_look_and_pulses_with_the_kic
     light rises on each kick of a 120 BPM drum loop (kicks 1 s apart from 0.1 s) on software GL
     too, where the post chain (the bloom that breathes on the beat) is off: the frames just
     after a kick at least 15 % brighter than those just before the next."""
-    from audio.files.wav_writer import write_wav
-    from audio.synth import drum_loop
-    from visual.output.video_files import decode_frames
+    from swarm_instrument.audio.files.wav_writer import write_wav
+    from swarm_instrument.audio.synth import drum_loop
+    from swarm_instrument.visual.output.video_files import decode_frames
 
     song, video = tmp_path / "loop.wav", tmp_path / "loop.mp4"
     write_wav(song, drum_loop(120, 3.0, 48000, seed=1), 48000)

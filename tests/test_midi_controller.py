@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from control.actions import Action
-from control.midi.midi_in import DEFAULT_MAPPING, Midi
-from control.midi.controller import LEARN_FINE_WINDOW_S, MidiController
-from control.midi.mapping import ActionRule, Binding, MidiMapping
-from control.midi.mapping_file import load_mapping
-from control.parameters.registry import ParamError, Params
+from swarm_instrument.control.actions import Action
+from swarm_instrument.control.midi.midi_in import DEFAULT_MAPPING, Midi
+from swarm_instrument.control.midi.controller import LEARN_FINE_WINDOW_S, MidiController
+from swarm_instrument.control.midi.mapping import ActionRule, Binding, MidiMapping
+from swarm_instrument.control.midi.mapping_file import load_mapping
+from swarm_instrument.control.parameters.registry import ParamError, Params
 
 
 def cc(channel: int, controller: int, value: int) -> bytes:
@@ -298,7 +298,7 @@ def test_without_rtmidi_the_instrument_runs_without_midi(monkeypatch):
 
 
 def test_unknown_api_is_refused_clearly():
-    from control.midi.ports import MidiInput
+    from swarm_instrument.control.midi.ports import MidiInput
 
     reports: list[str] = []
     source = MidiInput(api="coreaudio", report=reports.append)

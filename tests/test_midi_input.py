@@ -11,10 +11,10 @@ from collections import deque
 
 import pytest
 
-import control.midi.ports as midi_input
-import control.midi.systems as midi_system
-from control.midi.ports import MidiInput
-from control.midi.systems import port_key
+import swarm_instrument.control.midi.ports as midi_input
+import swarm_instrument.control.midi.systems as midi_system
+from swarm_instrument.control.midi.ports import MidiInput
+from swarm_instrument.control.midi.systems import port_key
 
 
 class FakeSystemError(OSError):

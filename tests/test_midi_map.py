@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from control.midi.mapping import (
+from swarm_instrument.control.midi.mapping import (
     ActionRule,
     Binding,
     MappingError,
@@ -17,8 +17,8 @@ from control.midi.mapping import (
     position_14bit,
     position_7bit,
 )
-from control.midi.mapping_file import load_mapping, save_mapping
-from control.parameters.registry import param
+from swarm_instrument.control.midi.mapping_file import load_mapping, save_mapping
+from swarm_instrument.control.parameters.registry import param
 
 DEFAULT = Path(__file__).resolve().parent.parent / "presets" / "midi-default.json"
 

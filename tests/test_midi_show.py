@@ -15,9 +15,9 @@ import pytest
 from conftest import ROOT
 from midi_jack import WAIT_S, Sender, jack_midi_server
 
-from control.looks.preset_bank import PresetBank
-from control.looks.presets import load_preset
-from show.cli.options import START_LOOK
+from swarm_instrument.control.looks.preset_bank import PresetBank
+from swarm_instrument.control.looks.presets import load_preset
+from swarm_instrument.show.cli.options import START_LOOK
 
 
 def last_record(path):
@@ -97,11 +97,11 @@ class FakeSource:
 
 
 def test_learn_from_the_hud_and_the_burst_and_respawn_notes(ctx, tmp_path):
-    from control.actions import Action
-    from control.midi.midi_in import DEFAULT_MAPPING, Midi
-    from control.parameters.registry import Params
-    from show.show import Show
-    from show.cli.options import ShowOptions
+    from swarm_instrument.control.actions import Action
+    from swarm_instrument.control.midi.midi_in import DEFAULT_MAPPING, Midi
+    from swarm_instrument.control.parameters.registry import Params
+    from swarm_instrument.show.show import Show
+    from swarm_instrument.show.cli.options import ShowOptions
 
     params = Params({"count": 300})
     source = FakeSource()

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from conftest import run_instrument
 
-from show.loop import FixedStep, SongClock, WallClock
+from swarm_instrument.show.loop import FixedStep, SongClock, WallClock
 from pictures import read_png
-from visual.sim.agents import MAX_DT
+from swarm_instrument.visual.sim.agents import MAX_DT
 
 FPS = 30
 FRAMES = 45

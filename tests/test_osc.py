@@ -16,9 +16,9 @@ from pythonosc.osc_bundle_builder import IMMEDIATELY, OscBundleBuilder
 from pythonosc.osc_message_builder import OscMessageBuilder
 from pythonosc.udp_client import SimpleUDPClient
 
-from control.actions import Action
-from control.midi.mapping import Binding
-from control.osc.osc_input import (
+from swarm_instrument.control.actions import Action
+from swarm_instrument.control.midi.mapping import Binding
+from swarm_instrument.control.osc.osc_input import (
     interpret,
     MAX_DATAGRAMS_PER_FRAME,
     MAX_MESSAGES_PER_FRAME,
@@ -26,7 +26,7 @@ from control.osc.osc_input import (
     OscProblem,
     parse_endpoint,
 )
-from control.osc.osc_wire import (
+from swarm_instrument.control.osc.osc_wire import (
     Budget,
     MAX_ARGUMENTS,
     OscError,
@@ -35,11 +35,11 @@ from control.osc.osc_wire import (
     printable,
     TimeTag,
 )
-from control.parameters.registry import param, Params
-from control.looks.preset_bank import PresetBank
-from show.show import Show
-from show.cli.options import ShowOptions
-from show.report import osc_line
+from swarm_instrument.control.parameters.registry import param, Params
+from swarm_instrument.control.looks.preset_bank import PresetBank
+from swarm_instrument.show.show import Show
+from swarm_instrument.show.cli.options import ShowOptions
+from swarm_instrument.show.report import osc_line
 
 # The two examples of the OSC 1.0 specification, byte for byte.
 SPEC_FREQUENCY = bytes.fromhex("2f6f7363696c6c61746f722f342f6672657175656e6379002c66000043dc0000")
@@ -525,7 +525,7 @@ def test_command_line_osc(tmp_path):
 
 def test_osc_actions_are_recorded_like_the_pads(ctx, osc, tmp_path):
     """--record-control keeps what OSC did, so the set renders again with it."""
-    from control.tracks.track_recorder import ControlRecorder
+    from swarm_instrument.control.tracks.track_recorder import ControlRecorder
 
     params = Params({"count": 300})
     show = Show(ctx, params, ShowOptions(), osc=osc)

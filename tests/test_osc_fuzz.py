@@ -25,15 +25,15 @@ from pythonosc.osc_bundle_builder import IMMEDIATELY, OscBundleBuilder
 from pythonosc.osc_message_builder import OscMessageBuilder
 from pythonosc.osc_packet import OscPacket
 
-from control.actions import Action
-from control.osc.osc_input import (
+from swarm_instrument.control.actions import Action
+from swarm_instrument.control.osc.osc_input import (
     interpret,
     MAX_DATAGRAMS_PER_FRAME,
     MAX_MESSAGES_PER_FRAME,
     OscInput,
 )
-from control.osc.osc_wire import MAX_ARGUMENTS, OscError, parse_packet, TimeTag
-from control.parameters.registry import BY_NAME
+from swarm_instrument.control.osc.osc_wire import MAX_ARGUMENTS, OscError, parse_packet, TimeTag
+from swarm_instrument.control.parameters.registry import BY_NAME
 
 FUZZ_CASES, SLOW_FUZZ_CASES = 5000, 200_000
 FLOOD_SECONDS = float(os.environ.get("OSC_FLOOD_SECONDS", "2"))

@@ -29,15 +29,15 @@ import pytest
 from conftest import ROOT, run_instrument
 from outputs_peer import Recorded, to_rgb, write_ndi_config
 
-from control.parameters.registry import Params
-from show.show import Show
-from show.loop import Loop, Offscreen, WallClock
-from show.cli.options import ShowOptions
-from show.video_outputs import Outputs, parse_output
-from visual.output.frame_output import FrameOutput, OutputFailed, RateGate, RING_DEPTH
+from swarm_instrument.control.parameters.registry import Params
+from swarm_instrument.show.show import Show
+from swarm_instrument.show.loop import Loop, Offscreen, WallClock
+from swarm_instrument.show.cli.options import ShowOptions
+from swarm_instrument.show.video_outputs import Outputs, parse_output
+from swarm_instrument.visual.output.frame_output import FrameOutput, OutputFailed, RateGate, RING_DEPTH
 from pictures import read_png
-from visual.output.png import write_png
-from visual.output.readback import PixelReadback
+from swarm_instrument.visual.output.png import write_png
+from swarm_instrument.visual.output.readback import PixelReadback
 
 SIZE = (256, 144)
 PEER = ROOT / "tests" / "outputs_peer.py"
@@ -372,8 +372,8 @@ def test_hud_and_telemetry_tell_each_output(ctx):
 def test_outputs_go_off_air_and_back_from_the_key_and_osc(ctx, said):
     """O takes every output off air (nothing more is captured; what was in flight arrives),
     OSC /swarm/outputs 1 puts them back, /swarm/outputs N 0|1 one of them; said each time."""
-    from control.osc.osc_input import interpret
-    from show.inputs.keys import key_action
+    from swarm_instrument.control.osc.osc_input import interpret
+    from swarm_instrument.show.inputs.keys import key_action
 
     first, second = FakeBackend("one"), FakeBackend("two")
     outputs = [FrameOutput(first, size=(64, 36), nominal_rate=20),
@@ -417,7 +417,7 @@ def test_outputs_go_off_air_and_back_from_the_key_and_osc(ctx, said):
 
 
 def test_outputs_switched_without_any_are_said_in_the_hud(ctx):
-    from control.osc.osc_input import interpret, OscError
+    from swarm_instrument.control.osc.osc_input import interpret, OscError
 
     show = Show(ctx, Params(LIVELY), ShowOptions())
     try:
@@ -434,7 +434,7 @@ def test_outputs_switched_without_any_are_said_in_the_hud(ctx):
 
 
 def test_syphon_and_spout_elsewhere_say_so_once_and_the_show_goes_on(ctx, said):
-    from visual.output.platform_outputs import SpoutBackend, SyphonBackend
+    from swarm_instrument.visual.output.platform_outputs import SpoutBackend, SyphonBackend
 
     outputs = [FrameOutput(SyphonBackend("Swarm", platform="linux")),
                FrameOutput(SpoutBackend("Swarm", platform="linux"))]
@@ -476,7 +476,7 @@ def test_syphon_through_a_fake_syphon_python(ctx, monkeypatch):
                    create_mtl_texture=lambda device, w, h: Texture(w, h))}
     for name, module in modules.items():
         monkeypatch.setitem(sys.modules, name, module)
-    from visual.output.platform_outputs import SyphonBackend
+    from swarm_instrument.visual.output.platform_outputs import SyphonBackend
 
     backend = Recorded(SyphonBackend("Swarm", platform="darwin"))
     output = FrameOutput(backend, nominal_rate=20)
@@ -508,7 +508,7 @@ def test_spout_through_a_fake_spoutgl(ctx, monkeypatch):
 
     monkeypatch.setitem(sys.modules, "SpoutGL", types.SimpleNamespace(
         SpoutSender=Sender, enums=types.SimpleNamespace(GL_RGBA=0x1908)))
-    from visual.output.platform_outputs import SpoutBackend
+    from swarm_instrument.visual.output.platform_outputs import SpoutBackend
 
     backend = Recorded(SpoutBackend("Swarm", platform="win32"))
     output = FrameOutput(backend, nominal_rate=20)
@@ -547,7 +547,7 @@ def test_virtual_camera_through_pyvirtualcam_backend_hook(ctx):
 
     from pyvirtualcam.camera import BACKENDS
 
-    from visual.output.platform_outputs import VirtualCamBackend
+    from swarm_instrument.visual.output.platform_outputs import VirtualCamBackend
 
     pyvirtualcam.register_backend("swarm-test", Device)
     try:
@@ -565,7 +565,7 @@ def test_virtual_camera_through_pyvirtualcam_backend_hook(ctx):
 
 
 def test_virtual_camera_without_a_device_says_why_in_one_line(ctx, said):
-    from visual.output.platform_outputs import VirtualCamBackend
+    from swarm_instrument.visual.output.platform_outputs import VirtualCamBackend
 
     output = FrameOutput(VirtualCamBackend(), nominal_rate=20)
     play(ctx, [output], frames=8)
@@ -579,7 +579,7 @@ def test_virtual_camera_without_a_device_says_why_in_one_line(ctx, said):
 
 def test_udp_stream_round_trip(ctx, tmp_path):
     """H.264 in MPEG-TS datagrams to 127.0.0.1, decoded by PyAV in another process."""
-    from visual.output.stream import TransportStreamBackend
+    from swarm_instrument.visual.output.stream import TransportStreamBackend
 
     port = free_port()
     out = tmp_path / "udp.npz"
@@ -644,7 +644,7 @@ def test_a_tcp_receiver_that_stops_reading(ctx, said):
     """A receiver that connects and never reads: the stream's writes back up, the output
     drops frames, the show keeps its pace; once nothing was taken for the stall timeout the
     output says so and connects again."""
-    from visual.output.stream import TransportStreamBackend
+    from swarm_instrument.visual.output.stream import TransportStreamBackend
 
     server = socket.socket()
     server.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
@@ -720,7 +720,7 @@ def gst_reader(args: list[str], frame_bytes: int | None):
 def test_gstreamer_shared_memory_round_trip(ctx, tmp_path):
     """Raw RGBA into shmsink, read back by shmsrc: every frame that arrives is a sent frame,
     exactly, alpha and all, in order."""
-    from visual.output.stream import GstShmBackend
+    from swarm_instrument.visual.output.stream import GstShmBackend
 
     socket_path = tmp_path / "swarm.sock"
     backend = Recorded(GstShmBackend(f"shm://{socket_path}"))
@@ -757,7 +757,7 @@ def test_srt_round_trip_through_gstreamer(ctx, tmp_path):
 
     import av
 
-    from visual.output.stream import GstSrtBackend
+    from swarm_instrument.visual.output.stream import GstSrtBackend
 
     port = free_port()
     process, chunks, times, thread = gst_reader(

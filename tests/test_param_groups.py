@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from control.parameters.groups import grouped, GROUPS, OTHER
-from control.parameters.registry import REGISTRY
+from swarm_instrument.control.parameters.groups import grouped, GROUPS, OTHER
+from swarm_instrument.control.parameters.registry import REGISTRY
 
 
 def test_every_parameter_is_in_exactly_one_group():
@@ -28,7 +28,7 @@ def test_groups_are_named_once_and_none_is_empty():
 
 
 def test_the_page_gets_every_parameter_once_even_one_the_table_lacks(monkeypatch):
-    import control.parameters.groups as groups
+    import swarm_instrument.control.parameters.groups as groups
 
     laid_out = [name for _, names in grouped() for name in names]
     assert sorted(laid_out) == sorted(p.name for p in REGISTRY)

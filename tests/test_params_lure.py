@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from control.parameters.registry import BY_NAME, ParamError, Params
-from visual.sim.lure import Lure, wander_point
+from swarm_instrument.control.parameters.registry import BY_NAME, ParamError, Params
+from swarm_instrument.visual.sim.lure import Lure, wander_point
 
 SEED_DEFAULTS = {
     "count": 16384, "spawn_radius": 30, "contain_radius": 60, "neighbor_radius": 3,
@@ -62,7 +62,7 @@ def test_a_moved_lure_holds_then_blends_back_to_wandering():
 
 
 def test_a_hitch_is_a_slow_frame_and_a_slow_machine_is_not():
-    from show.report import FrameClock
+    from swarm_instrument.show.report import FrameClock
 
     clock = FrameClock()
     t = 0.0
@@ -80,7 +80,7 @@ def test_a_hitch_is_a_slow_frame_and_a_slow_machine_is_not():
 
 
 def test_every_number_has_a_performance_range_inside_its_hard_limits():
-    from control.parameters.registry import REGISTRY
+    from swarm_instrument.control.parameters.registry import REGISTRY
 
     for spec in REGISTRY:
         if spec.kind not in ("float", "int"):
@@ -99,7 +99,7 @@ def test_every_number_has_a_performance_range_inside_its_hard_limits():
 
 
 def test_a_nudge_moves_along_the_range_and_never_pulls_a_value_into_it():
-    from control.parameters.registry import NUDGE_COARSE, NUDGE_FINE
+    from swarm_instrument.control.parameters.registry import NUDGE_COARSE, NUDGE_FINE
 
     weight = BY_NAME["alignment_weight"]  # linear over 0..4
     assert weight.nudge(1.0, NUDGE_FINE) == pytest.approx(1.04)

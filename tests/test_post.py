@@ -15,19 +15,19 @@ import moderngl
 import numpy as np
 import pytest
 
-import visual.gpu.context
-import visual.gpu.programs
-import visual.gpu.shaders
-from visual.gpu.shaders import ShaderError
-from visual.post.post_chain import (
+from swarm_instrument.visual.gpu import context
+from swarm_instrument.visual.gpu import programs
+from swarm_instrument.visual.gpu import shaders
+from swarm_instrument.visual.gpu.shaders import ShaderError
+from swarm_instrument.visual.post.post_chain import (
     bloom_level_sizes,
     feedback_step,
     HISTORY_MAX,
     PostChain,
     PostSettings,
 )
-from visual.post.tonemap import TONEMAPS
-from visual.post.post_chain41 import PostChain41
+from swarm_instrument.visual.post.tonemap import TONEMAPS
+from swarm_instrument.visual.post.post_chain41 import PostChain41
 
 FLAT = {"dither": False}  # the display values exactly, no noise
 
@@ -35,7 +35,7 @@ FLAT = {"dither": False}  # the display values exactly, no noise
 @pytest.fixture(autouse=True)
 def strict_uniforms(monkeypatch):
     """A uniform name a program does not have is an error, not skipped."""
-    monkeypatch.setattr(visual.gpu.programs, "STRICT", True)
+    monkeypatch.setattr(programs, "STRICT", True)
 
 
 @pytest.fixture(params=[PostChain, PostChain41], ids=["4.3", "4.1"])
@@ -354,7 +354,7 @@ def test_a_new_size_remakes_the_images_and_runs_clean(ctx, chain, gpu):
 
 def test_a_broken_shader_on_reload_keeps_the_running_programs(ctx, gpu, tmp_path, chain_class):
     folder = tmp_path / "shaders"
-    shutil.copytree(visual.gpu.shaders.BUNDLED_SHADERS, folder)
+    shutil.copytree(shaders.BUNDLED_SHADERS, folder)
     chain = chain_class(ctx, shader_dir=folder)
     try:
         (folder / "post_display.frag").write_text("void main() { this is not GLSL }\n")
@@ -377,7 +377,7 @@ def test_release_frees_everything_and_remade_chains_do_not_grow_memory(ctx, gpu)
     chains made, run at 1024x1024 with bloom, feedback and the composite image (~30 MB of
     textures each, in process memory under llvmpipe) and released, 8 in turn, grow the
     process by less than 3 chains' worth (leaking would be 8)."""
-    if not visual.gpu.context.is_software(ctx):
+    if not context.is_software(ctx):
         pytest.skip("measures textures in process memory: software GL only")
     size = (1024, 1024)
     hdr = gpu.hdr(np.full((size[1], size[0], 3), 2.0))

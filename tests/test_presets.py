@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from control.looks.atomic import atomic_write_text, backup_path, STEPS
-from control.looks.files import FileProblem
-from control.parameters.modulation import Route
-from control.parameters.morph import blend_routes, blend_value, crossfade, Morph
-from control.parameters.registry import Param, Params, REGISTRY
-from control.looks.preset_bank import BUNDLED_DIR, PresetBank
-from control.looks.presets import (
+from swarm_instrument.control.looks.atomic import atomic_write_text, backup_path, STEPS
+from swarm_instrument.control.looks.files import FileProblem
+from swarm_instrument.control.parameters.modulation import Route
+from swarm_instrument.control.parameters.morph import blend_routes, blend_value, crossfade, Morph
+from swarm_instrument.control.parameters.registry import Param, Params, REGISTRY
+from swarm_instrument.control.looks.preset_bank import BUNDLED_DIR, PresetBank
+from swarm_instrument.control.looks.presets import (
     apply_preset,
     differences,
     differs,
@@ -34,7 +34,7 @@ from control.looks.presets import (
     save_preset,
     VERSION,
 )
-from control.looks.recovery import load_recovery, RecoveryWriter
+from swarm_instrument.control.looks.recovery import load_recovery, RecoveryWriter
 
 ROOT = Path(__file__).resolve().parent.parent
 BUNDLED = sorted(BUNDLED_DIR.glob("[1-9]-*.json"))
@@ -247,7 +247,7 @@ def test_a_route_repeated_exactly_is_kept_once_and_said(tmp_path, caplog):
     low_bloom = {"source": "low", "param": "bloom", "amount": 1.0}
     sine = {"source": "sine", "param": "bloom", "amount": 1.0, "beats": 4}  # another period
     path = write(tmp_path / "pulse.json", {**GOOD, "routes": [low_bloom] * 10 + [sine]})
-    with caplog.at_level("INFO", logger="control.looks.presets"):
+    with caplog.at_level("INFO", logger="swarm_instrument.control.looks.presets"):
         preset = load_preset(path)
         load_preset(path)
     assert preset.routes == [Route("low", "bloom", 1.0), Route("sine", "bloom", 1.0, 4.0)]
@@ -394,7 +394,7 @@ def test_first_save_interrupted_leaves_no_file_or_the_whole_file(tmp_path, step)
 CHILD = """
 import os, sys
 sys.path.insert(0, sys.argv[1])
-from control.looks.atomic import atomic_write_text
+from swarm_instrument.control.looks.atomic import atomic_write_text
 def die(name):
     if name == sys.argv[3]:
         os._exit(17)  # no finally, no cleanup: as a power cut would leave it
@@ -550,7 +550,7 @@ def test_recovery_is_written_off_the_frame(tmp_path, monkeypatch):
     """The frame hands the text over and goes on while the write (fsync and all) runs."""
     import threading
 
-    import control.looks.recovery as presets
+    import swarm_instrument.control.looks.recovery as presets
 
     release, writing = threading.Event(), threading.Event()
     real_write = presets.atomic_write_text
@@ -637,6 +637,6 @@ def test_bundled_presets_are_distinct_looks():
 
 @pytest.mark.parametrize("path", MAPPINGS, ids=lambda p: p.name)
 def test_bundled_midi_mappings_load(path):
-    from control.midi.mapping_file import load_mapping
+    from swarm_instrument.control.midi.mapping_file import load_mapping
 
     assert load_mapping(path) is not None

@@ -9,11 +9,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from control.parameters.morph import Morph
-from control.parameters.registry import Params
-from control.looks.preset_bank import BUNDLED_DIR
-from control.looks.presets import apply_preset, load_preset
-from visual.render.frame_values import BACKGROUND
+from swarm_instrument.control.parameters.morph import Morph
+from swarm_instrument.control.parameters.registry import Params
+from swarm_instrument.control.looks.preset_bank import BUNDLED_DIR
+from swarm_instrument.control.looks.presets import apply_preset, load_preset
+from swarm_instrument.visual.render.frame_values import BACKGROUND
 
 BUNDLED = sorted(BUNDLED_DIR.glob("[1-9]-*.json"))
 COUNT = 2000
@@ -24,8 +24,8 @@ FRAMES = 4
 @pytest.fixture(scope="module")
 def show(gl_context):
     """One show for the module, as on stage: presets are recalled onto it in turn."""
-    from show.show import Show
-    from show.cli.options import ShowOptions
+    from swarm_instrument.show.show import Show
+    from swarm_instrument.show.cli.options import ShowOptions
 
     show = Show(gl_context, Params({"count": COUNT}), ShowOptions(fixed_dt=1 / 30))
     yield show

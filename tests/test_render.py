@@ -14,14 +14,14 @@ from drawing import Drawn, render_offscreen
 from pictures import read_png
 from test_cull import AgentBuffer
 
-import visual.gpu.programs
-from control.parameters.registry import ParamError, Params
-from visual.render.camera import OrbitCamera
-from visual.render.palettes import srgb_to_linear
-from visual.output.png import encode_png, SIGNATURE, write_png
-from visual.render.frame_values import BACKGROUND, lod_distance
-from visual.sim.agents import spawn_state
-from visual.sim.swarm import Swarm
+from swarm_instrument.visual.gpu import programs
+from swarm_instrument.control.parameters.registry import ParamError, Params
+from swarm_instrument.visual.render.camera import OrbitCamera
+from swarm_instrument.visual.render.palettes import srgb_to_linear
+from swarm_instrument.visual.output.png import encode_png, SIGNATURE, write_png
+from swarm_instrument.visual.render.frame_values import BACKGROUND, lod_distance
+from swarm_instrument.visual.sim.agents import spawn_state
+from swarm_instrument.visual.sim.swarm import Swarm
 
 SIZE = (320, 240)
 BLUE, RED, GREEN = (0.0, 0.0, 1.0), (1.0, 0.0, 0.0), (0.0, 1.0, 0.0)
@@ -30,7 +30,7 @@ BLUE, RED, GREEN = (0.0, 0.0, 1.0), (1.0, 0.0, 0.0), (0.0, 1.0, 0.0)
 @pytest.fixture(autouse=True)
 def strict_uniforms(monkeypatch):
     """A uniform name a program does not have, or a program without its block, is an error."""
-    monkeypatch.setattr(visual.gpu.programs, "STRICT", True)
+    monkeypatch.setattr(programs, "STRICT", True)
 
 
 def colour_params(**values) -> Params:

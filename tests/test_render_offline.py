@@ -19,17 +19,17 @@ import numpy as np
 import pytest
 from conftest import ROOT, listening
 
-import instrument
-from audio.files.wav_writer import write_wav
-from control.looks.files import FileProblem
-from control.looks.preset_bank import PresetBank
-from control.looks.presets import load_preset
-from show.cli.options import START_LOOK, options_from_args
-from show.offline.offline_render import render, run_render
-from show.offline.progress import Progress
-from show.offline.render_job import add_render_arguments, load_song, plan_render
-from visual.output.video import VideoEncoder
-from visual.output.video_files import decode_frames, video_info
+from swarm_instrument import instrument
+from swarm_instrument.audio.files.wav_writer import write_wav
+from swarm_instrument.control.looks.files import FileProblem
+from swarm_instrument.control.looks.preset_bank import PresetBank
+from swarm_instrument.control.looks.presets import load_preset
+from swarm_instrument.show.cli.options import START_LOOK, options_from_args
+from swarm_instrument.show.offline.offline_render import render, run_render
+from swarm_instrument.show.offline.progress import Progress
+from swarm_instrument.show.offline.render_job import add_render_arguments, load_song, plan_render
+from swarm_instrument.visual.output.video import VideoEncoder
+from swarm_instrument.visual.output.video_files import decode_frames, video_info
 
 RATE = 48000
 FPS = 12
@@ -146,9 +146,9 @@ def test_two_renders_give_the_same_frames(through_cli, observed):
 def test_a_render_writes_telemetry_on_song_time(through_cli, ctx):
     """A record at each whole second of song time (the frame at 0 s and at 1 s) and one at
     the end, with the live show's fields and the song's time: the same records every run."""
-    from control.parameters.registry import Params
-    from show.cli.options import ShowOptions
-    from show.show import Show
+    from swarm_instrument.control.parameters.registry import Params
+    from swarm_instrument.show.cli.options import ShowOptions
+    from swarm_instrument.show.show import Show
 
     lines = (through_cli[0].parent / "telemetry.jsonl").read_text().splitlines()
     records = [json.loads(line) for line in lines]
@@ -184,7 +184,7 @@ def test_the_swarm_follows_the_song(observed):
 def test_ctrl_c_leaves_a_playable_file(song, tmp_path, monkeypatch):
     """SIGINT during the fourth frame's simulation: the file holds the three frames before it,
     with their sound."""
-    from show.show import Show
+    from swarm_instrument.show.show import Show
 
     path, _ = song
     out = tmp_path / "stopped.mp4"
@@ -271,12 +271,12 @@ def test_a_compressed_song_is_read_through_ffmpeg(tmp_path):
 @pytest.fixture
 def no_gl(monkeypatch):
     """Bad input must be caught before the render starts: making a GL context fails the test."""
-    import visual.gpu.context
-
+    from swarm_instrument.visual.gpu import context
+    
     def refuse():
         raise AssertionError("a GL context was made before the input was checked")
 
-    monkeypatch.setattr(visual.gpu.context, "create_headless_context", refuse)
+    monkeypatch.setattr(context, "create_headless_context", refuse)
 
 
 @pytest.mark.parametrize("case, expected", [
@@ -364,8 +364,8 @@ def test_progress_line():
 def test_an_explicit_seed_overrides_the_tracks_even_zero(tmp_path):
     from types import SimpleNamespace
 
-    from control.parameters.registry import Params
-    from show.offline.render_job import _apply_track_start
+    from swarm_instrument.control.parameters.registry import Params
+    from swarm_instrument.show.offline.render_job import _apply_track_start
 
     track = SimpleNamespace(header={"seed": 3}, path=tmp_path / "set.jsonl", start_params={},
                             routes=[])

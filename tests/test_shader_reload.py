@@ -10,14 +10,14 @@ import shutil
 import numpy as np
 import pytest
 
-import visual.gpu.shaders
-import visual.gpu.programs
-from control.parameters.registry import Params
-from show.show import Show
-from show.cli.options import ShowOptions
-from visual.gpu.shaders import BUNDLED_SHADERS, ShaderError
-from visual.render.renderer import Renderer
-from visual.sim.swarm import Swarm
+from swarm_instrument.visual.gpu import shaders
+from swarm_instrument.visual.gpu import programs
+from swarm_instrument.control.parameters.registry import Params
+from swarm_instrument.show.show import Show
+from swarm_instrument.show.cli.options import ShowOptions
+from swarm_instrument.visual.gpu.shaders import BUNDLED_SHADERS, ShaderError
+from swarm_instrument.visual.render.renderer import Renderer
+from swarm_instrument.visual.sim.swarm import Swarm
 
 SIZE = (160, 90)
 
@@ -25,7 +25,7 @@ SIZE = (160, 90)
 @pytest.fixture(autouse=True)
 def strict_uniforms(monkeypatch):
     """A uniform name a program does not have, or a program without its block, is an error."""
-    monkeypatch.setattr(visual.gpu.programs, "STRICT", True)
+    monkeypatch.setattr(programs, "STRICT", True)
 
 
 @pytest.fixture
@@ -87,7 +87,7 @@ def test_a_broken_shader_keeps_the_last_good_one_and_a_fixed_one_reloads(ctx, sh
 
 
 def test_the_watch_looks_at_most_once_a_second(shader_copy):
-    watch = visual.gpu.shaders.ShaderWatch(interval=1.0)
+    watch = shaders.ShaderWatch(interval=1.0)
     touch_later(shader_copy / "common.glsl")
     assert watch.changed(10.0)
     touch_later(shader_copy / "common.glsl", 20)
@@ -98,11 +98,11 @@ def test_the_watch_looks_at_most_once_a_second(shader_copy):
 
 def test_the_folder_is_read_when_asked_not_at_import(tmp_path, monkeypatch):
     monkeypatch.delenv("SWARM_SHADERS", raising=False)
-    assert visual.gpu.shaders.shader_dir() == BUNDLED_SHADERS
+    assert shaders.shader_dir() == BUNDLED_SHADERS
     monkeypatch.setenv("SWARM_SHADERS", str(tmp_path))
-    assert visual.gpu.shaders.shader_dir() == tmp_path
-    assert visual.gpu.shaders.ShaderWatch().shader_dir == tmp_path
-    assert visual.gpu.shaders.ShaderWatch(shader_dir=BUNDLED_SHADERS).shader_dir == BUNDLED_SHADERS
+    assert shaders.shader_dir() == tmp_path
+    assert shaders.ShaderWatch().shader_dir == tmp_path
+    assert shaders.ShaderWatch(shader_dir=BUNDLED_SHADERS).shader_dir == BUNDLED_SHADERS
 
 
 def test_an_owner_given_a_folder_ignores_swarm_shaders(ctx, shader_copy):

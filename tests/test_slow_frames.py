@@ -10,14 +10,14 @@ import io
 import numpy as np
 import pytest
 
-from control.parameters.registry import Params
-from show.show import Show
-from show.loop import FixedStep, Loop, Offscreen, WallClock
-from show.cli.options import ShowOptions
-from show.pace import Pace
-from show.offline.progress import RunProgress
-from visual.sim.lure import wander_point
-from visual.sim.agents import MAX_DT
+from swarm_instrument.control.parameters.registry import Params
+from swarm_instrument.show.show import Show
+from swarm_instrument.show.loop import FixedStep, Loop, Offscreen, WallClock
+from swarm_instrument.show.cli.options import ShowOptions
+from swarm_instrument.show.pace import Pace
+from swarm_instrument.show.offline.progress import RunProgress
+from swarm_instrument.visual.sim.lure import wander_point
+from swarm_instrument.visual.sim.agents import MAX_DT
 
 
 class FakeWall:

@@ -13,16 +13,16 @@ from drawing import Drawn, render_offscreen
 from test_cull import AgentBuffer
 from test_render import ball
 
-import visual.gpu.programs
-from control.parameters.registry import Params
-from visual.render.camera import OrbitCamera
+from swarm_instrument.visual.gpu import programs
+from swarm_instrument.control.parameters.registry import Params
+from swarm_instrument.visual.render.camera import OrbitCamera
 
 SIZE = (200, 150)
 
 
 @pytest.fixture(autouse=True)
 def strict_uniforms(monkeypatch):
-    monkeypatch.setattr(visual.gpu.programs, "STRICT", True)
+    monkeypatch.setattr(programs, "STRICT", True)
 
 
 def both_ways(ctx, values: dict, position, velocity, camera: OrbitCamera):

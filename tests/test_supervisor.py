@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from show.supervisor import crash_logger, Supervisor
+from swarm_instrument.show.supervisor import crash_logger, Supervisor
 
 WAIT_S = 60.0
 
@@ -131,7 +131,7 @@ def test_windows_runs_the_show_unsupervised_and_says_so():
     """The supervisor needs POSIX pipes and process groups: on Windows an open-ended show runs
     in its own process with one line that says so; elsewhere it is supervised, and a bounded
     run (--frames) never is."""
-    import instrument
+    from swarm_instrument import instrument
 
     open_ended = instrument.build_parser().parse_args(["--headless"])
     assert instrument.supervision(open_ended, platform="linux") == (True, None)

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 import reference
 
-import visual.gpu.programs
-from control.parameters.registry import Params
-import visual.sim.state41
-from visual.sim.agents import pack_agents, spawn_state
-from visual.sim.grid import MAX_CELLS
-from visual.sim.swarm import cell_budget, grid_shape, Swarm
-from visual.sim.swarm41 import Swarm41
+from swarm_instrument.visual.gpu import programs
+from swarm_instrument.control.parameters.registry import Params
+from swarm_instrument.visual.sim import swarm41 as swarm41_module
+from swarm_instrument.visual.sim.agents import pack_agents, spawn_state
+from swarm_instrument.visual.sim.grid import MAX_CELLS
+from swarm_instrument.visual.sim.swarm import cell_budget, grid_shape, Swarm
+from swarm_instrument.visual.sim.swarm41 import Swarm41
 
 PATHS = ("grid", "brute")
 TOL = 2e-4  # positions and velocities are O(1..100); float32 rounding differs in sum order
@@ -56,7 +56,7 @@ def assert_matches(gpu, ref, margin, what: str, min_margin: float = 1e-4):
 @pytest.fixture(autouse=True)
 def strict_uniforms(monkeypatch):
     """A uniform name a kernel does not have, or a kernel without its block, is an error."""
-    monkeypatch.setattr(visual.gpu.programs, "STRICT", True)
+    monkeypatch.setattr(programs, "STRICT", True)
 
 
 @pytest.fixture(params=PATHS)
@@ -72,7 +72,7 @@ def backend(request, monkeypatch):
     """The test runs on this backend: `Swarm` here is its class. On 4.1 "grid" runs the grid
     at every count (BRUTE_BELOW 0), so small tests exercise it."""
     monkeypatch.setitem(globals(), "Swarm", SWARMS[request.param])
-    monkeypatch.setattr(visual.sim.swarm41, "BRUTE_BELOW", 0)
+    monkeypatch.setattr(swarm41_module, "BRUTE_BELOW", 0)
     return request.param
 
 
@@ -514,7 +514,7 @@ def test_auto_lanes_measure_the_crowd_and_follow_it(ctx, monkeypatch):
     start makes the same choices and the same bits."""
     from benchmarks.bench_swarm import candidates
 
-    import visual.sim.swarm as swarm_module
+    import swarm_instrument.visual.sim.swarm as swarm_module
 
     params = Params({"count": 3000})
     position, velocity = crowded_state(3000, params, seed=21)
@@ -573,7 +573,7 @@ def test_auto_lanes_read_the_crowd_as_soon_as_the_gpu_is_done(ctx):
 
 def test_the_lane_rule_follows_the_h200_measurements():
     """Four lanes where the GPU has few agents or they crowd, one for a spread million."""
-    from visual.sim.swarm import choose_lanes
+    from swarm_instrument.visual.sim.swarm import choose_lanes
 
     assert choose_lanes(16384, 95) == 4 and choose_lanes(16384, 776) == 4
     assert choose_lanes(262144, 102) == 1 and choose_lanes(262144, 244) == 4

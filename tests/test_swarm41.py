@@ -10,16 +10,17 @@ import pytest
 import reference
 from test_swarm import assert_matches, crowded_state
 
-import visual.gpu.programs
-from control.parameters.registry import Params
-from visual.sim.agents import spawn_state
-from visual.sim.state41 import sort_passes, sort_stages, STATE_WIDTH
-from visual.sim.swarm41 import BRUTE_BELOW, Swarm41
+from swarm_instrument.visual.gpu import programs
+from swarm_instrument import visual
+from swarm_instrument.control.parameters.registry import Params
+from swarm_instrument.visual.sim.agents import spawn_state
+from swarm_instrument.visual.sim.state41 import sort_passes, sort_stages, STATE_WIDTH
+from swarm_instrument.visual.sim.swarm41 import BRUTE_BELOW, Swarm41
 
 
 @pytest.fixture(autouse=True)
 def strict_uniforms(monkeypatch):
-    monkeypatch.setattr(visual.gpu.programs, "STRICT", True)
+    monkeypatch.setattr(programs, "STRICT", True)
 
 
 def _textures(swarm: Swarm41) -> tuple[np.ndarray, np.ndarray]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from control.actions import Action
-from control.parameters.modulation import (
+from swarm_instrument.control.actions import Action
+from swarm_instrument.control.parameters.modulation import (
     lfo,
     modulate,
     Route,
@@ -14,12 +14,12 @@ from control.parameters.modulation import (
     routes_from_json,
     tempo_sources,
 )
-from control.osc.osc_input import interpret
-from control.parameters.registry import Params
-from control.musical_time.tempo import TapTempo, Tempo, TempoReading
-from show.show import Show
-from show.inputs.keys import key_action
-from show.cli.options import ShowOptions
+from swarm_instrument.control.osc.osc_input import interpret
+from swarm_instrument.control.parameters.registry import Params
+from swarm_instrument.control.musical_time.tempo import TapTempo, Tempo, TempoReading
+from swarm_instrument.show.show import Show
+from swarm_instrument.show.inputs.keys import key_action
+from swarm_instrument.show.cli.options import ShowOptions
 
 
 class Fixed:

@@ -12,15 +12,15 @@ import numpy as np
 import pytest
 from test_cull import AgentBuffer
 
-import visual.gpu.programs
-from control.parameters.registry import Params, REGISTRY
-from visual.render.camera import OrbitCamera
-from visual.gpu.programs import check_block, compute_program, set_uniforms
-from visual.gpu.shaders import BUNDLED_SHADERS, ShaderError
-from visual.render.renderer import Renderer
-from visual.sim.agents import AGENT_BYTES, pack_agents
-from visual.sim.swarm import Swarm
-from visual.gpu.uniforms import (
+from swarm_instrument.visual.gpu import programs
+from swarm_instrument.control.parameters.registry import Params, REGISTRY
+from swarm_instrument.visual.render.camera import OrbitCamera
+from swarm_instrument.visual.gpu.programs import check_block, compute_program, set_uniforms
+from swarm_instrument.visual.gpu.shaders import BUNDLED_SHADERS, ShaderError
+from swarm_instrument.visual.render.renderer import Renderer
+from swarm_instrument.visual.sim.agents import AGENT_BYTES, pack_agents
+from swarm_instrument.visual.sim.swarm import Swarm
+from swarm_instrument.visual.gpu.uniforms import (
     Block,
     derived,
     FRAME_PARAMS,
@@ -45,7 +45,7 @@ TYPES_FOR_KIND = {"float": {"float"}, "int": {"int", "uint"}, "bool": {"bool"},
 @pytest.fixture(autouse=True)
 def strict_uniforms(monkeypatch):
     """A uniform name a program does not have, or a program without its block, is an error."""
-    monkeypatch.setattr(visual.gpu.programs, "STRICT", True)
+    monkeypatch.setattr(programs, "STRICT", True)
 
 
 # ---- the description (no GPU) ---------------------------------------------------------------
@@ -229,7 +229,7 @@ def _probe_source_410(block: Block, words: int) -> str:
 def test_glsl_410_reads_every_field_where_python_packs_it(ctx, tmp_path, block):
     """The GL 4.1 backend's blocks: declared without `binding =` (GLSL 4.10 has none), bound
     from Python, read field by field where the packer put them."""
-    from visual.sim.state41 import program_410
+    from swarm_instrument.visual.sim.state41 import program_410
 
     assert "binding" not in GENERATED_INCLUDES_410[INCLUDE[block.name]]
     values = {field.name: _sample(block, field.name) for field in block.fields}

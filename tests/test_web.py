@@ -22,18 +22,18 @@ import pytest
 from conftest import ROOT, run_instrument
 from web_client import RawSocket, Refused, frame, get, wait_until
 
-from control.actions import Action
-from control.parameters.registry import BY_NAME, Params, REGISTRY
-from control.web.web_remote import WebRemote
-from control.web.web_address import is_loopback, parse_endpoint, resolve_endpoint
-from control.web.web_messages import describe_params, MAX_MESSAGE, parse_message, WebError
-from control.web.web_session import MESSAGE_BURST, MESSAGE_RATE
-from control.web.web_token import load_or_create_token, TOKEN_FILE, token_path
-from show.show import Show
-from show.loop import Loop, Offscreen, WallClock
-from show.cli.options import ShowOptions
-from show.inputs.web_input import WebInput
-from show.report import web_line
+from swarm_instrument.control.actions import Action
+from swarm_instrument.control.parameters.registry import BY_NAME, Params, REGISTRY
+from swarm_instrument.control.web.web_remote import WebRemote
+from swarm_instrument.control.web.web_address import is_loopback, parse_endpoint, resolve_endpoint
+from swarm_instrument.control.web.web_messages import describe_params, MAX_MESSAGE, parse_message, WebError
+from swarm_instrument.control.web.web_session import MESSAGE_BURST, MESSAGE_RATE
+from swarm_instrument.control.web.web_token import load_or_create_token, TOKEN_FILE, token_path
+from swarm_instrument.show.show import Show
+from swarm_instrument.show.loop import Loop, Offscreen, WallClock
+from swarm_instrument.show.cli.options import ShowOptions
+from swarm_instrument.show.inputs.web_input import WebInput
+from swarm_instrument.show.report import web_line
 
 TOKEN = "test-token-0123456789abcdef"
 
@@ -225,7 +225,7 @@ def test_loopback_needs_no_token_but_refuses_other_hosts(open_remote):
 def test_a_port_in_use_is_one_clear_line(open_remote):
     holder = socket.create_server(("127.0.0.1", 0))
     try:
-        from control.web.web_remote import WebProblem
+        from swarm_instrument.control.web.web_remote import WebProblem
 
         with pytest.raises(WebProblem, match=r"127.0.0.1:\d+ .*--web PORT"):
             WebRemote("127.0.0.1", holder.getsockname()[1])
@@ -479,7 +479,7 @@ def test_the_printed_links_name_this_machines_own_addresses():
     import ipaddress
     import socket
 
-    from control.web.web_address import local_addresses
+    from swarm_instrument.control.web.web_address import local_addresses
 
     found = local_addresses()
     for address in found:

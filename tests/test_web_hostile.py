@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 from web_client import RawSocket, Refused, get, request, wait_until
 
-from control.web import web_gate
-from control.web.web_remote import MAX_CLIENTS, STRANGER_BURST, WebRemote
-from control.web.web_gate import MAX_PENDING
-from control.web.web_http import HeadError, MAX_HEAD, MAX_HEADER_LINES, parse_head
+from swarm_instrument.control.web import web_gate
+from swarm_instrument.control.web.web_remote import MAX_CLIENTS, STRANGER_BURST, WebRemote
+from swarm_instrument.control.web.web_gate import MAX_PENDING
+from swarm_instrument.control.web.web_http import HeadError, MAX_HEAD, MAX_HEADER_LINES, parse_head
 
 TOKEN = "hostile-test-token-0123456789"
 

@@ -26,16 +26,16 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 
-from control.actions import Action
-from control.parameters.groups import grouped
-from control.parameters.registry import BY_NAME, Params, REGISTRY
-from control.looks.preset_bank import PresetBank
-from control.web.web_remote import WebRemote
-from control.web.web_messages import plain_value
-from show.show import Show
-from show.loop import Loop, Offscreen, WallClock
-from show.cli.options import ShowOptions
-from show.inputs.web_input import WebInput
+from swarm_instrument.control.actions import Action
+from swarm_instrument.control.parameters.groups import grouped
+from swarm_instrument.control.parameters.registry import BY_NAME, Params, REGISTRY
+from swarm_instrument.control.looks.preset_bank import PresetBank
+from swarm_instrument.control.web.web_remote import WebRemote
+from swarm_instrument.control.web.web_messages import plain_value
+from swarm_instrument.show.show import Show
+from swarm_instrument.show.loop import Loop, Offscreen, WallClock
+from swarm_instrument.show.cli.options import ShowOptions
+from swarm_instrument.show.inputs.web_input import WebInput
 
 TOKEN = "page-test-token-0123456789"
 PHONE = (390, 844)
@@ -354,8 +354,8 @@ def test_the_outputs_go_off_air_and_back_from_the_page(stage):
     and another tap puts it back (OSC's /swarm/outputs N 0|1)."""
     from test_outputs import FakeBackend
 
-    from show.video_outputs import Outputs
-    from visual.output.frame_output import FrameOutput
+    from swarm_instrument.show.video_outputs import Outputs
+    from swarm_instrument.visual.output.frame_output import FrameOutput
 
     assert stage.js("return document.getElementById('outputs-panel').hidden")  # none yet
     outputs = [FrameOutput(FakeBackend(name), size=(32, 18), start=False)
@@ -416,8 +416,8 @@ def test_the_page_fits_a_phone_and_a_laptop(stage, tmp_path):
 
 
 def test_the_meters_move_with_audio_from_a_jack_port(gl_context, driver, tmp_path):
-    from audio.input.live_input import AudioInput
-    from audio.source import open_audio
+    from swarm_instrument.audio.input.live_input import AudioInput
+    from swarm_instrument.audio.source import open_audio
 
     with jack_server() as server:
         audio = open_audio()  # the default input: JACK's, in its worker process

@@ -16,7 +16,7 @@ from conftest import ROOT
 from conftest import run_instrument as instrument
 
 from pictures import read_png
-from visual.ui.window import EscapeGuard
+from swarm_instrument.visual.ui.window import EscapeGuard
 
 BACKGROUND_MAX = 40  # the background is near black; swarm pixels are brighter
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from visual.output.video import Planes420
-from visual.output.yuv import supported, YuvReadback
+from swarm_instrument.visual.output.video import Planes420
+from swarm_instrument.visual.output.yuv import supported, YuvReadback
 
 
 def reference(rgb: np.ndarray) -> np.ndarray:
@@ -87,21 +87,21 @@ def test_a_render_through_the_gpu_planes_is_as_good_as_through_swscale(tmp_path,
     size, 4:2:0 halving the colour of agents a few pixels wide)."""
     import io
 
-    import instrument
-    import show.offline.offline_render
-    from audio.synth import drum_loop
-    from audio.files.wav_writer import write_wav
-    from show.cli.options import options_from_args
-    from show.offline.progress import Progress
-    from show.offline.offline_render import render
-    from show.offline.render_job import plan_render
+    from swarm_instrument import instrument
+    from swarm_instrument.show.offline import offline_render
+    from swarm_instrument.audio.synth import drum_loop
+    from swarm_instrument.audio.files.wav_writer import write_wav
+    from swarm_instrument.show.cli.options import options_from_args
+    from swarm_instrument.show.offline.progress import Progress
+    from swarm_instrument.show.offline.offline_render import render
+    from swarm_instrument.show.offline.render_job import plan_render
 
     song = tmp_path / "song.wav"
     write_wav(song, drum_loop(120.0, 1.0, 48000)[:, None], 48000)
     size = (160, 96)
     scores = {}
     for name, gpu in (("gpu", True), ("cpu", False)):
-        monkeypatch.setattr(show.offline.offline_render, "supported", lambda size, gpu=gpu: gpu)
+        monkeypatch.setattr(offline_render, "supported", lambda size, gpu=gpu: gpu)
         out = tmp_path / f"{name}.mp4"
         args = instrument.build_parser().parse_args([
             "--render", str(song), "--out", str(out), "--size", f"{size[0]}x{size[1]}",

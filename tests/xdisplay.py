@@ -140,7 +140,7 @@ def split_into_monitors(display: str, areas: list[tuple[int, int, int, int]]) ->
     import ctypes
     import ctypes.util
 
-    from visual.ui.screens import _MonitorInfo
+    from swarm_instrument.visual.ui.screens import _MonitorInfo
 
     x11 = ctypes.CDLL(ctypes.util.find_library("X11"))
     xrandr = ctypes.CDLL(ctypes.util.find_library("Xrandr"))

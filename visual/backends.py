@@ -17,13 +17,13 @@ from typing import Any, Protocol, runtime_checkable
 import moderngl
 import numpy as np
 
-from visual.gpu.programs import ProgramSet
-from visual.post.post_chain import PostSettings
-from visual.post.post_chain41 import PostChain41
-from visual.render.renderer import Renderer
-from visual.render.renderer41 import Renderer41
-from visual.sim.swarm import Swarm
-from visual.sim.swarm41 import Swarm41
+from swarm_instrument.visual.gpu.programs import ProgramSet
+from swarm_instrument.visual.post.post_chain import PostSettings
+from swarm_instrument.visual.post.post_chain41 import PostChain41
+from swarm_instrument.visual.render.renderer import Renderer
+from swarm_instrument.visual.render.renderer41 import Renderer41
+from swarm_instrument.visual.sim.swarm import Swarm
+from swarm_instrument.visual.sim.swarm41 import Swarm41
 
 Values = Mapping[str, Any]
 

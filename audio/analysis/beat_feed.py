@@ -29,8 +29,8 @@ from collections import deque
 
 import numpy as np
 
-from audio.analysis.beats import BeatInfo, BeatTracker
-from audio.input.ring import Ring
+from swarm_instrument.audio.analysis.beats import BeatInfo, BeatTracker
+from swarm_instrument.audio.input.ring import Ring
 
 MAX_S = 2.0  # at most this much sound is caught up in one frame from a ring
 FILE_MAX_S = 30.0  # ... and from a file (about 0.15 s of CPU)

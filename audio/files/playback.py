@@ -22,17 +22,17 @@ from typing import Any
 
 import numpy as np
 
-from audio.base import AudioFrameSource
-from audio.analysis.beat_feed import FileBeatFeed
-from audio.analysis.beats import BeatInfo
-from audio.files.decode import read_audio
-from audio.input.devices import (
+from swarm_instrument.audio.base import AudioFrameSource
+from swarm_instrument.audio.analysis.beat_feed import FileBeatFeed
+from swarm_instrument.audio.analysis.beats import BeatInfo
+from swarm_instrument.audio.files.decode import read_audio
+from swarm_instrument.audio.input.devices import (
     AudioProblem,
     close_in_background,
     load_sounddevice,
     skip_portaudio_exit,
 )
-from audio.input.ring import Ring
+from swarm_instrument.audio.input.ring import Ring
 
 OUTPUT_LOST_AFTER_S = 0.5
 

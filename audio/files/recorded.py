@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from audio.analysis.features import AudioFeatures, Bands
-from audio.base import AudioFrameSource
+from swarm_instrument.audio.analysis.features import AudioFeatures, Bands
+from swarm_instrument.audio.base import AudioFrameSource
 
 
 class RecordedAudio(AudioFrameSource):

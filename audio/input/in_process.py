@@ -9,9 +9,9 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from audio.input.devices import AudioProblem, skip_portaudio_exit
-from audio.input.ring import Ring
-from audio.input.worker import InputWorker
+from swarm_instrument.audio.input.devices import AudioProblem, skip_portaudio_exit
+from swarm_instrument.audio.input.ring import Ring
+from swarm_instrument.audio.input.worker import InputWorker
 
 
 def _close_on_helper(worker: InputWorker) -> threading.Event:

@@ -20,14 +20,12 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-from audio.input.devices import AudioProblem
-from audio.input.ring import Ring
+from swarm_instrument.audio.input.devices import AudioProblem
+from swarm_instrument.audio.input.ring import Ring
 from multiprocessing import shared_memory
 
-ROOT = Path(__file__).resolve().parents[2]  # the folder holding the `audio` package
 READ_CHUNK = 65536
 MAX_READS_A_FRAME = 16  # 1 MiB a frame at most, however much a worker prints
 _segments = itertools.count()
@@ -102,15 +100,13 @@ class WorkerProcess:
                 return
             self.ring.clear()  # nobody writes it now: the last worker's sound must not replay
             env = dict(os.environ)
-            env["PYTHONPATH"] = os.pathsep.join(
-                [str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
             env.setdefault("JACK_NO_START_SERVER", "1")  # never a surprise server on stage
             began = time.monotonic()
             proc = subprocess.Popen(
-                [sys.executable, "-m", "audio.input.worker", "--segment", self.shared.name,
+                [sys.executable, "-m", "swarm_instrument.audio.input.worker", "--segment", self.shared.name,
                  "--device", json.dumps(self.spec), "--parent", str(os.getpid())],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                env=env, cwd=str(ROOT), close_fds=True)
+                env=env, close_fds=True)
             self.spawn_seconds = time.monotonic() - began
             for pipe in (proc.stdout, proc.stderr):
                 os.set_blocking(pipe.fileno(), False)

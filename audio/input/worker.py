@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable
 from typing import IO, Any
 
-from audio.input.devices import (
+from swarm_instrument.audio.input.devices import (
     AudioProblem,
     default_input_index,
     input_devices,
@@ -44,7 +44,7 @@ from audio.input.devices import (
     rescan,
     resolve_input_device,
 )
-from audio.input.ring import Ring
+from swarm_instrument.audio.input.ring import Ring
 from multiprocessing import resource_tracker, shared_memory
 import traceback
 

@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from control.looks.files import FileProblem, file_kind
+from swarm_instrument.control.looks.files import FileProblem, file_kind
 
 STEPS = ("create", "write", "fsync", "close", "backup", "replace", "sync")
 BACKUP_SUFFIX = ".bak"

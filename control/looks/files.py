@@ -23,7 +23,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from control.text import printable
+from swarm_instrument.control.text import printable
 
 # Presets, mappings and the recovery file are a few kilobytes; a megabyte is plenty of room and
 # bounds the time and memory a hostile file can cost.

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import os
 import re
+from importlib.resources import files
 from pathlib import Path
 
-from control.looks.atomic import remove_stale_temporaries
-from control.looks.files import FileProblem, read_json
-from control.looks.presets import (
+from swarm_instrument.control.looks.atomic import remove_stale_temporaries
+from swarm_instrument.control.looks.files import FileProblem, read_json
+from swarm_instrument.control.looks.presets import (
     SLOT_FILE,
     Preset,
     PresetError,
@@ -20,12 +21,12 @@ from control.looks.presets import (
     name_from_file,
     save_preset,
 )
-from control.looks.user_folders import PRESETS_ENV, presets_dir
+from swarm_instrument.control.looks.user_folders import PRESETS_ENV, presets_dir
 
 SLOTS = range(1, 10)  # number keys 1-9; MIDI program change p recalls slot p + 1
 
 
-BUNDLED_DIR = Path(__file__).resolve().parents[2] / "presets"
+BUNDLED_DIR = Path(str(files("swarm_instrument").joinpath("presets")))  # package data
 
 
 _MAPPING_FILE = re.compile(r"^midi(-.+)?\.json$")  # presets/midi.json, midi-default.json

@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from control.looks.atomic import atomic_write_text
-from control.looks.files import FileProblem, read_json
-from control.parameters.modulation import (
+from swarm_instrument.control.looks.atomic import atomic_write_text
+from swarm_instrument.control.looks.files import FileProblem, read_json
+from swarm_instrument.control.parameters.modulation import (
     Route,
     RouteError,
     describe_route,
@@ -37,7 +37,7 @@ from control.parameters.modulation import (
     routes_from_json,
     routes_to_json,
 )
-from control.parameters.registry import BY_NAME, REGISTRY, Param, ParamError, Params
+from swarm_instrument.control.parameters.registry import BY_NAME, REGISTRY, Param, ParamError, Params
 
 FORMAT = "swarm-preset"
 VERSION = 1  # the newest format this instrument reads and the one it writes

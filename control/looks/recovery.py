@@ -15,12 +15,12 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from control.looks.atomic import atomic_write_text, remove_stale_temporaries
-from control.looks.files import FileProblem
-from control.parameters.modulation import Route
-from control.parameters.registry import Params
-from control.looks.presets import format_preset, load_preset, Preset, PresetError
-from control.looks.user_folders import recovery_file
+from swarm_instrument.control.looks.atomic import atomic_write_text, remove_stale_temporaries
+from swarm_instrument.control.looks.files import FileProblem
+from swarm_instrument.control.parameters.modulation import Route
+from swarm_instrument.control.parameters.registry import Params
+from swarm_instrument.control.looks.presets import format_preset, load_preset, Preset, PresetError
+from swarm_instrument.control.looks.user_folders import recovery_file
 
 
 

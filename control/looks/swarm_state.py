@@ -16,9 +16,9 @@ import zlib
 
 import numpy as np
 
-from control.looks.atomic import atomic_write_bytes
-from control.looks.files import FileProblem, read_bytes
-from control.parameters.registry import MAX_COUNT
+from swarm_instrument.control.looks.atomic import atomic_write_bytes
+from swarm_instrument.control.looks.files import FileProblem, read_bytes
+from swarm_instrument.control.parameters.registry import MAX_COUNT
 
 # --state-in: MAX_COUNT agents, two arrays of (N, 3) float32, plus the zip's and .npy's headers.
 STATE_LIMIT = MAX_COUNT * 2 * 3 * 4 + (1 << 20)

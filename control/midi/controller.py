@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from control.actions import Action
-from control.midi.mapping import (
+from swarm_instrument.control.actions import Action
+from swarm_instrument.control.midi.mapping import (
     Binding,
     KNOB_KINDS,
     MidiMapping,
@@ -21,7 +21,7 @@ from control.midi.mapping import (
     position_14bit,
     position_7bit,
 )
-from control.parameters.registry import param, ParamError, Params
+from swarm_instrument.control.parameters.registry import param, ParamError, Params
 
 # After learn binds controller n (0-31), its LSB n + 32 arriving this soon after on the same
 # channel shows a 14-bit knob, and the binding becomes a 14-bit one.

@@ -24,9 +24,9 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from control.actions import MAPPABLE
-from control.looks.files import FileProblem
-from control.parameters.registry import (
+from swarm_instrument.control.actions import MAPPABLE
+from swarm_instrument.control.looks.files import FileProblem
+from swarm_instrument.control.parameters.registry import (
     CURVES,
     Param,
     ParamError,

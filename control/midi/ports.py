@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from control.midi.systems import (
+from swarm_instrument.control.midi.systems import (
     _api_constant,
     _JACK_PORT_IS_INPUT,
     _JACK_PORT_IS_OUTPUT,
@@ -45,7 +45,7 @@ from control.midi.systems import (
     open_api,
     port_key,
 )
-from control.midi.timeline import PortTimeline
+from swarm_instrument.control.midi.timeline import PortTimeline
 
 POLL_INTERVAL_S = 1.0
 QUEUE_SIZE = 4096  # rtmidi's queue a port: 1.4 s of a saturated 31.25 kbaud cable

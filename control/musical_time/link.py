@@ -29,7 +29,7 @@ import math
 import time
 from typing import Any
 
-from control.musical_time.tempo import MAX_BPM, MIN_BPM, TempoReading
+from swarm_instrument.control.musical_time.tempo import MAX_BPM, MIN_BPM, TempoReading
 
 QUANTUM = 4.0  # beats a bar: the phase that peers share
 SAMPLES = 5  # clock readings an offset measurement takes (the narrowest bracket wins)

@@ -30,7 +30,7 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
-from control.musical_time.tempo import TempoReading
+from swarm_instrument.control.musical_time.tempo import TempoReading
 
 PULSES_A_BEAT = 24
 WINDOW = 96  # pulses in the tempo's line: four beats

@@ -41,8 +41,8 @@ import math
 import socket
 from typing import Any
 
-from control.actions import Action
-from control.osc.osc_wire import (
+from swarm_instrument.control.actions import Action
+from swarm_instrument.control.osc.osc_wire import (
     Budget,
     MAX_DATAGRAM,
     MAX_MESSAGES_PER_FRAME,
@@ -52,7 +52,7 @@ from control.osc.osc_wire import (
     printable,
     TimeTag,
 )
-from control.parameters.registry import BY_NAME, Param, ParamError
+from swarm_instrument.control.parameters.registry import BY_NAME, Param, ParamError
 
 PREFIX = "/swarm/"
 MAX_DATAGRAMS_PER_FRAME = 256  # a phone's fader sends ~60 a second: room for a crowd of them

@@ -9,7 +9,7 @@ any thread.
 
 from __future__ import annotations
 
-from control.parameters.registry import REGISTRY
+from swarm_instrument.control.parameters.registry import REGISTRY
 
 OTHER = "other"
 

@@ -45,12 +45,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from control.actions import MAPPABLE
-from control.looks.files import FileProblem, read_bytes
-from control.parameters.modulation import routes_from_json, SOURCES
-from control.parameters.registry import BY_NAME, ParamError, Params
-from control.tracks.midi_track import load_midi_file, MIDI_SUFFIXES
-from control.tracks.track_events import ControlTrackError, Event
+from swarm_instrument.control.actions import MAPPABLE
+from swarm_instrument.control.looks.files import FileProblem, read_bytes
+from swarm_instrument.control.parameters.modulation import routes_from_json, SOURCES
+from swarm_instrument.control.parameters.registry import BY_NAME, ParamError, Params
+from swarm_instrument.control.tracks.midi_track import load_midi_file, MIDI_SUFFIXES
+from swarm_instrument.control.tracks.track_events import ControlTrackError, Event
 
 FORMAT = "swarm-control"
 VERSION = 1

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from control.looks.files import FileProblem
+from swarm_instrument.control.looks.files import FileProblem
 
 
 class ControlTrackError(FileProblem):

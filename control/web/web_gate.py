@@ -32,7 +32,7 @@ from typing import Any
 
 from websockets.sync.server import ServerConnection
 
-from control.web.web_http import END, Head, HeadError, MAX_HEAD, parse_head, response
+from swarm_instrument.control.web.web_http import END, Head, HeadError, MAX_HEAD, parse_head, response
 
 log = logging.getLogger(__name__)
 

@@ -19,11 +19,11 @@ import json
 import math
 from typing import Any
 
-from control.actions import Action
-from control.osc.osc_input import interpret, MAX_TEXT
-from control.osc.osc_wire import MAX_ARGUMENTS, OscError, printable
-from control.parameters.groups import grouped
-from control.parameters.registry import REGISTRY
+from swarm_instrument.control.actions import Action
+from swarm_instrument.control.osc.osc_input import interpret, MAX_TEXT
+from swarm_instrument.control.osc.osc_wire import MAX_ARGUMENTS, OscError, printable
+from swarm_instrument.control.parameters.groups import grouped
+from swarm_instrument.control.parameters.registry import REGISTRY
 
 MAX_MESSAGE = 1024  # characters: the longest message the page sends is ~60
 

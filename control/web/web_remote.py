@@ -47,17 +47,18 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
-from control.actions import Action
-from control.looks.files import FileProblem, read_bytes
-from control.osc.osc_wire import plain_reason, printable
-from control.web.web_address import DEFAULT_HOST, is_loopback, local_addresses
-from control.web.web_http import Head, response
-from control.web.web_messages import describe_params, MAX_MESSAGE
-from control.web.web_session import (
+from swarm_instrument.control.actions import Action
+from swarm_instrument.control.looks.files import FileProblem, read_bytes
+from swarm_instrument.control.osc.osc_wire import plain_reason, printable
+from swarm_instrument.control.web.web_address import DEFAULT_HOST, is_loopback, local_addresses
+from swarm_instrument.control.web.web_http import Head, response
+from swarm_instrument.control.web.web_messages import describe_params, MAX_MESSAGE
+from swarm_instrument.control.web.web_session import (
     Bucket,
     FLOOD_DRAIN_RATE,
     MESSAGE_RATE,
@@ -65,16 +66,16 @@ from control.web.web_session import (
     PUSH_SECONDS,
     TRANSPORT_LIMIT,
 )
-from control.web.web_wire_log import QuietWire
+from swarm_instrument.control.web.web_wire_log import QuietWire
 from websockets.sync.server import serve
-from control.web.web_gate import FedConnection, Gate, HandOver
+from swarm_instrument.control.web.web_gate import FedConnection, Gate, HandOver
 
 if TYPE_CHECKING:
-    from control.web.web_gate import HandOver
+    from swarm_instrument.control.web.web_gate import HandOver
 
 log = logging.getLogger(__name__)
 
-PAGE_DIR = Path(__file__).resolve().parent / "page"
+PAGE_DIR = Path(str(files("swarm_instrument.control.web").joinpath("page")))  # package data
 PAGE_FILES = {"/": ("index.html", "text/html; charset=utf-8"),
               "/index.html": ("index.html", "text/html; charset=utf-8"),
               "/app.js": ("app.js", "text/javascript; charset=utf-8"),

@@ -18,12 +18,12 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from control.osc.osc_wire import plain_reason, printable
-from control.web.web_messages import parse_message, WebError
+from swarm_instrument.control.osc.osc_wire import plain_reason, printable
+from swarm_instrument.control.web.web_messages import parse_message, WebError
 from websockets.exceptions import ConnectionClosed, ConnectionClosedError
 
 if TYPE_CHECKING:
-    from control.web.web_remote import WebRemote
+    from swarm_instrument.control.web.web_remote import WebRemote
 
 TRANSPORT_LIMIT = 1 << 16  # bytes: websockets closes the connection (1009) beyond this
 MESSAGE_RATE = 120.0  # messages a second per connection: four sliders dragged at 30 Hz

@@ -10,8 +10,8 @@ import re
 import secrets
 from pathlib import Path
 
-from control.looks.files import FileProblem, read_bytes
-from control.looks.preset_bank import user_presets_dir
+from swarm_instrument.control.looks.files import FileProblem, read_bytes
+from swarm_instrument.control.looks.preset_bank import user_presets_dir
 
 TOKEN_FILE = "web-token"
 TOKEN_PATTERN = re.compile(r"^[A-Za-z0-9_-]{16,128}$")

@@ -8,9 +8,9 @@ import logging
 from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
-    from control.web.web_remote import WebRemote
+    from swarm_instrument.control.web.web_remote import WebRemote
 
-log = logging.getLogger("control.web.web_remote")
+log = logging.getLogger("swarm_instrument.control.web.web_remote")
 
 
 class QuietWire(logging.Handler):

@@ -13,7 +13,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from control.text import printable
+from swarm_instrument.control.text import printable
 
 REPEAT_S = 5.0  # the same message again within this many seconds is dropped
 

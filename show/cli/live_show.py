@@ -15,37 +15,37 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from control.looks.files import FileProblem
-from control.looks.swarm_state import save_state
-from control.parameters.registry import Params
-from show.cli.options import HEADLESS_SIZE, START_LOOK_NOTE, ShowOptions, options_from_args
-from show.inputs.keys import key_action
-from show.loop import Loop, Offscreen, WallClock
-from show.offline.progress import RunProgress
-from show.report import LatestRecord, Telemetry
-from show.show import Show
-from show.supervisor import Heartbeat, StopSignals
-from visual.ui.hud import hud_layout
-from visual.ui.screens import ScreenArea, side_by_side
-from audio.base import Silence
-from audio.source import open_audio
-from control.midi.midi_in import Midi
-from show.inputs.web_input import open_web
-from control.osc.osc_input import OscInput, OscProblem
-from control.musical_time.link import LinkClock, LinkUnavailable
-from visual.gpu.limits import machine_limits
-from show.video_outputs import DEFAULT_RATE
-from visual.gpu.context import create_headless_context
-from visual.ui.window import LiveWindow, open_window, screens_or_error
+from swarm_instrument.control.looks.files import FileProblem
+from swarm_instrument.control.looks.swarm_state import save_state
+from swarm_instrument.control.parameters.registry import Params
+from swarm_instrument.show.cli.options import HEADLESS_SIZE, START_LOOK_NOTE, ShowOptions, options_from_args
+from swarm_instrument.show.inputs.keys import key_action
+from swarm_instrument.show.loop import Loop, Offscreen, WallClock
+from swarm_instrument.show.offline.progress import RunProgress
+from swarm_instrument.show.report import LatestRecord, Telemetry
+from swarm_instrument.show.show import Show
+from swarm_instrument.show.supervisor import Heartbeat, StopSignals
+from swarm_instrument.visual.ui.hud import hud_layout
+from swarm_instrument.visual.ui.screens import ScreenArea, side_by_side
+from swarm_instrument.audio.base import Silence
+from swarm_instrument.audio.source import open_audio
+from swarm_instrument.control.midi.midi_in import Midi
+from swarm_instrument.show.inputs.web_input import open_web
+from swarm_instrument.control.osc.osc_input import OscInput, OscProblem
+from swarm_instrument.control.musical_time.link import LinkClock, LinkUnavailable
+from swarm_instrument.visual.gpu.limits import machine_limits
+from swarm_instrument.show.video_outputs import DEFAULT_RATE
+from swarm_instrument.visual.gpu.context import create_headless_context
+from swarm_instrument.visual.ui.window import LiveWindow, open_window, screens_or_error
 import pyglet
-from show.inputs.control_surface import ControlSurface, FrameTakers, layout_groups, ThumbnailJob
-from visual.ui.preview import Preview
-from control.looks.preset_bank import PresetBank
-from control.looks.recovery import RecoveryWriter
-from control.tracks.track_recorder import open_recorder
-from show.video_outputs import open_outputs
+from swarm_instrument.show.inputs.control_surface import ControlSurface, FrameTakers, layout_groups, ThumbnailJob
+from swarm_instrument.visual.ui.preview import Preview
+from swarm_instrument.control.looks.preset_bank import PresetBank
+from swarm_instrument.control.looks.recovery import RecoveryWriter
+from swarm_instrument.control.tracks.track_recorder import open_recorder
+from swarm_instrument.show.video_outputs import open_outputs
 import numpy as np
-from visual.output.png import write_png
+from swarm_instrument.visual.output.png import write_png
 
 log = logging.getLogger(__name__)
 
@@ -358,7 +358,7 @@ def open_control(live: LiveShow, screen, where, plan: ScreenPlan,
     window that cannot open is said and the show plays on without it."""
     # The control window imports pyglet.window, which connects to the display on import
     # (a headless run has none).
-    from visual.ui.control_window import ControlWindow, open_control_window  # noqa: PLC0415 - display
+    from swarm_instrument.visual.ui.control_window import ControlWindow, open_control_window  # noqa: PLC0415 - display
 
     show, args = live.show, live.args
     version = (4, 3) if screen.ctx.version_code >= 430 else (4, 1)  # as the output's

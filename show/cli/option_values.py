@@ -9,7 +9,7 @@ import argparse
 import math
 from collections.abc import Callable
 
-from visual.sim.agents import MAX_DT
+from swarm_instrument.visual.sim.agents import MAX_DT
 
 
 def whole(what: str, lo: int, hi: int | None = None) -> Callable[[str], int]:

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import numpy as np
 
-from control.looks.files import FileProblem
-from control.looks.swarm_state import load_state
-from control.parameters.registry import Params
-from visual.gpu.shaders import BUNDLED_SHADERS
+from swarm_instrument.control.looks.files import FileProblem
+from swarm_instrument.control.looks.swarm_state import load_state
+from swarm_instrument.control.parameters.registry import Params
+from swarm_instrument.visual.gpu.shaders import BUNDLED_SHADERS
 
 HEADLESS_SIZE = (1280, 720)  # a headless run's frame unless --size
 START_LOOK = "aurora"  # the most striking bundled look: a start that chooses none opens on it

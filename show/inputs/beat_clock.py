@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from control.musical_time.tempo import TempoReading
+from swarm_instrument.control.musical_time.tempo import TempoReading
 
 
 class AudioTempo:

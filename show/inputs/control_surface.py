@@ -23,21 +23,21 @@ import logging
 import os
 from typing import TYPE_CHECKING, Any
 
-from control.actions import Action
-from control.osc.osc_input import interpret
-from control.osc.osc_wire import OscError
-from control.parameters.groups import grouped
-from control.parameters.registry import param, REGISTRY
-from show.inputs.web_input import ShowView
-from visual.ui.preview import Preview, Thumbnails
-from audio.synth import drum_loop
-from show.offline.contact_sheet import AUDIO_RATE, SHEET_BPM, SheetSettings
-from visual.gpu.context import is_software
-from control.looks.presets import load_preset, PresetError
-from show.offline.contact_sheet import LookRun
+from swarm_instrument.control.actions import Action
+from swarm_instrument.control.osc.osc_input import interpret
+from swarm_instrument.control.osc.osc_wire import OscError
+from swarm_instrument.control.parameters.groups import grouped
+from swarm_instrument.control.parameters.registry import param, REGISTRY
+from swarm_instrument.show.inputs.web_input import ShowView
+from swarm_instrument.visual.ui.preview import Preview, Thumbnails
+from swarm_instrument.audio.synth import drum_loop
+from swarm_instrument.show.offline.contact_sheet import AUDIO_RATE, SHEET_BPM, SheetSettings
+from swarm_instrument.visual.gpu.context import is_software
+from swarm_instrument.control.looks.presets import load_preset, PresetError
+from swarm_instrument.show.offline.contact_sheet import LookRun
 
 if TYPE_CHECKING:
-    from show.show import Show
+    from swarm_instrument.show.show import Show
 
 log = logging.getLogger(__name__)
 
@@ -185,7 +185,7 @@ class ThumbnailJob:
                     log.info(f"control: slot {slot}'s thumbnail: {exc}")
                     self.ready.discard(slot)
                     continue
-                frame_log = logging.getLogger("show.show")
+                frame_log = logging.getLogger("swarm_instrument.show.show")
                 level = frame_log.level
                 frame_log.setLevel(logging.WARNING)  # not "GL 4.3 backend" once a thumbnail
                 try:

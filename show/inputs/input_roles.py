@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from control.actions import Action
+from swarm_instrument.control.actions import Action
 
 
 class MidiIn(Protocol):

@@ -3,8 +3,8 @@ Esc): each becomes an `Action` the show carries out like MIDI's or OSC's. Pure."
 
 from __future__ import annotations
 
-from control.actions import Action
-from control.parameters.registry import NUDGE_COARSE, NUDGE_FINE
+from swarm_instrument.control.actions import Action
+from swarm_instrument.control.parameters.registry import NUDGE_COARSE, NUDGE_FINE
 
 KEYS = {
     "SPACE": Action("pause"),

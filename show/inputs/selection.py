@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from control.actions import Action
-from control.parameters.registry import REGISTRY, Params, param
+from swarm_instrument.control.actions import Action
+from swarm_instrument.control.parameters.registry import REGISTRY, Params, param
 
 LEARNABLE = tuple(p.name for p in REGISTRY if p.kind != "color")  # in registry order
 

@@ -15,14 +15,14 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from control.actions import Action
-from control.web.web_remote import WebProblem, WebRemote
-from control.web.web_address import is_loopback
-from control.web.web_messages import plain_value
-from control.web.web_token import load_or_create_token
+from swarm_instrument.control.actions import Action
+from swarm_instrument.control.web.web_remote import WebProblem, WebRemote
+from swarm_instrument.control.web.web_address import is_loopback
+from swarm_instrument.control.web.web_messages import plain_value
+from swarm_instrument.control.web.web_token import load_or_create_token
 
 if TYPE_CHECKING:
-    from show.show import Show
+    from swarm_instrument.show.show import Show
 
 log = logging.getLogger(__name__)
 

@@ -19,18 +19,18 @@ from pathlib import Path
 
 import numpy as np
 
-from audio.base import OfflineAudio
-from audio.synth import drum_loop
-from control.parameters.registry import Params
-from control.looks.presets import apply_preset, load_preset, Preset
-from show.show import Show
-from show.loop import Loop, Offscreen, SongClock
-from show.cli.options import ShowOptions
-from control.looks.preset_bank import BUNDLED_DIR, preset_files, SLOTS
+from swarm_instrument.audio.base import OfflineAudio
+from swarm_instrument.audio.synth import drum_loop
+from swarm_instrument.control.parameters.registry import Params
+from swarm_instrument.control.looks.presets import apply_preset, load_preset, Preset
+from swarm_instrument.show.show import Show
+from swarm_instrument.show.loop import Loop, Offscreen, SongClock
+from swarm_instrument.show.cli.options import ShowOptions
+from swarm_instrument.control.looks.preset_bank import BUNDLED_DIR, preset_files, SLOTS
 import moderngl
 import pyglet
-from visual.ui.hud import headless_text_context
-from visual.output.png import write_png
+from swarm_instrument.visual.ui.hud import headless_text_context
+from swarm_instrument.visual.output.png import write_png
 
 log = logging.getLogger(__name__)
 

@@ -39,28 +39,28 @@ from typing import Any
 
 import numpy as np
 
-from control.actions import Action
-from control.looks.swarm_state import save_state
-from control.looks.preset_bank import PresetBank
-from control.parameters.modulation import routes_from_json
-from control.parameters.registry import Params
-from show.cli.console import console as show_console
-from show.show import Show
-from show.loop import Loop, Offscreen, SongClock, Tick
-from show.cli.options import options_from_args, ShowOptions
-from show.offline.progress import Progress
-from show.offline.render_job import plan_render, RenderJob, RenderProblem
-from show.report import Telemetry
-from audio.base import OfflineAudio
-from audio.files.recorded import RecordedAudio
-from visual.gpu.context import create_headless_context
-from visual.output.video import VideoEncoder
-from control.midi.midi_in import Midi, user_mapping
-from control.midi.controller import MidiController
-from control.tracks.midi_track import MidiFileSource
-from visual.output.png import write_png
-from visual.output.video_files import VideoProblem
-from visual.output.yuv import supported, YuvReadback
+from swarm_instrument.control.actions import Action
+from swarm_instrument.control.looks.swarm_state import save_state
+from swarm_instrument.control.looks.preset_bank import PresetBank
+from swarm_instrument.control.parameters.modulation import routes_from_json
+from swarm_instrument.control.parameters.registry import Params
+from swarm_instrument.show.cli.console import console as show_console
+from swarm_instrument.show.show import Show
+from swarm_instrument.show.loop import Loop, Offscreen, SongClock, Tick
+from swarm_instrument.show.cli.options import options_from_args, ShowOptions
+from swarm_instrument.show.offline.progress import Progress
+from swarm_instrument.show.offline.render_job import plan_render, RenderJob, RenderProblem
+from swarm_instrument.show.report import Telemetry
+from swarm_instrument.audio.base import OfflineAudio
+from swarm_instrument.audio.files.recorded import RecordedAudio
+from swarm_instrument.visual.gpu.context import create_headless_context
+from swarm_instrument.visual.output.video import VideoEncoder
+from swarm_instrument.control.midi.midi_in import Midi, user_mapping
+from swarm_instrument.control.midi.controller import MidiController
+from swarm_instrument.control.tracks.midi_track import MidiFileSource
+from swarm_instrument.visual.output.png import write_png
+from swarm_instrument.visual.output.video_files import VideoProblem
+from swarm_instrument.visual.output.yuv import supported, YuvReadback
 
 log = logging.getLogger(__name__)
 EXIT_INTERRUPTED = 130  # the shell's code for a run ended by Ctrl+C

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
-from show.cli.console import console as show_console
+from swarm_instrument.show.cli.console import console as show_console
 
 log = logging.getLogger(__name__)
 ESTIMATE_FRAMES = 3  # frames (and seconds) timed before a run says how long it will take

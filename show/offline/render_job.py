@@ -14,14 +14,14 @@ from typing import Any
 
 import numpy as np
 
-from audio.files.decode import AudioFileError, read_audio
-from control.looks.files import FileProblem
-from control.parameters.registry import Params
-from control.tracks.control_track import ControlTrack
-from show.cli.options import START_LOOK_NOTE
-from show.video_outputs import render_refusal
-from visual.output.video import DEFAULT_CRF, DEFAULT_PRESET, X264_PRESETS
-from visual.output.video_files import (
+from swarm_instrument.audio.files.decode import AudioFileError, read_audio
+from swarm_instrument.control.looks.files import FileProblem
+from swarm_instrument.control.parameters.registry import Params
+from swarm_instrument.control.tracks.control_track import ControlTrack
+from swarm_instrument.show.cli.options import START_LOOK_NOTE
+from swarm_instrument.show.video_outputs import render_refusal
+from swarm_instrument.visual.output.video import DEFAULT_CRF, DEFAULT_PRESET, X264_PRESETS
+from swarm_instrument.visual.output.video_files import (
     DEFAULT_CODEC,
     check_output,
     check_size,
@@ -29,7 +29,7 @@ from visual.output.video_files import (
     fps_fraction,
     frames_for,
 )
-from visual.sim.agents import MAX_DT
+from swarm_instrument.visual.sim.agents import MAX_DT
 
 log = logging.getLogger(__name__)
 DEFAULT_FPS = 60.0

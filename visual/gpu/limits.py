@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import moderngl
 
-from visual.gpu.context import is_software
-from visual.gpu.fence import _proc_loader
+from swarm_instrument.visual.gpu.context import is_software
+from swarm_instrument.visual.gpu.fence import _proc_loader
 
 # GPU memory a frame pixel and an agent take (bytes), from the buffers the renderer and the
 # swarm allocate: an RGBA16F accumulation image, its depth, an RGBA8 output and its depth, the

@@ -22,8 +22,8 @@ from typing import Any
 
 import moderngl
 
-from visual.gpu.shaders import GLSL_410, GLSL_VERSION, ShaderError, ShaderSource
-from visual.gpu.uniforms import BLOCKS, Block
+from swarm_instrument.visual.gpu.shaders import GLSL_410, GLSL_VERSION, ShaderError, ShaderSource
+from swarm_instrument.visual.gpu.uniforms import BLOCKS, Block
 
 # Tests turn this on (an autouse fixture in each GPU test module): a uniform name a program does
 # not have, or a program without the block it should read, raises instead of being skipped.

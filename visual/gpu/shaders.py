@@ -14,12 +14,13 @@ import os
 import re
 import time
 from collections.abc import Mapping
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from visual.gpu.uniforms import GENERATED_INCLUDES, GENERATED_INCLUDES_410
+from swarm_instrument.visual.gpu.uniforms import GENERATED_INCLUDES, GENERATED_INCLUDES_410
 
-BUNDLED_SHADERS = Path(__file__).resolve().parents[2] / "shaders"
+BUNDLED_SHADERS = Path(str(files("swarm_instrument").joinpath("shaders")))  # package data
 GLSL_VERSION = "#version 430 core"
 GLSL_410 = "#version 410 core"  # the GL 4.1 backend's shaders (macOS stops at 4.1 core)
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import moderngl
 
-from visual.gpu.context import is_software
-from visual.gpu.fence import fences_for
+from swarm_instrument.visual.gpu.context import is_software
+from swarm_instrument.visual.gpu.fence import fences_for
 
 
 class GpuTimer:

@@ -35,7 +35,7 @@ from typing import Any, Protocol
 import moderngl
 import numpy as np
 
-from visual.output.readback import PixelReadback, ReadbackUnavailable
+from swarm_instrument.visual.output.readback import PixelReadback, ReadbackUnavailable
 
 log = logging.getLogger(__name__)
 RETRY_FIRST, RETRY_MOST = 0.5, 5.0  # seconds between attempts to open a failing backend

@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from visual.output.frame_output import OutputFailed
-from visual.output.video_files import fps_fraction
+from swarm_instrument.visual.output.frame_output import OutputFailed
+from swarm_instrument.visual.output.video_files import fps_fraction
 
 CONNECTIONS_EVERY = 1.0  # seconds between asking libndi how many receivers there are
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from visual.output.frame_output import OutputFailed, OutputUnavailable
+from swarm_instrument.visual.output.frame_output import OutputFailed, OutputUnavailable
 
 
 def _library(module: str, package: str) -> Any:

@@ -29,8 +29,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import numpy as np
 
-from visual.output.frame_output import OutputFailed
-from visual.output.video_files import choose_codec, fps_fraction, PIXEL_FORMAT
+from swarm_instrument.visual.output.frame_output import OutputFailed
+from swarm_instrument.visual.output.video_files import choose_codec, fps_fraction, PIXEL_FORMAT
 import av
 
 STREAM_SCHEMES = ("udp", "tcp", "srt", "shm")

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import moderngl
 
-from visual.gpu.programs import compute_program
-from visual.gpu.shaders import resolve_shader_dir
-from visual.output.video import Planes420
+from swarm_instrument.visual.gpu.programs import compute_program
+from swarm_instrument.visual.gpu.shaders import resolve_shader_dir
+from swarm_instrument.visual.output.video import Planes420
 
 DEPTH = 3
 BLOCK = (8, 2)  # pixels an invocation makes (yuv420.comp)

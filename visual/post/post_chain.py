@@ -49,11 +49,11 @@ from typing import Any
 
 import moderngl
 
-from visual.gpu.programs import ProgramOwner, ProgramSet, compute_program, render_program
-from visual.gpu.shaders import resolve_shader_dir
-from visual.gpu.timers import GpuTimer
-from visual.gpu.uniforms import BlockBuffer, POST_PARAMS
-from visual.post.tonemap import clamp_finite, HDR_MAX, TONEMAPS
+from swarm_instrument.visual.gpu.programs import ProgramOwner, ProgramSet, compute_program, render_program
+from swarm_instrument.visual.gpu.shaders import resolve_shader_dir
+from swarm_instrument.visual.gpu.timers import GpuTimer
+from swarm_instrument.visual.gpu.uniforms import BlockBuffer, POST_PARAMS
+from swarm_instrument.visual.post.tonemap import clamp_finite, HDR_MAX, TONEMAPS
 
 ENCODINGS = ("srgb", "linear")
 HISTORY_MAX = 16.0     # the feedback history is read back clamped to this (HDR units)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import moderngl
 import numpy as np
 
-from visual.gpu.fence import ReadbackRing
+from swarm_instrument.visual.gpu.fence import ReadbackRing
 
 COUNTER_RING = 3       # counter copies in flight before the oldest is dropped unread
 DRAW_STATE_UINTS = 16  # two 5-uint commands, near_lure, spread, offset[3], pad (cull.comp)

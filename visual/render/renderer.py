@@ -34,20 +34,20 @@ from typing import Any
 import moderngl
 import numpy as np
 
-from visual.render.camera import OrbitCamera
-from visual.render.counts import CountsReadback, CountsView, CullCounts, DRAW_STATE_UINTS, SumScales
-from visual.gpu.context import is_software
-from visual.gpu.programs import (
+from swarm_instrument.visual.render.camera import OrbitCamera
+from swarm_instrument.visual.render.counts import CountsReadback, CountsView, CullCounts, DRAW_STATE_UINTS, SumScales
+from swarm_instrument.visual.gpu.context import is_software
+from swarm_instrument.visual.gpu.programs import (
     ProgramOwner,
     ProgramSet,
     compute_program,
     dispatch_1d,
     render_program,
 )
-from visual.gpu.shaders import resolve_shader_dir
-from visual.gpu.timers import GpuTimer
-from visual.render.meshes import BILLBOARDS, MeshSet
-from visual.render.frame_values import (
+from swarm_instrument.visual.gpu.shaders import resolve_shader_dir
+from swarm_instrument.visual.gpu.timers import GpuTimer
+from swarm_instrument.visual.render.meshes import BILLBOARDS, MeshSet
+from swarm_instrument.visual.render.frame_values import (
     BACKGROUND,
     LURE_COLOR,
     Telegraph,
@@ -57,11 +57,11 @@ from visual.render.frame_values import (
     post_settings,
     scene_background,
 )
-from visual.post.post_chain import PostChain, PostSettings
-from visual.render.splat import FarSplat
-from visual.render.stable_cull import StableCull
-from visual.render.targets import Targets
-from visual.gpu.uniforms import BlockBuffer, FRAME_PARAMS
+from swarm_instrument.visual.post.post_chain import PostChain, PostSettings
+from swarm_instrument.visual.render.splat import FarSplat
+from swarm_instrument.visual.render.stable_cull import StableCull
+from swarm_instrument.visual.render.targets import Targets
+from swarm_instrument.visual.gpu.uniforms import BlockBuffer, FRAME_PARAMS
 
 CULL_LOCAL_SIZE = 256
 FAR_DRAW = "splat"

@@ -29,14 +29,14 @@ from typing import Any
 import moderngl
 import numpy as np
 
-from visual.render.counts import DRAW_STATE_UINTS
-from visual.gpu.programs import render_program
-from visual.gpu.shaders import GLSL_410
-from visual.post.post_chain41 import PostChain41
-from visual.render.frame_values import LURE_COLOR, agent_defines, glsl_vec
-from visual.render.renderer import AGENT_PROGRAMS, Renderer
-from visual.sim.state41 import STATE_WIDTH
-from visual.gpu.uniforms import FRAME_PARAMS
+from swarm_instrument.visual.render.counts import DRAW_STATE_UINTS
+from swarm_instrument.visual.gpu.programs import render_program
+from swarm_instrument.visual.gpu.shaders import GLSL_410
+from swarm_instrument.visual.post.post_chain41 import PostChain41
+from swarm_instrument.visual.render.frame_values import LURE_COLOR, agent_defines, glsl_vec
+from swarm_instrument.visual.render.renderer import AGENT_PROGRAMS, Renderer
+from swarm_instrument.visual.sim.state41 import STATE_WIDTH
+from swarm_instrument.visual.gpu.uniforms import FRAME_PARAMS
 
 UNITS = {"agent_positions": 0, "agent_velocities": 1, "cull_counts": 4, "cull_offsets": 5,
          "draw_template": 6}

@@ -22,15 +22,15 @@ from pathlib import Path
 
 import moderngl
 
-from visual.gpu.programs import (
+from swarm_instrument.visual.gpu.programs import (
     ProgramOwner,
     ProgramSet,
     compute_program,
     dispatch_1d,
     storage_barrier,
 )
-from visual.gpu.shaders import resolve_shader_dir
-from visual.gpu.uniforms import FRAME_PARAMS
+from swarm_instrument.visual.gpu.shaders import resolve_shader_dir
+from swarm_instrument.visual.gpu.uniforms import FRAME_PARAMS
 
 SCAN_LOCAL_SIZE = 256  # invocations of the one scan workgroup, each summing a run of groups
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from visual.gpu.uniforms import MAX_OBSTACLES, RULE_BITS
-from visual.sim.grid import NO_GRID, GridShape
+from swarm_instrument.visual.gpu.uniforms import MAX_OBSTACLES, RULE_BITS
+from swarm_instrument.visual.sim.grid import NO_GRID, GridShape
 
 Values = Mapping[str, Any]  # parameter name -> this frame's value (plain numbers)
 MAX_DT = 1.0 / 30.0  # the seed clamps a frame's step so a hitch does not explode the flock

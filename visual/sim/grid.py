@@ -26,7 +26,7 @@ from typing import Any
 
 import moderngl
 
-from visual.gpu.programs import dispatch_1d, set_uniforms, storage_barrier
+from swarm_instrument.visual.gpu.programs import dispatch_1d, set_uniforms, storage_barrier
 
 PassTimer = Callable[[str], AbstractContextManager]  # a pass's name -> a timer around it
 UNTIMED: PassTimer = lambda name: nullcontext()

@@ -13,9 +13,9 @@ from typing import Any
 
 import moderngl
 
-from visual.gpu.programs import render_program
-from visual.gpu.shaders import GLSL_410
-from visual.gpu.uniforms import SWARM_PARAMS
+from swarm_instrument.visual.gpu.programs import render_program
+from swarm_instrument.visual.gpu.shaders import GLSL_410
+from swarm_instrument.visual.gpu.uniforms import SWARM_PARAMS
 
 
 STATE_WIDTH = 1024  # texels a row of the state and pair textures: 16,384 rows hold MAX_COUNT

@@ -25,17 +25,17 @@ from typing import Any
 import moderngl
 import numpy as np
 
-from visual.gpu.fence import ReadbackRing
-from visual.gpu.context import is_software
-from visual.gpu.programs import (
+from swarm_instrument.visual.gpu.fence import ReadbackRing
+from swarm_instrument.visual.gpu.context import is_software
+from swarm_instrument.visual.gpu.programs import (
     ProgramSet,
     compute_program,
     dispatch_1d,
     set_uniforms,
     storage_barrier,
 )
-from visual.sim.swarm_base import SwarmBase
-from visual.sim.grid import (
+from swarm_instrument.visual.sim.swarm_base import SwarmBase
+from swarm_instrument.visual.sim.grid import (
     cell_budget,
     CellGrid,
     grid_shape,
@@ -48,8 +48,8 @@ from visual.sim.grid import (
     UNTIMED,
     zeroed,
 )
-from visual.gpu.uniforms import BlockBuffer, SWARM_PARAMS
-from visual.sim.agents import AGENT_BYTES, pack_agents, spawn_state, step_values, Values
+from swarm_instrument.visual.gpu.uniforms import BlockBuffer, SWARM_PARAMS
+from swarm_instrument.visual.sim.agents import AGENT_BYTES, pack_agents, spawn_state, step_values, Values
 
 
 # The kernels that read SwarmParams (scan reads only its own plain uniforms).

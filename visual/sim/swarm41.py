@@ -36,16 +36,16 @@ from typing import Any
 import moderngl
 import numpy as np
 
-from visual.gpu.programs import ProgramSet
-from visual.sim.swarm_base import SwarmBase
-from visual.sim.grid import grid_shape, GridShape, PassTimer, UNTIMED
-from visual.sim.agents import (
+from swarm_instrument.visual.gpu.programs import ProgramSet
+from swarm_instrument.visual.sim.swarm_base import SwarmBase
+from swarm_instrument.visual.sim.grid import grid_shape, GridShape, PassTimer, UNTIMED
+from swarm_instrument.visual.sim.agents import (
     pack_agents,
     spawn_state,
     step_values,
 )
-from visual.gpu.uniforms import BlockBuffer, SWARM_PARAMS
-from visual.sim.state41 import StateTextures, program_410, release_framebuffer, sort_passes, sort_rows, state_rows, STATE_UNITS, STATE_WIDTH
+from swarm_instrument.visual.gpu.uniforms import BlockBuffer, SWARM_PARAMS
+from swarm_instrument.visual.sim.state41 import StateTextures, program_410, release_framebuffer, sort_passes, sort_rows, state_rows, STATE_UNITS, STATE_WIDTH
 
 Values = Mapping[str, Any]
 

@@ -13,11 +13,11 @@ from typing import Any
 import moderngl
 import numpy as np
 
-from visual.gpu.programs import ProgramOwner
-from visual.gpu.shaders import resolve_shader_dir
-from visual.gpu.limits import MAX_COUNT
-from visual.sim.agents import MAX_DT, NEIGHBOR_MODES, Values, checked_obstacles
-from visual.sim.grid import PassTimer
+from swarm_instrument.visual.gpu.programs import ProgramOwner
+from swarm_instrument.visual.gpu.shaders import resolve_shader_dir
+from swarm_instrument.visual.gpu.limits import MAX_COUNT
+from swarm_instrument.visual.sim.agents import MAX_DT, NEIGHBOR_MODES, Values, checked_obstacles
+from swarm_instrument.visual.sim.grid import PassTimer
 
 
 def checked_mode(mode: str) -> str:

@@ -16,9 +16,9 @@ from typing import Any
 
 from imgui_bundle import imgui
 
-from visual.ui.control_layout import (BACKGROUND, DIM, ERROR, FILL, HEADER, LEARN, ON, PANEL, TEXT,
+from swarm_instrument.visual.ui.control_layout import (BACKGROUND, DIM, ERROR, FILL, HEADER, LEARN, ON, PANEL, TEXT,
                                       TRACK, Messages, fit_text, rgba)
-from visual.ui.param_rows import ParamColumns, Widgets
+from swarm_instrument.visual.ui.param_rows import ParamColumns, Widgets
 
 BUTTONS = ("save", "tap", "downbeat", "respawn", "burst")
 METERS = ("level", "low", "mid", "high", "onset")

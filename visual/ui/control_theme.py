@@ -10,7 +10,7 @@ from pathlib import Path
 
 from imgui_bundle import imgui
 
-from visual.ui.control_layout import (BACKGROUND, DIM, FILL, HOVER, PANEL, TEXT, TRACK,
+from swarm_instrument.visual.ui.control_layout import (BACKGROUND, DIM, FILL, HOVER, PANEL, TEXT, TRACK,
                                       rgbf)
 import imgui_bundle
 

@@ -35,11 +35,11 @@ import pyglet
 from imgui_bundle import imgui
 from pyglet.window import key
 
-from visual.ui.control_layout import BACKGROUND, KeyQueue, Messages, rgbf, route_key, ui_scale
-from visual.ui.control_panels import ControlPanels
-from visual.ui.control_theme import apply_theme, load_fonts
-from visual.ui.imgui_input import PygletInput
-from visual.ui.imgui_renderer import ImguiRenderer
+from swarm_instrument.visual.ui.control_layout import BACKGROUND, KeyQueue, Messages, rgbf, route_key, ui_scale
+from swarm_instrument.visual.ui.control_panels import ControlPanels
+from swarm_instrument.visual.ui.control_theme import apply_theme, load_fonts
+from swarm_instrument.visual.ui.imgui_input import PygletInput
+from swarm_instrument.visual.ui.imgui_renderer import ImguiRenderer
 
 CAPTION = "swarm instrument - control"
 DRAW_RATE = 30.0  # the control window's redraws a second, at most

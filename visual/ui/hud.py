@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 import moderngl
 import pyglet
-from visual.gpu.context import create_headless_context
+from swarm_instrument.visual.gpu.context import create_headless_context
 
 FONT_PT = 12  # the lines' font at 1280x720 and larger
 MIN_FONT_PT = 8

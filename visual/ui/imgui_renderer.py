@@ -23,8 +23,8 @@ from typing import Any
 import moderngl
 from imgui_bundle import imgui
 
-from visual.gpu.programs import ProgramOwner, ProgramSet, render_program
-from visual.gpu.shaders import GLSL_410
+from swarm_instrument.visual.gpu.programs import ProgramOwner, ProgramSet, render_program
+from swarm_instrument.visual.gpu.shaders import GLSL_410
 
 class ImguiRenderer(ProgramOwner):
     """Draws imgui's frames into a framebuffer of `ctx` (which must be current when called)."""

@@ -20,9 +20,9 @@ from typing import Any
 
 from imgui_bundle import imgui
 
-from visual.ui.control_layout import (DIM, FILL, GHOST, HEADER, HOVER, LEARN, ON, SELECTED, TEXT,
+from swarm_instrument.visual.ui.control_layout import (DIM, FILL, GHOST, HEADER, HOVER, LEARN, ON, SELECTED, TEXT,
                                       TRACK, Messages, fit_text, flow_columns, rgba)
-from visual.ui.value_field import ValueField
+from swarm_instrument.visual.ui.value_field import ValueField
 
 WHEEL_STEP, WHEEL_STEP_SHIFT = 0.01, 0.1  # of the performance range, a wheel click
 NAV = imgui.ButtonFlags_.enable_nav  # an invisible button the keyboard focus can reach

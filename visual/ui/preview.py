@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import moderngl
 
-from visual.output.readback import (
+from swarm_instrument.visual.output.readback import (
     _gl_for,
     GL_BACK,
     GL_COLOR_ATTACHMENT0,

@@ -14,7 +14,7 @@ from typing import Any
 
 from imgui_bundle import imgui
 
-from visual.ui.control_layout import Messages, parse_typed, typed_text
+from swarm_instrument.visual.ui.control_layout import Messages, parse_typed, typed_text
 
 NEVER_TOOK_IT = 30  # frames: a field that never got the keyboard closes
 

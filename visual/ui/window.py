@@ -14,8 +14,8 @@ from typing import Protocol
 
 import moderngl
 
-from visual.ui.hud import Hud
-from visual.ui.screens import list_screens
+from swarm_instrument.visual.ui.hud import Hud
+from swarm_instrument.visual.ui.screens import list_screens
 import pyglet
 
 QUIT_WINDOW_S = 1.0
