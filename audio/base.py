@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from swarm_instrument.audio.analysis.features import Analyzer, AudioFeatures, Bands, DB_FLOOR
 from swarm_instrument.audio.analysis.beat_feed import MAX_S, RingBeatFeed
 from swarm_instrument.audio.analysis.beats import BeatInfo, BeatTracker
+from swarm_instrument.audio.analysis.features import DB_FLOOR, Analyzer, AudioFeatures, Bands
 from swarm_instrument.audio.input.ring import Ring
 
 DEFAULT_RATE = 48000

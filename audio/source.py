@@ -16,10 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from swarm_instrument.audio.base import AudioFrameSource, OfflineAudio, Silence
-from swarm_instrument.audio.files.decode import AudioFileError, AudioFileInfo, check_audio_file, read_audio
+from swarm_instrument.audio.files.decode import (
+    AudioFileError,
+    AudioFileInfo,
+    check_audio_file,
+    read_audio,
+)
+from swarm_instrument.audio.files.playback import AudioFile
 from swarm_instrument.audio.input.devices import list_input_devices
 from swarm_instrument.audio.input.live_input import AudioInput
-from swarm_instrument.audio.files.playback import AudioFile
 
 __all__ = ["AudioFrameSource", "AudioInput", "AudioFile", "OfflineAudio", "Silence", "open_audio",
            "list_input_devices", "AudioFileError", "AudioFileInfo", "check_audio_file",

@@ -19,13 +19,10 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from swarm_instrument.audio.analysis.beat_feed import RingBeatFeed  # noqa: E402
-from swarm_instrument.audio.analysis.beats import BeatTracker  # noqa: E402
-from swarm_instrument.audio.input.ring import Ring  # noqa: E402
-from swarm_instrument.audio.synth import drum_loop  # noqa: E402
+from swarm_instrument.audio.analysis.beat_feed import RingBeatFeed
+from swarm_instrument.audio.analysis.beats import BeatTracker
+from swarm_instrument.audio.input.ring import Ring
+from swarm_instrument.audio.synth import drum_loop
 
 
 def main(argv: list[str] | None = None) -> int:

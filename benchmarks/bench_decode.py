@@ -1,14 +1,13 @@
 """Time reading a song as --audio-file and --render read it (audio/files/decode.py
 `read_audio`), and the memory it takes.
 
-    python benchmarks/bench_decode.py [--minutes 3] [--runs 3] [--root CHECKOUT] [--json out.json]
+    python benchmarks/bench_decode.py [--minutes 3] [--runs 3] [--json out.json]
 
 A synthetic drum loop (audio/synth.py) of --minutes, 48 kHz stereo, is written as a 16-bit PCM
 WAV (what most songs are) and a float32 WAV (what DAWs export), and each is read --runs
 times, each time in a fresh process: wall and CPU seconds of `read_audio`, and the peak
 resident memory it added over the process after its imports (Linux's VmHWM; FFmpeg's
-libraries, loaded on the first read, are charged to it). --root reads with another
-checkout's `read_audio` (an older commit, for the ratio); the files are written by this one.
+libraries, loaded on the first read, are charged to it).
 """
 
 from __future__ import annotations
@@ -22,13 +21,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-import numpy as np
 import av
+import numpy as np
+
 from swarm_instrument.audio.files.wav_writer import write_wav
 from swarm_instrument.audio.synth import drum_loop
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 RATE = 48000
 
@@ -36,13 +33,13 @@ RATE = 48000
 # mark of this process's memory, Linux; ru_maxrss would carry the parent's peak over the exec)
 _READ_ONCE = """
 import json, re, sys, time
-sys.path.insert(0, sys.argv[1])
 from swarm_instrument.audio.files.decode import read_audio
+
 def high_water_kib():
     return int(re.search(r"VmHWM:\\s+(\\d+) kB", open("/proc/self/status").read()).group(1))
 before = high_water_kib()
 wall, cpu = time.perf_counter(), time.process_time()
-samples, rate = read_audio(sys.argv[2])
+samples, rate = read_audio(sys.argv[1])
 wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
 print(json.dumps({"wall_s": wall, "cpu_s": cpu, "peak_added_mib": (high_water_kib() - before)
                   / 1024, "frames": len(samples), "channels": samples.shape[1], "rate": rate}))
@@ -60,8 +57,8 @@ def write_pcm16(path: Path, samples: np.ndarray) -> None:
             container.mux(packet)
 
 
-def read_once(root: Path, song: Path) -> dict:
-    done = subprocess.run([sys.executable, "-c", _READ_ONCE, str(root), str(song)],
+def read_once(song: Path) -> dict:
+    done = subprocess.run([sys.executable, "-c", _READ_ONCE, str(song)],
                           capture_output=True, text=True, check=True)
     return json.loads(done.stdout)
 
@@ -71,8 +68,6 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--minutes", type=float, default=3.0)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--root", type=Path, default=ROOT,
-                        help="the checkout whose read_audio reads (default this one)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
 
@@ -84,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         write_pcm16(songs["pcm16"], stereo)
         write_wav(songs["float32"], stereo, RATE)
         for kind, song in songs.items():
-            runs = [read_once(args.root.resolve(), song) for _ in range(args.runs)]
+            runs = [read_once(song) for _ in range(args.runs)]
             assert all(r["frames"] == len(stereo) and r["channels"] == 2 for r in runs), runs
             results[kind] = {
                 "mib_on_disk": song.stat().st_size / 2 ** 20,
@@ -96,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{kind:8s} {row['mib_on_disk']:6.1f} MiB on disk: {row['wall_s']:.3f} s wall, "
                   f"{row['cpu_s']:.3f} s CPU, peak memory +{row['peak_added_mib']:.0f} MiB "
                   f"(median of {args.runs})")
-    result = {"minutes": args.minutes, "rate": RATE, "channels": 2, "root": str(args.root),
+    result = {"minutes": args.minutes, "rate": RATE, "channels": 2,
               "songs": results, "machine": platform.processor() or platform.machine(),
               "python": platform.python_version()}
     if args.json:

@@ -24,16 +24,14 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from swarm_instrument.visual.ui.hud import headless_text_context
-from swarm_instrument.show.show import Show
-from swarm_instrument.show.loop import FixedStep, Loop, Offscreen
+
+from bench_swarm import scaled_params  # run as a script: benchmarks/ is on the path
+
 from swarm_instrument.show.cli.options import ShowOptions
+from swarm_instrument.show.loop import FixedStep, Loop, Offscreen
+from swarm_instrument.show.show import Show
 from swarm_instrument.visual.gpu.context import BACKENDS, compute_missing, is_software
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from benchmarks.bench_swarm import scaled_params  # noqa: E402
+from swarm_instrument.visual.ui.hud import headless_text_context
 
 
 def make_context(size: tuple[int, int]):

@@ -35,20 +35,16 @@ import time
 from pathlib import Path
 
 import numpy as np
-from swarm_instrument.show.show import Show
-from swarm_instrument.show.loop import Offscreen
+from bench_swarm import scaled_params  # run as a script: benchmarks/ is on the path
+
 from swarm_instrument.show.cli.options import ShowOptions
+from swarm_instrument.show.loop import Loop, Offscreen, WallClock
+from swarm_instrument.show.show import Show
 from swarm_instrument.show.video_outputs import Outputs
-from swarm_instrument.visual.output.ndi import NdiBackend
-from swarm_instrument.visual.output.frame_output import FrameOutput
-from swarm_instrument.visual.output.stream import TransportStreamBackend
-from swarm_instrument.show.loop import Loop, WallClock
 from swarm_instrument.visual.gpu.context import create_headless_context
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from benchmarks.bench_swarm import scaled_params
+from swarm_instrument.visual.output.frame_output import FrameOutput
+from swarm_instrument.visual.output.ndi import NdiBackend
+from swarm_instrument.visual.output.stream import TransportStreamBackend
 
 LIMIT = 1.10  # frames with outputs at most 10 % longer
 

@@ -4,7 +4,8 @@ frames the renderer drew.
     python benchmarks/bench_render.py --seconds 10 --size 1920x1080 --fps 60 --json out.json
 
 A synthetic 120 BPM drum loop (audio/synth.py) of --seconds is written as a WAV file and
-rendered to H.264 through show/offline/offline_render.py with the bundled look --preset, once each way:
+rendered to H.264 through show/offline/offline_render.py with the bundled look --preset, once each
+way:
 
     gpu     the frames turned into 4:2:0 video on the GPU, read back two frames late
             (visual/output/yuv.py): how renders run now
@@ -34,7 +35,6 @@ from pathlib import Path
 import av
 import numpy as np
 
-from swarm_instrument.visual.output import yuv
 from swarm_instrument.audio.files.wav_writer import write_wav
 from swarm_instrument.audio.synth import drum_loop
 from swarm_instrument.control.looks.preset_bank import PresetBank
@@ -45,10 +45,8 @@ from swarm_instrument.show.cli.options import options_from_args
 from swarm_instrument.show.offline.offline_render import render
 from swarm_instrument.show.offline.progress import Progress
 from swarm_instrument.show.offline.render_job import plan_render
+from swarm_instrument.visual.output import yuv
 from swarm_instrument.visual.output.video import DEFAULT_CRF, DEFAULT_PRESET
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 
 def psnr(a: np.ndarray, b: np.ndarray) -> float:

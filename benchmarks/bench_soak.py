@@ -1,7 +1,8 @@
 """Soak: a long show at a fixed time step, with audio from a file and random MIDI traffic.
 
     python benchmarks/bench_soak.py --minutes 60 --json soak.json [--audio song.wav]
-    python benchmarks/bench_soak.py --wall-limit 540 --checkpoint soak.npz ...  # then --resume soak.npz
+    python benchmarks/bench_soak.py --wall-limit 540 --checkpoint soak.npz ...  # then --resume
+    soak.npz
 
 Runs the whole frame (update with audio analysis, modulation and MIDI; simulate; cull; draw)
 offscreen, `--minutes` of simulated show time at 1/60 s a frame. MIDI traffic is random: the
@@ -39,9 +40,6 @@ from swarm_instrument.show.cli.options import ShowOptions
 from swarm_instrument.show.loop import Loop, Offscreen, Tick
 from swarm_instrument.show.show import Show
 from swarm_instrument.visual.gpu.context import create_headless_context
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 RATE = 48000
 

@@ -33,21 +33,18 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from swarm_instrument.control.parameters.registry import Params  # noqa: E402
-from swarm_instrument.visual.gpu.context import (  # noqa: E402
+from swarm_instrument.control.parameters.registry import Params
+from swarm_instrument.visual.backends import backend_classes
+from swarm_instrument.visual.gpu.context import (
     BACKENDS,
     compute_missing,
     create_headless_context,
     is_software,
 )
 from swarm_instrument.visual.sim.agents import spawn_state
-from swarm_instrument.visual.sim.swarm import cell_budget, CROWD_EVERY, grid_shape, Swarm, TUNING  # noqa: E402
-from swarm_instrument.visual.backends import backend_classes  # noqa: E402
+from swarm_instrument.visual.sim.swarm import CROWD_EVERY, TUNING, Swarm, cell_budget, grid_shape
 
 SWARMS = {backend: backend_classes(backend)[0] for backend in BACKENDS}
 # What --variant may set on each backend.

@@ -28,11 +28,12 @@ QUANTIZABLE = ("respawn", "separation_burst", "recall_preset")
 @dataclass(frozen=True)
 class Action:
     """kind: one of KINDS. value: "separation_burst" a strength in 0..1, "recall_preset" and
-    "save_preset" a slot 1-9, "select" a step (or param: the parameter to choose), "nudge" a fraction of the range, "tap" when it
-    was tapped (seconds, the loop's clock; None: this frame); "downbeat" marks this beat as a
-    bar's first; "outputs" takes the video outputs (values {"output": n}: the n-th, from 1) on
-    air (value 1), off (0) or the other way (None). param: for "learned", and "select" and "learn" from a control surface. values: for "set"
-    (parameter -> value), "lure" and "outputs"."""
+    "save_preset" a slot 1-9, "select" a step (or param: the parameter to choose), "nudge" a
+    fraction of the range, "tap" when it was tapped (seconds, the loop's clock; None: this frame);
+    "downbeat" marks this beat as a bar's first; "outputs" takes the video outputs (values
+    {"output": n}: the n-th, from 1) on air (value 1), off (0) or the other way (None). param: for
+    "learned", and "select" and "learn" from a control surface. values: for "set" (parameter ->
+    value), "lure" and "outputs"."""
 
     kind: str
     value: float | int | None = None

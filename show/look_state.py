@@ -12,10 +12,10 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
+from swarm_instrument.control.looks.presets import Preset, PresetError, differs, preset_from_show
 from swarm_instrument.control.parameters.modulation import Route
-from swarm_instrument.control.parameters.morph import blend_routes, crossfade, Morph
+from swarm_instrument.control.parameters.morph import Morph, blend_routes, crossfade
 from swarm_instrument.control.parameters.registry import Params
-from swarm_instrument.control.looks.presets import differs, Preset, preset_from_show, PresetError
 
 log = logging.getLogger(__name__)
 # Parameters that steer the preset machinery itself: recalls and crossfades leave them alone.

@@ -125,7 +125,8 @@ class Loop:
     calls it from on_draw), `run(sink, ...)` repeats it into a sink. `before(tick)` runs
     before the update (a render's recorded events), `after()` after the draw (heartbeat,
     telemetry). The wall clock times each frame for the HUD and notes slow ones (live).
-    `outputs` (show/video_outputs.py) take every drawn frame too, before anything is drawn over it."""
+    `outputs` (show/video_outputs.py) take every drawn frame too, before anything is drawn over
+    it."""
 
     def __init__(self, show: Show, clock: Clock, *, before: Callable[[Tick], None] | None = None,
                  after: Callable[[], None] | None = None,

@@ -26,27 +26,27 @@ import numpy as np
 from swarm_instrument.audio.analysis.features import speed_scale
 from swarm_instrument.audio.base import AudioFrameSource, Silence
 from swarm_instrument.control.actions import QUANTIZABLE, Action
-from swarm_instrument.control.parameters.modulation import Burst, modulate, Route, tempo_sources
-from swarm_instrument.control.parameters.registry import Params
+from swarm_instrument.control.looks.files import FileProblem
 from swarm_instrument.control.looks.presets import Preset
 from swarm_instrument.control.musical_time.tempo import TapTempo, Tempo
-from swarm_instrument.show.look_state import Bank, Looks, Recovery
+from swarm_instrument.control.parameters.modulation import Burst, Route, modulate, tempo_sources
+from swarm_instrument.control.parameters.registry import Params
 from swarm_instrument.show.cli.options import ShowOptions
+from swarm_instrument.show.inputs.beat_clock import AudioTempo
 from swarm_instrument.show.inputs.input_roles import MidiIn, OscIn, Recorder, WebIn
 from swarm_instrument.show.inputs.selection import Selection
+from swarm_instrument.show.look_state import Bank, Looks, Recovery
 from swarm_instrument.show.pace import Pace
+from swarm_instrument.show.report import FrameClock, hud_lines, telemetry
 from swarm_instrument.show.shader_reload import ShaderReload
 from swarm_instrument.show.video_outputs import switch_outputs
-from swarm_instrument.show.report import FrameClock, hud_lines, telemetry
-from swarm_instrument.show.inputs.beat_clock import AudioTempo
-from swarm_instrument.visual.render.camera import OrbitCamera
-from swarm_instrument.control.looks.files import FileProblem
+from swarm_instrument.visual.backends import RendererRole, SwarmRole, backend_classes
 from swarm_instrument.visual.gpu.context import pick_backend
 from swarm_instrument.visual.gpu.shaders import resolve_shader_dir
 from swarm_instrument.visual.gpu.timers import GpuTimer
-from swarm_instrument.visual.sim.lure import Lure
-from swarm_instrument.visual.backends import RendererRole, SwarmRole, backend_classes
+from swarm_instrument.visual.render.camera import OrbitCamera
 from swarm_instrument.visual.sim.agents import MAX_DT, spawn_state
+from swarm_instrument.visual.sim.lure import Lure
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +81,8 @@ class Show:
             raise FileProblem(str(exc)) from None
         swarm_class, renderer_class = backend_classes(self.backend)
         log.info(f"GL {self.backend} backend: {self.backend_why}")
-        self.swarm: SwarmRole = swarm_class(ctx, values, neighbors=options.neighbors, seed=options.seed,
+        self.swarm: SwarmRole = swarm_class(ctx, values, neighbors=options.neighbors,
+                                            seed=options.seed,
                                  shader_dir=shaders,
                                  position=options.position, velocity=options.velocity)
         self.swarm.fixed_lag = options.reproducible  # its lanes from the crowd, a fixed step late
@@ -109,12 +110,14 @@ class Show:
         self.modulated: dict[str, Any] = {}  # those modulation and bursts moved this frame
         self.speed_scale = 1.0  # the audio boost: 1 + level * audio_speed_boost
         self.status: dict[str, str] = {}  # extra HUD lines: shaders, a capped count, ...
-        self.outputs: Any = None  # video out (show/video_outputs.py): the live run opens and ends it
-        # More control surfaces (the control window, show/inputs/control_surface.py): each read once a frame
-        # beside OSC and the web remote, its actions carried out as theirs; closed with the show.
+        self.outputs: Any = None  # video out (show/video_outputs.py): the live run opens, ends it
+        # More control surfaces (the control window, show/inputs/control_surface.py): each read once
+        # a frame beside OSC and the web remote, its actions carried out as theirs; closed with the
+        # show.
         self.surfaces: list[Any] = []
         # Musical time: tap tempo and the audio's beats here; the live run adds MIDI clock
-        # and Link (show/cli/live_show.py). Quantised actions wait in `_waiting` for a beat or a bar.
+        # and Link (show/cli/live_show.py). Quantised actions wait in `_waiting` for a beat or a
+        # bar.
         self.tap = TapTempo()
         self.tempo = Tempo([self.tap, AudioTempo(self.audio)])
         self._waiting: list[Action] = []  # the HUD reads it too
@@ -267,7 +270,7 @@ class Show:
         elif kind == "learn":
             if action.param is not None:
                 self.selection.choose(action)
-            self.toggle_learn(action.param)
+            self.selection.toggle_learn(self.midi, self.status, action.param)
         elif kind == "pause":
             self.paused = not self.paused
         elif kind == "lure":
@@ -291,21 +294,6 @@ class Show:
         values = self.selection.nudged(self.params, steps)
         if values is not None:
             self.act(Action("set", values=values))
-
-    def toggle_learn(self, name: str | None = None) -> None:
-        """L: learn the selected parameter (the next knob turned binds), or cancel; `name`
-        (a control surface's L on that slider): learn it, or cancel when it is the one
-        learning."""
-        if self.midi is None:
-            self.status["midi"] = "off: no knob to learn (MIDI was not opened)"
-            log.info("midi: MIDI is off (--no-midi, safe mode or no MIDI system); no knob to "
-                     "learn: Left/Right change the chosen parameter")
-            return
-        learn = self.midi.state()["learn"]
-        if learn["active"] and (name is None or learn["param"] == name):
-            self.midi.cancel_learn()
-        else:
-            self.midi.start_learn(self.selected_param)
 
     def respawn(self) -> None:
         """A fresh spawn (a new seed each time, so R gives a new start)."""

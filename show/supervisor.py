@@ -21,6 +21,7 @@ Supervisor process only, one thread reading the child's stderr.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import logging
 import logging.handlers
@@ -36,7 +37,6 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from swarm_instrument.control.looks.user_folders import state_dir
-import ctypes
 
 CRASH_LOG = "crash.log"
 START_GRACE_S = 90.0  # software GL can take a while to compile and draw the first frame

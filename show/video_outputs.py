@@ -1,7 +1,7 @@
 """The show's video outputs: the command line's --out-* options, the outputs they open, and
 what the HUD and telemetry say of them. One more sink of the one loop: after each frame is
-drawn, `Outputs.take` hands it to every output (visual/output/frame_output.py), before the HUD is drawn
-over a window's picture, so receivers get the picture alone.
+drawn, `Outputs.take` hands it to every output (visual/output/frame_output.py), before the HUD is
+drawn over a window's picture, so receivers get the picture alone.
 
     --out-ndi NAME          an NDI source (cyndilib), RGBA with alpha
     --out-stream URL        H.264 in MPEG-TS over udp:// or tcp:// (PyAV), srt:// (GStreamer's
@@ -29,10 +29,13 @@ from swarm_instrument.control.text import printable
 from swarm_instrument.show.cli.option_values import rate as frame_rate
 from swarm_instrument.show.cli.option_values import size as frame_size
 from swarm_instrument.visual.output.frame_output import FrameOutput
-from swarm_instrument.visual.output.stream import check_stream_url
-from swarm_instrument.visual.output.platform_outputs import SpoutBackend, SyphonBackend, VirtualCamBackend
 from swarm_instrument.visual.output.ndi import NdiBackend
-from swarm_instrument.visual.output.stream import stream_backend
+from swarm_instrument.visual.output.platform_outputs import (
+    SpoutBackend,
+    SyphonBackend,
+    VirtualCamBackend,
+)
+from swarm_instrument.visual.output.stream import check_stream_url, stream_backend
 
 log = logging.getLogger(__name__)
 SETTINGS = ("size", "fps", "bitrate")

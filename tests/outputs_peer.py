@@ -136,13 +136,13 @@ class Recorded:
 def ndi_show(out_dir: Path) -> None:
     """A show sending NDI while a receiver process watches it (see the module's comment)."""
     from swarm_instrument.control.parameters.registry import Params
-    from swarm_instrument.show.show import Show
-    from swarm_instrument.show.loop import Loop, Offscreen, WallClock
     from swarm_instrument.show.cli.options import ShowOptions
+    from swarm_instrument.show.loop import Loop, Offscreen, WallClock
+    from swarm_instrument.show.show import Show
     from swarm_instrument.show.video_outputs import Outputs
     from swarm_instrument.visual.gpu.context import create_headless_context
-    from swarm_instrument.visual.output.ndi import NdiBackend
     from swarm_instrument.visual.output.frame_output import FrameOutput
+    from swarm_instrument.visual.output.ndi import NdiBackend
 
     name = f"swarm-test-{os.getpid()}"
     seconds = float(os.environ.get("PEER_SECONDS", "2.5"))

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from swarm_instrument.audio.analysis.features import (
+    DB_FLOOR,
     Analyzer,
     BandAnalyzer,
-    DB_FLOOR,
     LevelSettings,
     LevelTracker,
     peak_db,
@@ -24,9 +24,9 @@ from swarm_instrument.audio.analysis.features import (
 from swarm_instrument.audio.base import OfflineAudio
 from swarm_instrument.audio.input.ring import Ring
 from swarm_instrument.control.parameters.modulation import (
-    modulate,
     Route,
     RouteError,
+    modulate,
     routes_from_json,
     routes_to_json,
 )

@@ -1,16 +1,17 @@
-"""Beat tracking (audio/analysis/beats.py): synthesised click tracks and drum loops at 90, 120, 128 and
-174 BPM, through a real JACK port into the live input's worker process and offline, frame by
+"""Beat tracking (audio/analysis/beats.py): synthesised click tracks and drum loops at 90, 120, 128
+and 174 BPM, through a real JACK port into the live input's worker process and offline, frame by
 frame, as a render reads a song.
 
 Through JACK: one player client (tests/jackd.py's SignalPlayer) plays four recordings at once
 (the click tracks, then the drum loops), each into its own AudioInput (its own worker process
 and ring), while a 60 fps loop updates all four, the server cycling every 2048 frames (see
 JACK_PERIOD: the dummy server's clock must keep time with ours for the clicks' times to be
-right; a run whose server clock slips more than 0.3 % is played again); the tempo must be within 1 BPM after 8 s and the beats within 30 ms of the
-clicks. aubio reads the 174 BPM click track at 174 and may fall to half time (87) once its
-context model locks after about 10 s (it did in some runs); the 174 BPM drum loop (snare on 2
-and 4) it reads at 87 once locked: drum and bass in half time, the beats on every other click.
-Both are accepted at 174, and the beats must then fall on every click or every other one. The module starts its own JACK server and fails, never skips, without jackd.
+right; a run whose server clock slips more than 0.3 % is played again); the tempo must be within 1
+BPM after 8 s and the beats within 30 ms of the clicks. aubio reads the 174 BPM click track at 174
+and may fall to half time (87) once its context model locks after about 10 s (it did in some runs);
+the 174 BPM drum loop (snare on 2 and 4) it reads at 87 once locked: drum and bass in half time, the
+beats on every other click. Both are accepted at 174, and the beats must then fall on every click or
+every other one. The module starts its own JACK server and fails, never skips, without jackd.
 """
 
 from __future__ import annotations
@@ -23,13 +24,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from jackd import RATE, SignalPlayer, jack_server
 
-from swarm_instrument.audio.base import OfflineAudio, Silence
 from swarm_instrument.audio.analysis.beat_feed import RingBeatFeed
 from swarm_instrument.audio.analysis.beats import BeatInfo, BeatTracker
+from swarm_instrument.audio.base import OfflineAudio, Silence
 from swarm_instrument.audio.input.live_input import AudioInput
 from swarm_instrument.audio.input.ring import Ring
+
+from jackd import RATE, SignalPlayer, jack_server
 
 ROOT = Path(__file__).resolve().parent.parent
 FRAME = 1 / 60
@@ -400,8 +402,8 @@ def test_a_render_pulses_on_the_songs_beats(tmp_path):
     from swarm_instrument.audio.files.wav_writer import write_wav
     from swarm_instrument.control.parameters.modulation import Route
     from swarm_instrument.show.cli.options import options_from_args
-    from swarm_instrument.show.offline.progress import Progress
     from swarm_instrument.show.offline.offline_render import render
+    from swarm_instrument.show.offline.progress import Progress
     from swarm_instrument.show.offline.render_job import plan_render
 
     fps, seconds = 30, 10.0

@@ -20,11 +20,16 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from swarm_instrument.audio.input.devices import AudioProblem, list_input_devices, resolve_input_device, stable_name
-from swarm_instrument.audio.input.live_input import AudioInput
 from swarm_instrument.audio.files.playback import AudioFile
-from swarm_instrument.audio.source import Silence, open_audio
 from swarm_instrument.audio.files.wav_writer import write_wav
+from swarm_instrument.audio.input.devices import (
+    AudioProblem,
+    list_input_devices,
+    resolve_input_device,
+    stable_name,
+)
+from swarm_instrument.audio.input.live_input import AudioInput
+from swarm_instrument.audio.source import Silence, open_audio
 
 RATE = 48000
 BLOCK = 256

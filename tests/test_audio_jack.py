@@ -17,13 +17,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 import sounddevice as sd
-from jackd import PERIOD, RATE, ToneBurstClient, jack_server
 
+from swarm_instrument.audio.files.playback import AudioFile
+from swarm_instrument.audio.files.wav_writer import write_wav
 from swarm_instrument.audio.input.devices import list_input_devices
 from swarm_instrument.audio.input.live_input import AudioInput
-from swarm_instrument.audio.files.playback import AudioFile
 from swarm_instrument.audio.source import open_audio
-from swarm_instrument.audio.files.wav_writer import write_wav
+
+from jackd import PERIOD, RATE, ToneBurstClient, jack_server
 
 FRAME = 1 / 60
 BLOCK = PERIOD / RATE

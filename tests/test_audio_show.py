@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 
 import numpy as np
-from conftest import run_instrument as instrument
 
 from swarm_instrument.audio.files.wav_writer import write_wav
 from swarm_instrument.control.looks.swarm_state import load_state
+
+from conftest import run_instrument as instrument
 
 RATE = 48000
 

@@ -20,11 +20,12 @@ from multiprocessing import resource_tracker
 from pathlib import Path
 
 import pytest
-from jackd import ToneBurstClient, jack_server, start_jackd, stop_jackd
 
 from swarm_instrument.audio.input.live_input import AudioInput
 from swarm_instrument.audio.input.process import summarize_library_lines
 from swarm_instrument.audio.source import open_audio
+
+from jackd import ToneBurstClient, jack_server, start_jackd, stop_jackd
 
 ROOT = Path(__file__).resolve().parent.parent
 FRAME = 1 / 60

@@ -9,7 +9,13 @@ import inspect
 import pytest
 
 from swarm_instrument.control.parameters.registry import Params
-from swarm_instrument.visual.backends import BACKEND_CLASSES, PostRole, RendererRole, SwarmRole, backend_classes
+from swarm_instrument.visual.backends import (
+    BACKEND_CLASSES,
+    PostRole,
+    RendererRole,
+    SwarmRole,
+    backend_classes,
+)
 from swarm_instrument.visual.gpu.context import BACKENDS
 
 

@@ -6,13 +6,14 @@ import json
 
 import numpy as np
 import pytest
-import reference
-from conftest import run_instrument as instrument
 
 from swarm_instrument.control.looks.swarm_state import load_state
 from swarm_instrument.control.parameters.registry import Params
-from swarm_instrument.visual.sim.lure import Lure
 from swarm_instrument.visual.sim.agents import spawn_state
+from swarm_instrument.visual.sim.lure import Lure
+
+import reference
+from conftest import run_instrument as instrument
 
 
 def test_fixed_steps_reproduce_the_seed_kernel(tmp_path):

@@ -10,16 +10,16 @@ import time
 
 import pytest
 
+import swarm_instrument.control.tracks.track_recorder as control_track
 from swarm_instrument.audio.analysis.features import AudioFeatures, Bands
 from swarm_instrument.audio.files.recorded import RecordedAudio
-import swarm_instrument.control.tracks.track_recorder as control_track
-from swarm_instrument.control.tracks.control_track import ControlTrack
-from swarm_instrument.control.tracks.track_events import ControlTrackError
-from swarm_instrument.control.midi.midi_in import DEFAULT_MAPPING, Midi
 from swarm_instrument.control.midi.controller import MidiController
-from swarm_instrument.control.tracks.midi_track import MidiFileSource
+from swarm_instrument.control.midi.midi_in import DEFAULT_MAPPING, Midi
 from swarm_instrument.control.parameters.modulation import Route
 from swarm_instrument.control.parameters.registry import Params
+from swarm_instrument.control.tracks.control_track import ControlTrack
+from swarm_instrument.control.tracks.midi_track import MidiFileSource
+from swarm_instrument.control.tracks.track_events import ControlTrackError
 from swarm_instrument.control.tracks.track_recorder import ControlRecorder
 
 

@@ -18,17 +18,25 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import ROOT
-from conftest import run_instrument as instrument
-from xdisplay import Performer, grab, set_dpi, split_into_monitors, with_display, xvfb
 
 from swarm_instrument.control.parameters.registry import REGISTRY, param
-from swarm_instrument.show.inputs.control_surface import Activity, layout_groups, to_action
 from swarm_instrument.show.cli.live_show import plan_screens
-from swarm_instrument.visual.ui.control_layout import (KeyQueue, Messages, flow_columns, parse_typed, route_key,
-                                      typed_text, ui_scale)
-from pictures import read_png
+from swarm_instrument.show.inputs.control_surface import Activity, layout_groups, to_action
+from swarm_instrument.visual.ui.control_layout import (
+    KeyQueue,
+    Messages,
+    flow_columns,
+    parse_typed,
+    route_key,
+    typed_text,
+    ui_scale,
+)
 from swarm_instrument.visual.ui.screens import ScreenArea, side_by_side
+
+from conftest import ROOT
+from conftest import run_instrument as instrument
+from pictures import read_png
+from xdisplay import Performer, grab, set_dpi, split_into_monitors, with_display, xvfb
 
 LAPTOP, PROJECTOR = (0, 0, 960, 600), (960, 0, 640, 360)
 CONTROL_CAPTION = "swarm instrument - control"
@@ -448,7 +456,8 @@ def test_one_high_dpi_screen_keeps_the_hud_and_opens_the_control_window_larger(t
                             "--frames", "20", "--count", "500", "--no-midi", "--screenshot",
                             str(shot), "--telemetry", str(telemetry), env=env)
         assert result.returncode == 0, result.stderr
-        assert "one screen for both: the picture and the control window side by side" in result.stdout
+        assert ("one screen for both: the picture and the control window side by side"
+                in result.stdout)
         control = _last(telemetry)["control"][0]
         assert control["draws"] > 0
         rows = [h for name, (x, y, w, h) in control["widgets"].items()
@@ -534,7 +543,8 @@ def test_one_screen_opens_the_two_windows_beside_each_other(tmp_path):
 
 
 def test_the_screens_are_the_desktops_monitors(two_screens):
-    result = subprocess.run([sys.executable, "-c", "from swarm_instrument.visual.ui.screens import describe, "
+    result = subprocess.run([sys.executable, "-c",
+                             "from swarm_instrument.visual.ui.screens import describe, "
                              "list_screens; print(describe(list_screens()))"],
                             env=with_display(two_screens), capture_output=True, text=True,
                             cwd=ROOT, timeout=60)
@@ -626,7 +636,12 @@ def test_thumbnails_are_the_presets_played_and_played_again_when_saved(ctx, tmp_
     from swarm_instrument.audio.synth import drum_loop
     from swarm_instrument.control.looks.presets import load_preset
     from swarm_instrument.show.inputs.control_surface import ThumbnailJob
-    from swarm_instrument.show.offline.contact_sheet import AUDIO_RATE, SHEET_BPM, SheetSettings, render_look
+    from swarm_instrument.show.offline.contact_sheet import (
+        AUDIO_RATE,
+        SHEET_BPM,
+        SheetSettings,
+        render_look,
+    )
 
     (tmp_path / "slot-2.json").write_text((ROOT / "presets" / "2-murmuration.json")
                                           .read_text())

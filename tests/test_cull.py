@@ -9,15 +9,22 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from drawing import Drawn, Drawn41
 
-from swarm_instrument.visual.gpu import programs
 from swarm_instrument.control.parameters.registry import Params
-from swarm_instrument.visual.render.camera import frustum_planes, look_at, OrbitCamera, perspective, sphere_visible
+from swarm_instrument.visual.gpu import programs
+from swarm_instrument.visual.render.camera import (
+    OrbitCamera,
+    frustum_planes,
+    look_at,
+    perspective,
+    sphere_visible,
+)
 from swarm_instrument.visual.sim.agents import pack_agents
+from swarm_instrument.visual.sim.state41 import STATE_WIDTH, state_rows
 from swarm_instrument.visual.sim.swarm import Swarm
-from swarm_instrument.visual.sim.state41 import state_rows, STATE_WIDTH
 from swarm_instrument.visual.sim.swarm41 import Swarm41
+
+from drawing import Drawn, Drawn41
 
 SIZE = (64, 48)  # the cull tests only need a draw to happen, not to look at it
 
@@ -448,7 +455,7 @@ def test_cull_reads_a_stepped_swarm(ctx, backend):
 
 
 def test_a_failed_fence_wait_reads_instead_of_freezing_the_counts():
-    from swarm_instrument.visual.gpu.fence import Fences, GL_TIMEOUT_EXPIRED, GL_WAIT_FAILED
+    from swarm_instrument.visual.gpu.fence import GL_TIMEOUT_EXPIRED, GL_WAIT_FAILED, Fences
 
     status = [GL_TIMEOUT_EXPIRED]
     fences = Fences(lambda condition, flags: 7, lambda sync, flags, timeout: status[0],

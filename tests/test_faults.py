@@ -18,22 +18,23 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import ROOT
 from test_audio_faults import FakeSoundDevice, mic, sine_block
 from test_midi_show import FakeSource
 
-from swarm_instrument.visual.gpu.shaders import BUNDLED_SHADERS
 from swarm_instrument.audio.input.live_input import AudioInput
 from swarm_instrument.control.actions import Action
-from swarm_instrument.control.midi.midi_in import DEFAULT_MAPPING, Midi
-from swarm_instrument.control.osc.osc_input import OscInput
-from swarm_instrument.control.parameters.registry import Params
 from swarm_instrument.control.looks.preset_bank import PresetBank
 from swarm_instrument.control.looks.presets import load_preset
 from swarm_instrument.control.looks.recovery import RecoveryWriter
-from swarm_instrument.show.show import Show
-from swarm_instrument.show.loop import FixedStep, Loop, Offscreen
+from swarm_instrument.control.midi.midi_in import DEFAULT_MAPPING, Midi
+from swarm_instrument.control.osc.osc_input import OscInput
+from swarm_instrument.control.parameters.registry import Params
 from swarm_instrument.show.cli.options import ShowOptions
+from swarm_instrument.show.loop import FixedStep, Loop, Offscreen
+from swarm_instrument.show.show import Show
+from swarm_instrument.visual.gpu.shaders import BUNDLED_SHADERS
+
+from conftest import ROOT
 
 SIZE = (160, 90)
 FPS = 60

@@ -17,12 +17,13 @@ import wave
 import av
 import numpy as np
 import pytest
-from conftest import ROOT
-from conftest import run_instrument as instrument
-from xdisplay import xvfb
 
 from swarm_instrument.visual.gpu.context import pick_backend
+
+from conftest import ROOT
+from conftest import run_instrument as instrument
 from pictures import read_png
+from xdisplay import xvfb
 
 MAC_GL = {"MESA_GL_VERSION_OVERRIDE": "4.1", "MESA_GLSL_VERSION_OVERRIDE": "410",
           "MESA_EXTENSION_OVERRIDE": "-GL_ARB_compute_shader "
@@ -72,12 +73,11 @@ import numpy as np
 import reference
 from test_swarm import assert_matches, crowded_state
 from swarm_instrument.visual.gpu import programs
-from swarm_instrument import visual
-from swarm_instrument.visual.sim import state41
-from swarm_instrument import visual
+from swarm_instrument.visual.sim import swarm41
 from swarm_instrument.control.parameters.registry import Params
 from swarm_instrument.visual.render.camera import OrbitCamera
-from swarm_instrument.visual.gpu.context import compute_missing, create_headless_context, pick_backend
+from swarm_instrument.visual.gpu.context import (compute_missing, create_headless_context,
+                                                 pick_backend)
 from drawing import Drawn41, render_offscreen
 from swarm_instrument.visual.sim.swarm41 import Swarm41
 
@@ -100,7 +100,7 @@ ctx = create_headless_context("4.1")
 out["version"] = ctx.version_code
 out["missing"] = compute_missing(ctx)
 out["backend"] = pick_backend(ctx)[0]
-visual.sim.swarm41.BRUTE_BELOW = 0
+swarm41.BRUTE_BELOW = 0
 params = Params({"count": 2000, "post": "on", "bloom": 0.8, "feedback": 0.6})
 position, velocity = crowded_state(2000, params)
 rx, rv, margin = reference.step(position, velocity, params, 1 / 60, target=(4.0, 2.0, -1.0))

@@ -15,10 +15,11 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, run_instrument
 from pythonosc.udp_client import SimpleUDPClient
 
 from swarm_instrument.visual.gpu.limits import SOFTWARE_LIVE_COUNT
+
+from conftest import ROOT, run_instrument
 
 QUICK = ("--headless", "--frames", "1", "--size", "64x64", "--count", "64")
 

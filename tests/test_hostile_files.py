@@ -28,18 +28,29 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import run_instrument
 
 import swarm_instrument.control.looks.atomic as atomic
 from swarm_instrument.control.looks.atomic import atomic_write_text, remove_stale_temporaries
 from swarm_instrument.control.looks.files import MAX_DEPTH, FileProblem, read_json
 from swarm_instrument.control.looks.preset_bank import BUNDLED_DIR, PresetBank
-from swarm_instrument.control.looks.presets import PresetError, load_preset, preset_from_show, save_preset
-from swarm_instrument.control.looks.recovery import RecoveryDamaged, RecoveryWriter, load_recovery, recovery_path
+from swarm_instrument.control.looks.presets import (
+    PresetError,
+    load_preset,
+    preset_from_show,
+    save_preset,
+)
+from swarm_instrument.control.looks.recovery import (
+    RecoveryDamaged,
+    RecoveryWriter,
+    load_recovery,
+    recovery_path,
+)
 from swarm_instrument.control.looks.swarm_state import load_state, save_state
 from swarm_instrument.control.midi.mapping import MidiMapping
 from swarm_instrument.control.midi.mapping_file import load_mapping, save_mapping
 from swarm_instrument.control.parameters.registry import Params
+
+from conftest import run_instrument
 
 BUNDLED_PRESETS = sorted(BUNDLED_DIR.glob("[1-9]-*.json"))
 BUNDLED_MAPPING = BUNDLED_DIR / "midi-default.json"

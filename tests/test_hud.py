@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
+from swarm_instrument.visual.ui.hud import Hud, fit_lines, hud_layout
+
 from conftest import run_instrument
 from pictures import read_png
 from xdisplay import with_display, xvfb
-
-from swarm_instrument.visual.ui.hud import fit_lines, Hud, hud_layout
 
 FULL = [  # what the show's lines look like (show/report.py), the MIDI reason the longest
     "  2.0 fps  504.65 ms a frame",

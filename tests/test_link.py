@@ -1,5 +1,5 @@
-"""Ableton Link (control/musical_time/link.py): the clock's arithmetic against a stand-in for the `link`
-module, and a real session of two peers.
+"""Ableton Link (control/musical_time/link.py): the clock's arithmetic against a stand-in for the
+`link` module, and a real session of two peers.
 
 Link multicasts on every network interface, so a real session runs only in a network namespace
 of its own that has nothing but loopback (`unshare -n`, which needs root, as the tests have here

@@ -13,17 +13,22 @@ import math
 
 import numpy as np
 import pytest
-from conftest import run_instrument
 from test_cull import AgentBuffer
 
-from swarm_instrument.visual.gpu import programs
 from swarm_instrument.control.parameters.registry import Params
 from swarm_instrument.show.cli.options import START_LOOK
-from swarm_instrument.show.offline.contact_sheet import SheetSettings, bundled_presets, contact_sheet
+from swarm_instrument.show.offline.contact_sheet import (
+    SheetSettings,
+    bundled_presets,
+    contact_sheet,
+)
+from swarm_instrument.visual.gpu import programs
 from swarm_instrument.visual.render.camera import OrbitCamera
 from swarm_instrument.visual.render.frame_values import SPEED_RAMP
 from swarm_instrument.visual.render.palettes import PALETTES, palette_stops, sample, srgb_to_linear
 from swarm_instrument.visual.render.renderer import Renderer
+
+from conftest import run_instrument
 
 SIZE = (256, 160)
 

@@ -15,15 +15,16 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from midi_jack import Sender, jack_midi_server
 from test_midi_input import NANO, alsa  # noqa: F401 - the fake ALSA fixture
 
 from swarm_instrument.control.midi.midi_in import DEFAULT_MAPPING, Midi
-from swarm_instrument.control.musical_time.midi_clock import MidiClock, VANISH_S
 from swarm_instrument.control.midi.ports import MidiInput
 from swarm_instrument.control.midi.timeline import PortTimeline
-from swarm_instrument.control.parameters.registry import Params
+from swarm_instrument.control.musical_time.midi_clock import VANISH_S, MidiClock
 from swarm_instrument.control.musical_time.tempo import Tempo, TempoReading
+from swarm_instrument.control.parameters.registry import Params
+
+from midi_jack import Sender, jack_midi_server
 
 FPS = 60.0
 CLOCK, START, CONTINUE, STOP = b"\xf8", b"\xfa", b"\xfb", b"\xfc"

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from swarm_instrument.control.actions import Action
-from swarm_instrument.control.midi.midi_in import DEFAULT_MAPPING, Midi
 from swarm_instrument.control.midi.controller import LEARN_FINE_WINDOW_S, MidiController
 from swarm_instrument.control.midi.mapping import ActionRule, Binding, MidiMapping
 from swarm_instrument.control.midi.mapping_file import load_mapping
+from swarm_instrument.control.midi.midi_in import DEFAULT_MAPPING, Midi
 from swarm_instrument.control.parameters.registry import ParamError, Params
 
 

@@ -14,15 +14,16 @@ import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
-from midi_jack import WAIT_S, Sender, jack_midi_server
 
 from swarm_instrument.control.actions import Action
-from swarm_instrument.control.midi.midi_in import DEFAULT_MAPPING, Midi
-from swarm_instrument.control.midi.ports import MidiInput
 from swarm_instrument.control.midi.mapping import Binding
 from swarm_instrument.control.midi.mapping_file import load_mapping
+from swarm_instrument.control.midi.midi_in import DEFAULT_MAPPING, Midi
+from swarm_instrument.control.midi.ports import MidiInput
 from swarm_instrument.control.midi.systems import list_midi_ports
 from swarm_instrument.control.parameters.registry import Params
+
+from midi_jack import WAIT_S, Sender, jack_midi_server
 
 
 @pytest.fixture(scope="module")

@@ -14,8 +14,8 @@ from swarm_instrument.control.midi.mapping import (
     MappingError,
     MidiMapping,
     Pickup,
-    position_14bit,
     position_7bit,
+    position_14bit,
 )
 from swarm_instrument.control.midi.mapping_file import load_mapping, save_mapping
 from swarm_instrument.control.parameters.registry import param

@@ -12,12 +12,13 @@ import time
 import uuid
 
 import pytest
-from conftest import ROOT
-from midi_jack import WAIT_S, Sender, jack_midi_server
 
 from swarm_instrument.control.looks.preset_bank import PresetBank
 from swarm_instrument.control.looks.presets import load_preset
 from swarm_instrument.show.cli.options import START_LOOK
+
+from conftest import ROOT
+from midi_jack import WAIT_S, Sender, jack_midi_server
 
 
 def last_record(path):
@@ -100,8 +101,8 @@ def test_learn_from_the_hud_and_the_burst_and_respawn_notes(ctx, tmp_path):
     from swarm_instrument.control.actions import Action
     from swarm_instrument.control.midi.midi_in import DEFAULT_MAPPING, Midi
     from swarm_instrument.control.parameters.registry import Params
-    from swarm_instrument.show.show import Show
     from swarm_instrument.show.cli.options import ShowOptions
+    from swarm_instrument.show.show import Show
 
     params = Params({"count": 300})
     source = FakeSource()

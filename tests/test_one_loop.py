@@ -5,11 +5,12 @@ the same frames, bit for bit; and the loop's clocks are what they say."""
 from __future__ import annotations
 
 import pytest
-from conftest import run_instrument
 
 from swarm_instrument.show.loop import FixedStep, SongClock, WallClock
-from pictures import read_png
 from swarm_instrument.visual.sim.agents import MAX_DT
+
+from conftest import run_instrument
+from pictures import read_png
 
 FPS = 30
 FRAMES = 45

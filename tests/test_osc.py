@@ -11,35 +11,36 @@ import time
 
 import numpy as np
 import pytest
-from conftest import ROOT, run_instrument
 from pythonosc.osc_bundle_builder import IMMEDIATELY, OscBundleBuilder
 from pythonosc.osc_message_builder import OscMessageBuilder
 from pythonosc.udp_client import SimpleUDPClient
 
 from swarm_instrument.control.actions import Action
+from swarm_instrument.control.looks.preset_bank import PresetBank
 from swarm_instrument.control.midi.mapping import Binding
 from swarm_instrument.control.osc.osc_input import (
-    interpret,
     MAX_DATAGRAMS_PER_FRAME,
     MAX_MESSAGES_PER_FRAME,
     OscInput,
     OscProblem,
+    interpret,
     parse_endpoint,
 )
 from swarm_instrument.control.osc.osc_wire import (
-    Budget,
     MAX_ARGUMENTS,
+    Budget,
     OscError,
+    TimeTag,
     parse_message,
     parse_packet,
     printable,
-    TimeTag,
 )
-from swarm_instrument.control.parameters.registry import param, Params
-from swarm_instrument.control.looks.preset_bank import PresetBank
-from swarm_instrument.show.show import Show
+from swarm_instrument.control.parameters.registry import Params, param
 from swarm_instrument.show.cli.options import ShowOptions
 from swarm_instrument.show.report import osc_line
+from swarm_instrument.show.show import Show
+
+from conftest import ROOT, run_instrument
 
 # The two examples of the OSC 1.0 specification, byte for byte.
 SPEC_FREQUENCY = bytes.fromhex("2f6f7363696c6c61746f722f342f6672657175656e6379002c66000043dc0000")

@@ -27,12 +27,12 @@ from pythonosc.osc_packet import OscPacket
 
 from swarm_instrument.control.actions import Action
 from swarm_instrument.control.osc.osc_input import (
-    interpret,
     MAX_DATAGRAMS_PER_FRAME,
     MAX_MESSAGES_PER_FRAME,
     OscInput,
+    interpret,
 )
-from swarm_instrument.control.osc.osc_wire import MAX_ARGUMENTS, OscError, parse_packet, TimeTag
+from swarm_instrument.control.osc.osc_wire import MAX_ARGUMENTS, OscError, TimeTag, parse_packet
 from swarm_instrument.control.parameters.registry import BY_NAME
 
 FUZZ_CASES, SLOW_FUZZ_CASES = 5000, 200_000

@@ -26,18 +26,24 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import ROOT, run_instrument
-from outputs_peer import Recorded, to_rgb, write_ndi_config
 
 from swarm_instrument.control.parameters.registry import Params
-from swarm_instrument.show.show import Show
-from swarm_instrument.show.loop import Loop, Offscreen, WallClock
 from swarm_instrument.show.cli.options import ShowOptions
+from swarm_instrument.show.loop import Loop, Offscreen, WallClock
+from swarm_instrument.show.show import Show
 from swarm_instrument.show.video_outputs import Outputs, parse_output
-from swarm_instrument.visual.output.frame_output import FrameOutput, OutputFailed, RateGate, RING_DEPTH
-from pictures import read_png
+from swarm_instrument.visual.output.frame_output import (
+    RING_DEPTH,
+    FrameOutput,
+    OutputFailed,
+    RateGate,
+)
 from swarm_instrument.visual.output.png import write_png
 from swarm_instrument.visual.output.readback import PixelReadback
+
+from conftest import ROOT, run_instrument
+from outputs_peer import Recorded, to_rgb, write_ndi_config
+from pictures import read_png
 
 SIZE = (256, 144)
 PEER = ROOT / "tests" / "outputs_peer.py"
@@ -417,7 +423,7 @@ def test_outputs_go_off_air_and_back_from_the_key_and_osc(ctx, said):
 
 
 def test_outputs_switched_without_any_are_said_in_the_hud(ctx):
-    from swarm_instrument.control.osc.osc_input import interpret, OscError
+    from swarm_instrument.control.osc.osc_input import OscError, interpret
 
     show = Show(ctx, Params(LIVELY), ShowOptions())
     try:

@@ -10,11 +10,10 @@ import sys
 import zipfile
 from pathlib import Path
 
-import numpy as np
 import pytest
-from pictures import read_png
 
 from conftest import ROOT
+from pictures import read_png
 
 pytestmark = pytest.mark.slow  # a wheel built and installed: about half a minute
 

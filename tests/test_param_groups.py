@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from swarm_instrument.control.parameters.groups import grouped, GROUPS, OTHER
+from swarm_instrument.control.parameters.groups import GROUPS, OTHER, grouped
 from swarm_instrument.control.parameters.registry import REGISTRY
 
 

@@ -1,6 +1,6 @@
-"""The HDR post chain (visual/post/post_chain.py): tone mapping against numpy, the bloom's reach and energy,
-the feedback's bound and decay, the fast path, resizes, reloads and releases; on both backends
-(`chain_class`: compute passes, or GL 4.1's fragment passes, visual/post/post_chain41.py).
+"""The HDR post chain (visual/post/post_chain.py): tone mapping against numpy, the bloom's reach and
+energy, the feedback's bound and decay, the fast path, resizes, reloads and releases; on both
+backends (`chain_class`: compute passes, or GL 4.1's fragment passes, visual/post/post_chain41.py).
 
 Images are small (llvmpipe renders in software); the HDR results are read back as floats from
 `PostChain.composite` (the image `run` tone maps) or from an RGBA32F output target.
@@ -15,19 +15,17 @@ import moderngl
 import numpy as np
 import pytest
 
-from swarm_instrument.visual.gpu import context
-from swarm_instrument.visual.gpu import programs
-from swarm_instrument.visual.gpu import shaders
+from swarm_instrument.visual.gpu import context, programs, shaders
 from swarm_instrument.visual.gpu.shaders import ShaderError
 from swarm_instrument.visual.post.post_chain import (
-    bloom_level_sizes,
-    feedback_step,
     HISTORY_MAX,
     PostChain,
     PostSettings,
+    bloom_level_sizes,
+    feedback_step,
 )
-from swarm_instrument.visual.post.tonemap import TONEMAPS
 from swarm_instrument.visual.post.post_chain41 import PostChain41
+from swarm_instrument.visual.post.tonemap import TONEMAPS
 
 FLAT = {"dither": False}  # the display values exactly, no noise
 

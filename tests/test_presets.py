@@ -15,26 +15,26 @@ from pathlib import Path
 
 import pytest
 
-from swarm_instrument.control.looks.atomic import atomic_write_text, backup_path, STEPS
+from swarm_instrument.control.looks.atomic import STEPS, atomic_write_text, backup_path
 from swarm_instrument.control.looks.files import FileProblem
-from swarm_instrument.control.parameters.modulation import Route
-from swarm_instrument.control.parameters.morph import blend_routes, blend_value, crossfade, Morph
-from swarm_instrument.control.parameters.registry import Param, Params, REGISTRY
 from swarm_instrument.control.looks.preset_bank import BUNDLED_DIR, PresetBank
 from swarm_instrument.control.looks.presets import (
+    FORMAT,
+    VERSION,
+    Preset,
+    PresetError,
     apply_preset,
     differences,
     differs,
-    FORMAT,
     load_preset,
-    Preset,
     preset_from_show,
     preset_to_json,
-    PresetError,
     save_preset,
-    VERSION,
 )
-from swarm_instrument.control.looks.recovery import load_recovery, RecoveryWriter
+from swarm_instrument.control.looks.recovery import RecoveryWriter, load_recovery
+from swarm_instrument.control.parameters.modulation import Route
+from swarm_instrument.control.parameters.morph import Morph, blend_routes, blend_value, crossfade
+from swarm_instrument.control.parameters.registry import REGISTRY, Param, Params
 
 ROOT = Path(__file__).resolve().parent.parent
 BUNDLED = sorted(BUNDLED_DIR.glob("[1-9]-*.json"))

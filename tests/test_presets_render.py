@@ -9,10 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from swarm_instrument.control.parameters.morph import Morph
-from swarm_instrument.control.parameters.registry import Params
 from swarm_instrument.control.looks.preset_bank import BUNDLED_DIR
 from swarm_instrument.control.looks.presets import apply_preset, load_preset
+from swarm_instrument.control.parameters.morph import Morph
+from swarm_instrument.control.parameters.registry import Params
 from swarm_instrument.visual.render.frame_values import BACKGROUND
 
 BUNDLED = sorted(BUNDLED_DIR.glob("[1-9]-*.json"))
@@ -24,8 +24,8 @@ FRAMES = 4
 @pytest.fixture(scope="module")
 def show(gl_context):
     """One show for the module, as on stage: presets are recalled onto it in turn."""
-    from swarm_instrument.show.show import Show
     from swarm_instrument.show.cli.options import ShowOptions
+    from swarm_instrument.show.show import Show
 
     show = Show(gl_context, Params({"count": COUNT}), ShowOptions(fixed_dt=1 / 30))
     yield show

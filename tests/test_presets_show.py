@@ -10,16 +10,17 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
 
 from swarm_instrument.control.actions import Action
-from swarm_instrument.control.parameters.registry import Params
 from swarm_instrument.control.looks.preset_bank import PresetBank
 from swarm_instrument.control.looks.presets import load_preset
 from swarm_instrument.control.looks.recovery import RecoveryWriter
+from swarm_instrument.control.parameters.registry import Params
+from swarm_instrument.show.cli.options import ShowOptions
 from swarm_instrument.show.inputs.selection import LEARNABLE
 from swarm_instrument.show.show import Show
-from swarm_instrument.show.cli.options import ShowOptions
+
+from conftest import ROOT
 
 
 @pytest.fixture

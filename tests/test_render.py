@@ -10,18 +10,19 @@ from time import sleep
 
 import numpy as np
 import pytest
-from drawing import Drawn, render_offscreen
-from pictures import read_png
 from test_cull import AgentBuffer
 
-from swarm_instrument.visual.gpu import programs
 from swarm_instrument.control.parameters.registry import ParamError, Params
+from swarm_instrument.visual.gpu import programs
+from swarm_instrument.visual.output.png import SIGNATURE, encode_png, write_png
 from swarm_instrument.visual.render.camera import OrbitCamera
-from swarm_instrument.visual.render.palettes import srgb_to_linear
-from swarm_instrument.visual.output.png import encode_png, SIGNATURE, write_png
 from swarm_instrument.visual.render.frame_values import BACKGROUND, lod_distance
+from swarm_instrument.visual.render.palettes import srgb_to_linear
 from swarm_instrument.visual.sim.agents import spawn_state
 from swarm_instrument.visual.sim.swarm import Swarm
+
+from drawing import Drawn, render_offscreen
+from pictures import read_png
 
 SIZE = (320, 240)
 BLUE, RED, GREEN = (0.0, 0.0, 1.0), (1.0, 0.0, 0.0), (0.0, 1.0, 0.0)

@@ -17,7 +17,6 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import ROOT, listening
 
 from swarm_instrument import instrument
 from swarm_instrument.audio.files.wav_writer import write_wav
@@ -30,6 +29,8 @@ from swarm_instrument.show.offline.progress import Progress
 from swarm_instrument.show.offline.render_job import add_render_arguments, load_song, plan_render
 from swarm_instrument.visual.output.video import VideoEncoder
 from swarm_instrument.visual.output.video_files import decode_frames, video_info
+
+from conftest import ROOT, listening
 
 RATE = 48000
 FPS = 12
@@ -272,7 +273,7 @@ def test_a_compressed_song_is_read_through_ffmpeg(tmp_path):
 def no_gl(monkeypatch):
     """Bad input must be caught before the render starts: making a GL context fails the test."""
     from swarm_instrument.visual.gpu import context
-    
+
     def refuse():
         raise AssertionError("a GL context was made before the input was checked")
 

@@ -10,11 +10,10 @@ import shutil
 import numpy as np
 import pytest
 
-from swarm_instrument.visual.gpu import shaders
-from swarm_instrument.visual.gpu import programs
 from swarm_instrument.control.parameters.registry import Params
-from swarm_instrument.show.show import Show
 from swarm_instrument.show.cli.options import ShowOptions
+from swarm_instrument.show.show import Show
+from swarm_instrument.visual.gpu import programs, shaders
 from swarm_instrument.visual.gpu.shaders import BUNDLED_SHADERS, ShaderError
 from swarm_instrument.visual.render.renderer import Renderer
 from swarm_instrument.visual.sim.swarm import Swarm

@@ -15,7 +15,6 @@ import time
 
 from conftest import ROOT
 from jackd import jack_server
-
 from pictures import read_png
 
 RUNS = 20

@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 
 from swarm_instrument.control.parameters.registry import Params
-from swarm_instrument.show.show import Show
-from swarm_instrument.show.loop import FixedStep, Loop, Offscreen, WallClock
 from swarm_instrument.show.cli.options import ShowOptions
-from swarm_instrument.show.pace import Pace
+from swarm_instrument.show.loop import FixedStep, Loop, Offscreen, WallClock
 from swarm_instrument.show.offline.progress import RunProgress
-from swarm_instrument.visual.sim.lure import wander_point
+from swarm_instrument.show.pace import Pace
+from swarm_instrument.show.show import Show
 from swarm_instrument.visual.sim.agents import MAX_DT
+from swarm_instrument.visual.sim.lure import wander_point
 
 
 class FakeWall:

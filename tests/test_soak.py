@@ -10,7 +10,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def soak(*args):
-    return subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_soak.py"), "--count", "256",
+    return subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_soak.py"),
+                           "--count", "256",
                            "--size", "96x64", *args], capture_output=True, text=True, timeout=300)
 
 

@@ -1,5 +1,5 @@
-"""Far agents splatted by compute (visual/render/splat.py) against the same agents drawn as GL points:
-the same pixels and colours, opaque and added light, meshes and billboards, near meshes over
+"""Far agents splatted by compute (visual/render/splat.py) against the same agents drawn as GL
+points: the same pixels and colours, opaque and added light, meshes and billboards, near meshes over
 far splats, and the splat's state empty again after every frame.
 
 Small frames and a few thousand agents: llvmpipe draws in software.
@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from drawing import Drawn, render_offscreen
 from test_cull import AgentBuffer
 from test_render import ball
 
-from swarm_instrument.visual.gpu import programs
 from swarm_instrument.control.parameters.registry import Params
+from swarm_instrument.visual.gpu import programs
 from swarm_instrument.visual.render.camera import OrbitCamera
+
+from drawing import Drawn, render_offscreen
 
 SIZE = (200, 150)
 

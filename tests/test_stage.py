@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+
 from conftest import ROOT
 from xdisplay import Performer, with_display, xvfb
 

@@ -13,9 +13,10 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
 
-from swarm_instrument.show.supervisor import crash_logger, Supervisor
+from swarm_instrument.show.supervisor import Supervisor, crash_logger
+
+from conftest import ROOT
 
 WAIT_S = 60.0
 

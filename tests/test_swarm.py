@@ -7,15 +7,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import reference
 
-from swarm_instrument.visual.gpu import programs
 from swarm_instrument.control.parameters.registry import Params
+from swarm_instrument.visual.gpu import programs
 from swarm_instrument.visual.sim import swarm41 as swarm41_module
 from swarm_instrument.visual.sim.agents import pack_agents, spawn_state
 from swarm_instrument.visual.sim.grid import MAX_CELLS
-from swarm_instrument.visual.sim.swarm import cell_budget, grid_shape, Swarm
+from swarm_instrument.visual.sim.swarm import Swarm, cell_budget, grid_shape
 from swarm_instrument.visual.sim.swarm41 import Swarm41
+
+import reference
 
 PATHS = ("grid", "brute")
 TOL = 2e-4  # positions and velocities are O(1..100); float32 rounding differs in sum order
@@ -512,9 +513,8 @@ def test_auto_lanes_measure_the_crowd_and_follow_it(ctx, monkeypatch):
     step after the next one (the same mean as counting the 27 cells around each agent on the
     CPU) and picks the kernel it runs from it. Each kernel is the seed's step, and the same
     start makes the same choices and the same bits."""
-    from benchmarks.bench_swarm import candidates
-
     import swarm_instrument.visual.sim.swarm as swarm_module
+    from benchmarks.bench_swarm import candidates
 
     params = Params({"count": 3000})
     position, velocity = crowded_state(3000, params, seed=21)

@@ -7,15 +7,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import reference
 from test_swarm import assert_matches, crowded_state
 
-from swarm_instrument.visual.gpu import programs
 from swarm_instrument import visual
 from swarm_instrument.control.parameters.registry import Params
+from swarm_instrument.visual.gpu import programs
 from swarm_instrument.visual.sim.agents import spawn_state
-from swarm_instrument.visual.sim.state41 import sort_passes, sort_stages, STATE_WIDTH
+from swarm_instrument.visual.sim.state41 import STATE_WIDTH, sort_passes, sort_stages
 from swarm_instrument.visual.sim.swarm41 import BRUTE_BELOW, Swarm41
+
+import reference
 
 
 @pytest.fixture(autouse=True)

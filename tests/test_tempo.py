@@ -6,20 +6,20 @@ from __future__ import annotations
 import pytest
 
 from swarm_instrument.control.actions import Action
+from swarm_instrument.control.musical_time.tempo import TapTempo, Tempo, TempoReading
+from swarm_instrument.control.osc.osc_input import interpret
 from swarm_instrument.control.parameters.modulation import (
-    lfo,
-    modulate,
     Route,
     RouteError,
+    lfo,
+    modulate,
     routes_from_json,
     tempo_sources,
 )
-from swarm_instrument.control.osc.osc_input import interpret
 from swarm_instrument.control.parameters.registry import Params
-from swarm_instrument.control.musical_time.tempo import TapTempo, Tempo, TempoReading
-from swarm_instrument.show.show import Show
-from swarm_instrument.show.inputs.keys import key_action
 from swarm_instrument.show.cli.options import ShowOptions
+from swarm_instrument.show.inputs.keys import key_action
+from swarm_instrument.show.show import Show
 
 
 class Fixed:

@@ -12,24 +12,24 @@ import numpy as np
 import pytest
 from test_cull import AgentBuffer
 
+from swarm_instrument.control.parameters.registry import REGISTRY, Params
 from swarm_instrument.visual.gpu import programs
-from swarm_instrument.control.parameters.registry import Params, REGISTRY
-from swarm_instrument.visual.render.camera import OrbitCamera
 from swarm_instrument.visual.gpu.programs import check_block, compute_program, set_uniforms
 from swarm_instrument.visual.gpu.shaders import BUNDLED_SHADERS, ShaderError
-from swarm_instrument.visual.render.renderer import Renderer
-from swarm_instrument.visual.sim.agents import AGENT_BYTES, pack_agents
-from swarm_instrument.visual.sim.swarm import Swarm
 from swarm_instrument.visual.gpu.uniforms import (
-    Block,
-    derived,
     FRAME_PARAMS,
     GENERATED_INCLUDES,
     GENERATED_INCLUDES_410,
     MAX_OBSTACLES,
     RULE_BITS,
     SWARM_PARAMS,
+    Block,
+    derived,
 )
+from swarm_instrument.visual.render.camera import OrbitCamera
+from swarm_instrument.visual.render.renderer import Renderer
+from swarm_instrument.visual.sim.agents import AGENT_BYTES, pack_agents
+from swarm_instrument.visual.sim.swarm import Swarm
 
 BLOCKS = (SWARM_PARAMS, FRAME_PARAMS)
 INCLUDE = {SWARM_PARAMS.name: "swarm_params.glsl", FRAME_PARAMS.name: "frame_params.glsl"}

@@ -1,7 +1,7 @@
-"""The web remote's server (control/web/web_remote.py): what a message means (OSC's addresses as JSON), the
-token kept with the user's settings, and every hostile request and message refused and counted
-over real sockets: no token, a wrong token, a foreign Origin or Host, oversized, malformed and
-binary messages, and a flood of 10,000 messages while a real show plays, its frame time
+"""The web remote's server (control/web/web_remote.py): what a message means (OSC's addresses as
+JSON), the token kept with the user's settings, and every hostile request and message refused and
+counted over real sockets: no token, a wrong token, a foreign Origin or Host, oversized, malformed
+and binary messages, and a flood of 10,000 messages while a real show plays, its frame time
 unaffected. The page in a real browser: tests/test_web_page.py. A WebSocket client written from
 the RFC (tests/web_client.py) speaks to it, as python-osc does to OSC."""
 
@@ -19,21 +19,27 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, run_instrument
-from web_client import RawSocket, Refused, frame, get, wait_until
 
 from swarm_instrument.control.actions import Action
-from swarm_instrument.control.parameters.registry import BY_NAME, Params, REGISTRY
-from swarm_instrument.control.web.web_remote import WebRemote
+from swarm_instrument.control.parameters.registry import BY_NAME, REGISTRY, Params
 from swarm_instrument.control.web.web_address import is_loopback, parse_endpoint, resolve_endpoint
-from swarm_instrument.control.web.web_messages import describe_params, MAX_MESSAGE, parse_message, WebError
+from swarm_instrument.control.web.web_messages import (
+    MAX_MESSAGE,
+    WebError,
+    describe_params,
+    parse_message,
+)
+from swarm_instrument.control.web.web_remote import WebRemote
 from swarm_instrument.control.web.web_session import MESSAGE_BURST, MESSAGE_RATE
-from swarm_instrument.control.web.web_token import load_or_create_token, TOKEN_FILE, token_path
-from swarm_instrument.show.show import Show
-from swarm_instrument.show.loop import Loop, Offscreen, WallClock
+from swarm_instrument.control.web.web_token import TOKEN_FILE, load_or_create_token, token_path
 from swarm_instrument.show.cli.options import ShowOptions
 from swarm_instrument.show.inputs.web_input import WebInput
+from swarm_instrument.show.loop import Loop, Offscreen, WallClock
 from swarm_instrument.show.report import web_line
+from swarm_instrument.show.show import Show
+
+from conftest import ROOT, run_instrument
+from web_client import RawSocket, Refused, frame, get, wait_until
 
 TOKEN = "test-token-0123456789abcdef"
 

@@ -1,8 +1,8 @@
-"""Nobody without the token costs the show anything (control/web/web_gate.py, control/web/web_remote.py),
-over real sockets: strangers flooding the page never lock the performer out of it;
-connections that hoard headers hold no memory and no thread and are dropped for newer ones or
-when their time is up; the client cap holds when 40 handshakes come at once; only GET and HEAD
-are answered; a connection cut anywhere in its handshake is a counted refusal, never an
+"""Nobody without the token costs the show anything (control/web/web_gate.py,
+control/web/web_remote.py), over real sockets: strangers flooding the page never lock the performer
+out of it; connections that hoard headers hold no memory and no thread and are dropped for newer
+ones or when their time is up; the client cap holds when 40 handshakes come at once; only GET and
+HEAD are answered; a connection cut anywhere in its handshake is a counted refusal, never an
 "internal error". Readiness is waited for (the server's own counts), never a fixed sleep.
 """
 
@@ -16,12 +16,13 @@ import threading
 from pathlib import Path
 
 import pytest
-from web_client import RawSocket, Refused, get, request, wait_until
 
 from swarm_instrument.control.web import web_gate
-from swarm_instrument.control.web.web_remote import MAX_CLIENTS, STRANGER_BURST, WebRemote
 from swarm_instrument.control.web.web_gate import MAX_PENDING
-from swarm_instrument.control.web.web_http import HeadError, MAX_HEAD, MAX_HEADER_LINES, parse_head
+from swarm_instrument.control.web.web_http import MAX_HEAD, MAX_HEADER_LINES, HeadError, parse_head
+from swarm_instrument.control.web.web_remote import MAX_CLIENTS, STRANGER_BURST, WebRemote
+
+from web_client import RawSocket, Refused, get, request, wait_until
 
 TOKEN = "hostile-test-token-0123456789"
 

@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 import pytest
-from jackd import ToneBurstClient, jack_server
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.action_chains import ActionChains
@@ -27,15 +26,17 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 
 from swarm_instrument.control.actions import Action
-from swarm_instrument.control.parameters.groups import grouped
-from swarm_instrument.control.parameters.registry import BY_NAME, Params, REGISTRY
 from swarm_instrument.control.looks.preset_bank import PresetBank
-from swarm_instrument.control.web.web_remote import WebRemote
+from swarm_instrument.control.parameters.groups import grouped
+from swarm_instrument.control.parameters.registry import BY_NAME, REGISTRY, Params
 from swarm_instrument.control.web.web_messages import plain_value
-from swarm_instrument.show.show import Show
-from swarm_instrument.show.loop import Loop, Offscreen, WallClock
+from swarm_instrument.control.web.web_remote import WebRemote
 from swarm_instrument.show.cli.options import ShowOptions
 from swarm_instrument.show.inputs.web_input import WebInput
+from swarm_instrument.show.loop import Loop, Offscreen, WallClock
+from swarm_instrument.show.show import Show
+
+from jackd import ToneBurstClient, jack_server
 
 TOKEN = "page-test-token-0123456789"
 PHONE = (390, 844)

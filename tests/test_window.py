@@ -12,11 +12,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from swarm_instrument.visual.ui.window import EscapeGuard
+
 from conftest import ROOT
 from conftest import run_instrument as instrument
-
 from pictures import read_png
-from swarm_instrument.visual.ui.window import EscapeGuard
 
 BACKGROUND_MAX = 40  # the background is near black; swarm pixels are brighter
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from swarm_instrument.visual.output.video import Planes420
-from swarm_instrument.visual.output.yuv import supported, YuvReadback
+from swarm_instrument.visual.output.yuv import YuvReadback, supported
 
 
 def reference(rgb: np.ndarray) -> np.ndarray:
@@ -88,12 +88,12 @@ def test_a_render_through_the_gpu_planes_is_as_good_as_through_swscale(tmp_path,
     import io
 
     from swarm_instrument import instrument
-    from swarm_instrument.show.offline import offline_render
-    from swarm_instrument.audio.synth import drum_loop
     from swarm_instrument.audio.files.wav_writer import write_wav
+    from swarm_instrument.audio.synth import drum_loop
     from swarm_instrument.show.cli.options import options_from_args
-    from swarm_instrument.show.offline.progress import Progress
+    from swarm_instrument.show.offline import offline_render
     from swarm_instrument.show.offline.offline_render import render
+    from swarm_instrument.show.offline.progress import Progress
     from swarm_instrument.show.offline.render_job import plan_render
 
     song = tmp_path / "song.wav"

@@ -32,7 +32,8 @@ def xvfb(size: str = "1024x600", *extra: str) -> Iterator[str]:
             break
     display = f":{number}"
     process = subprocess.Popen(["Xvfb", display, "-screen", "0", f"{size}x24", "-nolisten",
-                                "tcp", *extra], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                "tcp", *extra], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 10
     while not Path(f"/tmp/.X11-unix/X{number}").exists():
         assert process.poll() is None and time.monotonic() < deadline, "Xvfb did not start"

@@ -11,8 +11,8 @@ frame, however long that frame was. Everything else is main thread only.
 The file is played in order from its first sample, never skipping (the ring's `written` counts
 every sample played, so the k-th is `mono[k % len(mono)]`): the level, bands and onsets look
 at the newest window, and the beat tracker is fed every sample played, in order, from the
-file itself (audio/analysis/beat_feed.py `FileBeatFeed`), whatever the frame rate, so its tempo is the
-song's at 10 fps as at 60.
+file itself (audio/analysis/beat_feed.py `FileBeatFeed`), whatever the frame rate, so its tempo is
+the song's at 10 fps as at 60.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from swarm_instrument.audio.base import AudioFrameSource
 from swarm_instrument.audio.analysis.beat_feed import FileBeatFeed
 from swarm_instrument.audio.analysis.beats import BeatInfo
+from swarm_instrument.audio.base import AudioFrameSource
 from swarm_instrument.audio.files.decode import read_audio
 from swarm_instrument.audio.input.devices import (
     AudioProblem,

@@ -24,12 +24,12 @@ import weakref
 from collections import deque
 from typing import Any
 
-from swarm_instrument.audio.base import DEFAULT_RATE, AudioFrameSource
 from swarm_instrument.audio.analysis.beats import BeatInfo
+from swarm_instrument.audio.base import DEFAULT_RATE, AudioFrameSource
 from swarm_instrument.audio.input.devices import AudioProblem
-from swarm_instrument.audio.input.process import SharedRing, summarize_library_lines, WorkerProcess
-from swarm_instrument.audio.input.ring import Ring
 from swarm_instrument.audio.input.in_process import InProcessAttempt
+from swarm_instrument.audio.input.process import SharedRing, WorkerProcess, summarize_library_lines
+from swarm_instrument.audio.input.ring import Ring
 
 LOST_AFTER_S = 0.5  # no block for this long = audio lost (blocks normally come every ~5 ms)
 RETRY_FIRST_S = 0.5

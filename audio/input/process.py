@@ -1,4 +1,5 @@
-"""The show's side of the audio worker process (audio/input/worker.py): start it, hear from it, end it.
+"""The show's side of the audio worker process (audio/input/worker.py): start it, hear from it, end
+it.
 
 Main thread only, except where a method says otherwise; nothing here may make the show's
 frame wait. `SharedRing` is the shared-memory ring the workers write and the show reads, made
@@ -20,11 +21,11 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
+from multiprocessing import shared_memory
 from typing import Any
 
 from swarm_instrument.audio.input.devices import AudioProblem
 from swarm_instrument.audio.input.ring import Ring
-from multiprocessing import shared_memory
 
 READ_CHUNK = 65536
 MAX_READS_A_FRAME = 16  # 1 MiB a frame at most, however much a worker prints
@@ -103,7 +104,8 @@ class WorkerProcess:
             env.setdefault("JACK_NO_START_SERVER", "1")  # never a surprise server on stage
             began = time.monotonic()
             proc = subprocess.Popen(
-                [sys.executable, "-m", "swarm_instrument.audio.input.worker", "--segment", self.shared.name,
+                [sys.executable, "-m", "swarm_instrument.audio.input.worker",
+                 "--segment", self.shared.name,
                  "--device", json.dumps(self.spec), "--parent", str(os.getpid())],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 env=env, close_fds=True)

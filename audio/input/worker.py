@@ -33,7 +33,9 @@ import signal
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable
+from multiprocessing import resource_tracker, shared_memory
 from typing import IO, Any
 
 from swarm_instrument.audio.input.devices import (
@@ -45,8 +47,6 @@ from swarm_instrument.audio.input.devices import (
     resolve_input_device,
 )
 from swarm_instrument.audio.input.ring import Ring
-from multiprocessing import resource_tracker, shared_memory
-import traceback
 
 DEFAULT_RATE = 48000
 STOP_GRACE_S = 0.3  # closing the stream politely; past this the worker just leaves

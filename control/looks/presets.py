@@ -37,7 +37,13 @@ from swarm_instrument.control.parameters.modulation import (
     routes_from_json,
     routes_to_json,
 )
-from swarm_instrument.control.parameters.registry import BY_NAME, REGISTRY, Param, ParamError, Params
+from swarm_instrument.control.parameters.registry import (
+    BY_NAME,
+    REGISTRY,
+    Param,
+    ParamError,
+    Params,
+)
 
 FORMAT = "swarm-preset"
 VERSION = 1  # the newest format this instrument reads and the one it writes

@@ -17,11 +17,10 @@ from typing import Any
 
 from swarm_instrument.control.looks.atomic import atomic_write_text, remove_stale_temporaries
 from swarm_instrument.control.looks.files import FileProblem
+from swarm_instrument.control.looks.presets import Preset, PresetError, format_preset, load_preset
+from swarm_instrument.control.looks.user_folders import recovery_file
 from swarm_instrument.control.parameters.modulation import Route
 from swarm_instrument.control.parameters.registry import Params
-from swarm_instrument.control.looks.presets import format_preset, load_preset, Preset, PresetError
-from swarm_instrument.control.looks.user_folders import recovery_file
-
 
 
 class RecoveryDamaged(PresetError):

@@ -9,10 +9,9 @@ from __future__ import annotations
 import io
 import os
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any
-
-import zlib
 
 import numpy as np
 
@@ -89,7 +88,8 @@ def _read_array(path: Path, key: str, member: Any) -> np.ndarray:
 
 
 def save_state(path: str | os.PathLike, position: np.ndarray, velocity: np.ndarray) -> None:
-    """Write the state atomically (control/looks/atomic.py), keeping the file it replaces as .bak."""
+    """Write the state atomically (control/looks/atomic.py), keeping the file it replaces as
+    .bak."""
     buffer = io.BytesIO()
     np.savez(buffer, position=position.astype(np.float32), velocity=velocity.astype(np.float32))
     atomic_write_bytes(path, buffer.getvalue(), backup=True)

@@ -14,14 +14,14 @@ from typing import Any
 
 from swarm_instrument.control.actions import Action
 from swarm_instrument.control.midi.mapping import (
-    Binding,
     KNOB_KINDS,
+    Binding,
     MidiMapping,
     Pickup,
-    position_14bit,
     position_7bit,
+    position_14bit,
 )
-from swarm_instrument.control.parameters.registry import param, ParamError, Params
+from swarm_instrument.control.parameters.registry import ParamError, Params, param
 
 # After learn binds controller n (0-31), its LSB n + 32 arriving this soon after on the same
 # channel shows a 14-bit knob, and the binding becomes a 14-bit one.

@@ -5,8 +5,8 @@ Pure functions and plain data, no device and no thread of its own: the main thre
 
 Knob position: a 7-bit value v reads as x = v / 127, a 14-bit (MSB, LSB) pair as
 x = (MSB * 128 + LSB) / 16383, so both reach exactly 0 and 1. `invert` turns x into 1 - x.
-A knob spans the parameter's performance range on its curve (control/parameters/registry.py: the same
-range OSC's /norm and the HUD's keys use) unless the binding sets `lo` / `hi` / `curve`.
+A knob spans the parameter's performance range on its curve (control/parameters/registry.py: the
+same range OSC's /norm and the HUD's keys use) unless the binding sets `lo` / `hi` / `curve`.
 Curves from x in [0, 1] to a value in [lo, hi] (`control.parameters.registry.curve_value`):
 - "linear": lo + x * (hi - lo).
 - "exp" with lo > 0: lo * (hi / lo) ** x, geometric: equal turns multiply the value by equal

@@ -10,7 +10,14 @@ from typing import Any
 
 from swarm_instrument.control.looks.atomic import atomic_write_text
 from swarm_instrument.control.looks.files import FileProblem, read_json
-from swarm_instrument.control.midi.mapping import ACTIONS, ActionRule, Binding, EntryError, MappingError, MidiMapping
+from swarm_instrument.control.midi.mapping import (
+    ACTIONS,
+    ActionRule,
+    Binding,
+    EntryError,
+    MappingError,
+    MidiMapping,
+)
 
 _BINDING_KEYS = ("channel", "controller", "fine_controller", "param", "curve", "invert",
                  "lo", "hi")

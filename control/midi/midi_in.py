@@ -11,18 +11,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from os import PathLike
 from importlib.resources import files
+from os import PathLike
 from pathlib import Path
 from typing import Any, Protocol
 
-from swarm_instrument.control.musical_time.midi_clock import MidiClock
+from swarm_instrument.control.looks.preset_bank import user_presets_dir
 from swarm_instrument.control.midi.controller import Action, MidiController
 from swarm_instrument.control.midi.mapping import MappingError, MidiMapping
 from swarm_instrument.control.midi.mapping_file import load_mapping, save_mapping
-from swarm_instrument.control.parameters.registry import Params
-from swarm_instrument.control.looks.preset_bank import user_presets_dir
 from swarm_instrument.control.midi.ports import MidiInput
+from swarm_instrument.control.musical_time.midi_clock import MidiClock
+from swarm_instrument.control.parameters.registry import Params
 
 PRESETS = Path(str(files("swarm_instrument").joinpath("presets")))  # package data
 DEFAULT_MAPPING = PRESETS / "midi-default.json"  # shipped: an 8-knob controller

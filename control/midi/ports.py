@@ -37,11 +37,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from swarm_instrument.control.midi.systems import (
-    _api_constant,
     _JACK_PORT_IS_INPUT,
     _JACK_PORT_IS_OUTPUT,
-    _JackPatchbay,
     MidiUnavailable,
+    _api_constant,
+    _JackPatchbay,
     open_api,
     port_key,
 )

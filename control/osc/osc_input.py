@@ -43,14 +43,14 @@ from typing import Any
 
 from swarm_instrument.control.actions import Action
 from swarm_instrument.control.osc.osc_wire import (
-    Budget,
     MAX_DATAGRAM,
     MAX_MESSAGES_PER_FRAME,
+    Budget,
     OscError,
+    TimeTag,
     parse_packet,
     plain_reason,
     printable,
-    TimeTag,
 )
 from swarm_instrument.control.parameters.registry import BY_NAME, Param, ParamError
 

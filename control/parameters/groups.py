@@ -1,10 +1,10 @@
 """The registry's parameters in groups, as a control surface lays them out (the web remote's
 page: control/web/web_remote.py): a table group -> names, in the order a performer reaches for them.
 
-Every parameter of control/parameters/registry.py belongs to exactly one group (tests/test_param_groups.py
-checks it). A parameter added to the registry but not yet here still reaches the page, in
-OTHER at the end, so a new knob is never unreachable while this table catches up. Pure data,
-any thread.
+Every parameter of control/parameters/registry.py belongs to exactly one group
+(tests/test_param_groups.py checks it). A parameter added to the registry but not yet here still
+reaches the page, in OTHER at the end, so a new knob is never unreachable while this table catches
+up. Pure data, any thread.
 """
 
 from __future__ import annotations

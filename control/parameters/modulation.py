@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from swarm_instrument.control.parameters.registry import param, ParamError
+from swarm_instrument.control.parameters.registry import ParamError, param
 
 AUDIO_SOURCES = ("level", "low", "mid", "high", "onset")
 TEMPO_SOURCES = ("beat", "bar", "phase")

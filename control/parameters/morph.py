@@ -15,9 +15,9 @@ import math
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
-from swarm_instrument.control.parameters.modulation import Route
-from swarm_instrument.control.parameters.registry import BY_NAME, Param, REGISTRY
 from swarm_instrument.control.looks.presets import Preset
+from swarm_instrument.control.parameters.modulation import Route
+from swarm_instrument.control.parameters.registry import BY_NAME, REGISTRY, Param
 
 
 def is_stepped(p: Param) -> bool:

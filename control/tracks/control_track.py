@@ -47,9 +47,9 @@ from typing import Any
 
 from swarm_instrument.control.actions import MAPPABLE
 from swarm_instrument.control.looks.files import FileProblem, read_bytes
-from swarm_instrument.control.parameters.modulation import routes_from_json, SOURCES
+from swarm_instrument.control.parameters.modulation import SOURCES, routes_from_json
 from swarm_instrument.control.parameters.registry import BY_NAME, ParamError, Params
-from swarm_instrument.control.tracks.midi_track import load_midi_file, MIDI_SUFFIXES
+from swarm_instrument.control.tracks.midi_track import MIDI_SUFFIXES, load_midi_file
 from swarm_instrument.control.tracks.track_events import ControlTrackError, Event
 
 FORMAT = "swarm-control"

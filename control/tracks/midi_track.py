@@ -11,8 +11,8 @@ from typing import Any
 
 import mido
 
-from swarm_instrument.control.tracks.track_events import ControlTrackError, Event
 from swarm_instrument.control.looks.files import FileProblem, read_bytes
+from swarm_instrument.control.tracks.track_events import ControlTrackError, Event
 
 MIDI_LIMIT = 64 << 20  # a whole album of automation is a few megabytes
 MIDI_SUFFIXES = (".mid", ".midi", ".smf")

@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from swarm_instrument.control.parameters.registry import Params
 from swarm_instrument.control.tracks.control_track import ACTION_KINDS, AUDIO_KEYS, FORMAT, VERSION
 from swarm_instrument.control.tracks.track_events import ControlTrackError
-from swarm_instrument.control.parameters.registry import Params
 
 FLUSH_SECONDS = 0.5  # the writer flushes at least this often, so a crash loses at most this
 

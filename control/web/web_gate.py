@@ -1,6 +1,6 @@
-"""The web remote's front door (control/web/web_remote.py's server): one thread accepts every connection,
-reads its request head itself under small limits and a deadline, and asks the remote what to
-answer, before a thread, a library buffer or the performer's request budget is spent on it.
+"""The web remote's front door (control/web/web_remote.py's server): one thread accepts every
+connection, reads its request head itself under small limits and a deadline, and asks the remote
+what to answer, before a thread, a library buffer or the performer's request budget is spent on it.
 
     accept -> read the head (at most MAX_HEAD bytes, control/web/web_http.py) within HEAD_SECONDS
            -> answer(head, peer):
@@ -32,7 +32,14 @@ from typing import Any
 
 from websockets.sync.server import ServerConnection
 
-from swarm_instrument.control.web.web_http import END, Head, HeadError, MAX_HEAD, parse_head, response
+from swarm_instrument.control.web.web_http import (
+    END,
+    MAX_HEAD,
+    Head,
+    HeadError,
+    parse_head,
+    response,
+)
 
 log = logging.getLogger(__name__)
 

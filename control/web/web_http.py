@@ -1,6 +1,6 @@
-"""HTTP as the web remote's front door speaks it (control/web/web_gate.py reads, control/web/web_remote.py
-decides): a request head parsed strictly from the bytes the gate read, and an answer written
-whole, with the headers every answer carries. Pure functions, any thread.
+"""HTTP as the web remote's front door speaks it (control/web/web_gate.py reads,
+control/web/web_remote.py decides): a request head parsed strictly from the bytes the gate read, and
+an answer written whole, with the headers every answer carries. Pure functions, any thread.
 
 A head is the request line and the header lines up to the blank line, at most MAX_HEAD bytes
 and MAX_HEADER_LINES lines (websockets alone would take 128 lines of 8 KiB each, a megabyte a

@@ -1,7 +1,8 @@
-"""What the web remote's page and the show say to each other, as plain data (control/web/web_remote.py
-carries it): a page's message is OSC's address and arguments as a JSON array, read with the
-same meaning and the same checks as OSC (control/osc/osc_input.py `interpret`); the show describes its
-parameters once (`describe_params`) and sends values as the page shows them (`plain_value`).
+"""What the web remote's page and the show say to each other, as plain data
+(control/web/web_remote.py carries it): a page's message is OSC's address and arguments as a JSON
+array, read with the same meaning and the same checks as OSC (control/osc/osc_input.py `interpret`);
+the show describes its parameters once (`describe_params`) and sends values as the page shows them
+(`plain_value`).
 
     ["/swarm/max_speed/norm", 0.5]   a slider over the performance range, on its curve
     ["/swarm/separation", false]     a value in the parameter's units (a switch, a choice,
@@ -20,7 +21,7 @@ import math
 from typing import Any
 
 from swarm_instrument.control.actions import Action
-from swarm_instrument.control.osc.osc_input import interpret, MAX_TEXT
+from swarm_instrument.control.osc.osc_input import MAX_TEXT, interpret
 from swarm_instrument.control.osc.osc_wire import MAX_ARGUMENTS, OscError, printable
 from swarm_instrument.control.parameters.groups import grouped
 from swarm_instrument.control.parameters.registry import REGISTRY

@@ -52,23 +52,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
+from websockets.sync.server import serve
+
 from swarm_instrument.control.actions import Action
 from swarm_instrument.control.looks.files import FileProblem, read_bytes
 from swarm_instrument.control.osc.osc_wire import plain_reason, printable
 from swarm_instrument.control.web.web_address import DEFAULT_HOST, is_loopback, local_addresses
+from swarm_instrument.control.web.web_gate import FedConnection, Gate, HandOver
 from swarm_instrument.control.web.web_http import Head, response
-from swarm_instrument.control.web.web_messages import describe_params, MAX_MESSAGE
+from swarm_instrument.control.web.web_messages import MAX_MESSAGE, describe_params
 from swarm_instrument.control.web.web_session import (
-    Bucket,
     FLOOD_DRAIN_RATE,
     MESSAGE_RATE,
-    PageSession,
     PUSH_SECONDS,
     TRANSPORT_LIMIT,
+    Bucket,
+    PageSession,
 )
 from swarm_instrument.control.web.web_wire_log import QuietWire
-from websockets.sync.server import serve
-from swarm_instrument.control.web.web_gate import FedConnection, Gate, HandOver
 
 if TYPE_CHECKING:
     from swarm_instrument.control.web.web_gate import HandOver

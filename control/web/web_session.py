@@ -1,7 +1,8 @@
-"""One page's WebSocket connection, on the thread websockets' server gives it (control/web/web_remote.py
-hands each connection to `PageSession.run`): the hello, then the state pushed every
-PUSH_SECONDS (with the values in the first push and whenever one changed), and the page's
-messages read within their rate, parsed (control/web/web_messages.py) and queued for the frame.
+"""One page's WebSocket connection, on the thread websockets' server gives it
+(control/web/web_remote.py hands each connection to `PageSession.run`): the hello, then the state
+pushed every PUSH_SECONDS (with the values in the first push and whenever one changed), and the
+page's messages read within their rate, parsed (control/web/web_messages.py) and queued for the
+frame.
 
 A connection that keeps sending past its rate (FLOOD_AFTER refusals within about a second) is
 flooding: everything it sends is refused until it pauses (no message for FLOOD_QUIET), and its
@@ -18,9 +19,10 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from swarm_instrument.control.osc.osc_wire import plain_reason, printable
-from swarm_instrument.control.web.web_messages import parse_message, WebError
 from websockets.exceptions import ConnectionClosed, ConnectionClosedError
+
+from swarm_instrument.control.osc.osc_wire import plain_reason, printable
+from swarm_instrument.control.web.web_messages import WebError, parse_message
 
 if TYPE_CHECKING:
     from swarm_instrument.control.web.web_remote import WebRemote

@@ -1,6 +1,6 @@
 """The web remote's token: the secret in the page's link that every request and socket from
-the network must carry (control/web/web_remote.py checks it). Made once, kept beside the saved presets and
-midi.json so a bookmarked link keeps working; readable by its owner only. Any thread.
+the network must carry (control/web/web_remote.py checks it). Made once, kept beside the saved
+presets and midi.json so a bookmarked link keeps working; readable by its owner only. Any thread.
 """
 
 from __future__ import annotations

@@ -5,21 +5,30 @@ show/offline/render_job.py. Pure: nothing is opened here."""
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
 from typing import NoReturn
 
-from swarm_instrument.control.parameters.registry import MAX_COUNT
-from swarm_instrument.show.cli.console import error
-from swarm_instrument.show.cli.options import HEADLESS_SIZE
-from swarm_instrument.visual.gpu.context import GL_CHOICES
-from swarm_instrument.visual.sim.agents import NEIGHBOR_MODES
-from swarm_instrument.visual.gpu.uniforms import MAX_OBSTACLES
-from swarm_instrument.show.cli.option_values import obstacle, positive_int, rate, screen_index, seed, size, time_step, whole
-from swarm_instrument.show.video_outputs import add_output_arguments
-from swarm_instrument.show.offline.render_job import add_render_arguments
-from swarm_instrument.control.web.web_address import resolve_endpoint
 from swarm_instrument.control.osc.osc_input import parse_endpoint
-import difflib
+from swarm_instrument.control.parameters.registry import MAX_COUNT
+from swarm_instrument.control.web.web_address import resolve_endpoint
+from swarm_instrument.show.cli.console import error
+from swarm_instrument.show.cli.option_values import (
+    obstacle,
+    positive_int,
+    rate,
+    screen_index,
+    seed,
+    size,
+    time_step,
+    whole,
+)
+from swarm_instrument.show.cli.options import HEADLESS_SIZE
+from swarm_instrument.show.offline.render_job import add_render_arguments
+from swarm_instrument.show.video_outputs import add_output_arguments
+from swarm_instrument.visual.gpu.context import GL_CHOICES
+from swarm_instrument.visual.gpu.uniforms import MAX_OBSTACLES
+from swarm_instrument.visual.sim.agents import NEIGHBOR_MODES
 
 
 class Parser(argparse.ArgumentParser):

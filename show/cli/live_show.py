@@ -15,37 +15,52 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pyglet
+
+from swarm_instrument.audio.base import Silence
+from swarm_instrument.audio.source import open_audio
 from swarm_instrument.control.looks.files import FileProblem
+from swarm_instrument.control.looks.preset_bank import PresetBank
+from swarm_instrument.control.looks.recovery import RecoveryWriter
 from swarm_instrument.control.looks.swarm_state import save_state
+from swarm_instrument.control.midi.midi_in import Midi
+from swarm_instrument.control.musical_time.link import LinkClock, LinkUnavailable
+from swarm_instrument.control.osc.osc_input import OscInput, OscProblem
 from swarm_instrument.control.parameters.registry import Params
-from swarm_instrument.show.cli.options import HEADLESS_SIZE, START_LOOK_NOTE, ShowOptions, options_from_args
+from swarm_instrument.control.tracks.track_recorder import open_recorder
+from swarm_instrument.show.cli.options import (
+    HEADLESS_SIZE,
+    START_LOOK_NOTE,
+    ShowOptions,
+    options_from_args,
+)
+from swarm_instrument.show.inputs.control_surface import (
+    ControlSurface,
+    FrameTakers,
+    ThumbnailJob,
+    layout_groups,
+)
 from swarm_instrument.show.inputs.keys import key_action
+from swarm_instrument.show.inputs.web_input import open_web
 from swarm_instrument.show.loop import Loop, Offscreen, WallClock
 from swarm_instrument.show.offline.progress import RunProgress
 from swarm_instrument.show.report import LatestRecord, Telemetry
 from swarm_instrument.show.show import Show
 from swarm_instrument.show.supervisor import Heartbeat, StopSignals
-from swarm_instrument.visual.ui.hud import hud_layout
-from swarm_instrument.visual.ui.screens import ScreenArea, side_by_side
-from swarm_instrument.audio.base import Silence
-from swarm_instrument.audio.source import open_audio
-from swarm_instrument.control.midi.midi_in import Midi
-from swarm_instrument.show.inputs.web_input import open_web
-from swarm_instrument.control.osc.osc_input import OscInput, OscProblem
-from swarm_instrument.control.musical_time.link import LinkClock, LinkUnavailable
-from swarm_instrument.visual.gpu.limits import machine_limits
-from swarm_instrument.show.video_outputs import DEFAULT_RATE
+from swarm_instrument.show.video_outputs import DEFAULT_RATE, open_outputs
 from swarm_instrument.visual.gpu.context import create_headless_context
-from swarm_instrument.visual.ui.window import LiveWindow, open_window, screens_or_error
-import pyglet
-from swarm_instrument.show.inputs.control_surface import ControlSurface, FrameTakers, layout_groups, ThumbnailJob
-from swarm_instrument.visual.ui.preview import Preview
-from swarm_instrument.control.looks.preset_bank import PresetBank
-from swarm_instrument.control.looks.recovery import RecoveryWriter
-from swarm_instrument.control.tracks.track_recorder import open_recorder
-from swarm_instrument.show.video_outputs import open_outputs
-import numpy as np
+from swarm_instrument.visual.gpu.limits import machine_limits
 from swarm_instrument.visual.output.png import write_png
+from swarm_instrument.visual.ui.hud import hud_layout
+from swarm_instrument.visual.ui.preview import Preview
+from swarm_instrument.visual.ui.screens import ScreenArea, side_by_side
+from swarm_instrument.visual.ui.window import (
+    LiveWindow,
+    open_control_window,
+    open_window,
+    screens_or_error,
+)
 
 log = logging.getLogger(__name__)
 
@@ -339,9 +354,8 @@ def run_window(live: LiveShow) -> None:
              f"{screen.ctx.info['GL_RENDERER']}. Keys: F full-screen, H HUD, Space pause, "
              "R respawn, Esc twice to quit")
     screen.run(live)
-    # pyglet's loop may have drawn the control window last: the output's context again, for
-    # the screenshot and for every GPU object the show releases (framebuffers and vertex
-    # arrays belong to one context)
+    # pyglet's loop may have drawn the control window last: the output's context again, for the
+    # screenshot and every GPU object the show releases (framebuffers, vertex arrays: its own)
     window.switch_to()
     image = screen.last_image
     if args.screenshot and image is None:
@@ -356,9 +370,7 @@ def open_control(live: LiveShow, screen, where, plan: ScreenPlan,
     not --windowed; at `area` beside the picture when they share one), wired as one more
     input of the show; the output window's context is current again afterwards. A control
     window that cannot open is said and the show plays on without it."""
-    # The control window imports pyglet.window, which connects to the display on import
-    # (a headless run has none).
-    from swarm_instrument.visual.ui.control_window import ControlWindow, open_control_window  # noqa: PLC0415 - display
+    from swarm_instrument.visual.ui.control_window import ControlWindow  # noqa: PLC0415 - display: pyglet.window
 
     show, args = live.show, live.args
     version = (4, 3) if screen.ctx.version_code >= 430 else (4, 1)  # as the output's

@@ -1,5 +1,5 @@
-"""The audio's beats as a tempo clock: the beat tracker's plain data (audio/analysis/beats.py, on the
-audio source as `beat_info`) read as a `TempoSource` for the show's `Tempo`. Main thread."""
+"""The audio's beats as a tempo clock: the beat tracker's plain data (audio/analysis/beats.py, on
+the audio source as `beat_info`) read as a `TempoSource` for the show's `Tempo`. Main thread."""
 
 from __future__ import annotations
 

@@ -6,9 +6,9 @@ gestures become the frame's actions through the same checks as OSC and the web r
                          window's messages -> Actions (at most 256 a frame, as OSC)
     publish(show, now)   the window's state at most every PUSH_SECONDS: each parameter's
                          position on its slider and its text, the knobs waiting for pickup,
-                         the learn, the slots and the one playing, the meters (show/inputs/web_input.py's
-                         ShowView, as the web page reads them), MIDI and OSC activity, the
-                         HUD's lines; and one step of the thumbnails
+                         the learn, the slots and the one playing, the meters
+                         (show/inputs/web_input.py's ShowView, as the web page reads them), MIDI and
+                         OSC activity, the HUD's lines; and one step of the thumbnails
 
 The pictures are GPU copies in the output's context (visual/ui/preview.py): the preview is a
 frame taker of the one loop, filled each frame before the HUD; the thumbnails are each slot's
@@ -23,18 +23,22 @@ import logging
 import os
 from typing import TYPE_CHECKING, Any
 
+from swarm_instrument.audio.synth import drum_loop
 from swarm_instrument.control.actions import Action
+from swarm_instrument.control.looks.presets import PresetError, load_preset
 from swarm_instrument.control.osc.osc_input import interpret
 from swarm_instrument.control.osc.osc_wire import OscError
 from swarm_instrument.control.parameters.groups import grouped
-from swarm_instrument.control.parameters.registry import param, REGISTRY
+from swarm_instrument.control.parameters.registry import REGISTRY, param
 from swarm_instrument.show.inputs.web_input import ShowView
-from swarm_instrument.visual.ui.preview import Preview, Thumbnails
-from swarm_instrument.audio.synth import drum_loop
-from swarm_instrument.show.offline.contact_sheet import AUDIO_RATE, SHEET_BPM, SheetSettings
+from swarm_instrument.show.offline.contact_sheet import (
+    AUDIO_RATE,
+    SHEET_BPM,
+    LookRun,
+    SheetSettings,
+)
 from swarm_instrument.visual.gpu.context import is_software
-from swarm_instrument.control.looks.presets import load_preset, PresetError
-from swarm_instrument.show.offline.contact_sheet import LookRun
+from swarm_instrument.visual.ui.preview import Preview, Thumbnails
 
 if TYPE_CHECKING:
     from swarm_instrument.show.show import Show

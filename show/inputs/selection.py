@@ -5,11 +5,14 @@ it. Colours cannot be chosen: no knob drives one. Main thread only.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from swarm_instrument.control.actions import Action
 from swarm_instrument.control.parameters.registry import REGISTRY, Params, param
+from swarm_instrument.show.inputs.input_roles import MidiIn
 
+log = logging.getLogger("swarm_instrument.show.show")  # said as the show's, as it always was
 LEARNABLE = tuple(p.name for p in REGISTRY if p.kind != "color")  # in registry order
 
 
@@ -37,3 +40,19 @@ class Selection:
         choice steps), as the values to set; None when it does not move."""
         value = param(self.name).nudge(params[self.name], steps)
         return None if value == params[self.name] else {self.name: value}
+
+    def toggle_learn(self, midi: MidiIn | None, status: dict[str, str],
+                     name: str | None = None) -> None:
+        """L: learn the chosen parameter (the next knob turned binds), or cancel; `name` (a
+        control surface's L on that slider): learn it, or cancel when it is the one learning.
+        Without MIDI the HUD's `midi` line says there is no knob to learn."""
+        if midi is None:
+            status["midi"] = "off: no knob to learn (MIDI was not opened)"
+            log.info("midi: MIDI is off (--no-midi, safe mode or no MIDI system); no knob to "
+                     "learn: Left/Right change the chosen parameter")
+            return
+        learn = midi.state()["learn"]
+        if learn["active"] and (name is None or learn["param"] == name):
+            midi.cancel_learn()
+        else:
+            midi.start_learn(self.name)

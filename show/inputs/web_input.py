@@ -1,13 +1,14 @@
-"""The web remote as one of the show's inputs (control/web/web_remote.py's server): its messages become the
-frame's actions, and the show's state goes back to the page a few times a second.
+"""The web remote as one of the show's inputs (control/web/web_remote.py's server): its messages
+become the frame's actions, and the show's state goes back to the page a few times a second.
 
 `WebInput.poll()` is read once a frame next to OSC (show/show.py); `publish(show, now)` then
 hands the server a fresh snapshot (the meters and slots read by `ShowView`, which the control
-window reads too: show/inputs/control_surface.py) at most every PUSH_SECONDS (control/web/web_session.py): the meters
-(level, bands, onset, tempo and beat, frame time), the preset slots with their names, the
-preset playing and its morph, and every parameter's value. Building it costs a few tens of
-microseconds; the slot names (nine small files read) only when the preset changes (a recall, a
-save). Main thread only; the server reads the snapshot on its threads and never changes it.
+window reads too: show/inputs/control_surface.py) at most every PUSH_SECONDS
+(control/web/web_session.py): the meters (level, bands, onset, tempo and beat, frame time), the
+preset slots with their names, the preset playing and its morph, and every parameter's value.
+Building it costs a few tens of microseconds; the slot names (nine small files read) only when the
+preset changes (a recall, a save). Main thread only; the server reads the snapshot on its threads
+and never changes it.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from swarm_instrument.control.actions import Action
-from swarm_instrument.control.web.web_remote import WebProblem, WebRemote
 from swarm_instrument.control.web.web_address import is_loopback
 from swarm_instrument.control.web.web_messages import plain_value
+from swarm_instrument.control.web.web_remote import WebProblem, WebRemote
 from swarm_instrument.control.web.web_token import load_or_create_token
 
 if TYPE_CHECKING:

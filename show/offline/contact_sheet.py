@@ -17,20 +17,20 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import moderngl
 import numpy as np
+import pyglet
 
 from swarm_instrument.audio.base import OfflineAudio
 from swarm_instrument.audio.synth import drum_loop
+from swarm_instrument.control.looks.preset_bank import BUNDLED_DIR, SLOTS, preset_files
+from swarm_instrument.control.looks.presets import Preset, apply_preset, load_preset
 from swarm_instrument.control.parameters.registry import Params
-from swarm_instrument.control.looks.presets import apply_preset, load_preset, Preset
-from swarm_instrument.show.show import Show
-from swarm_instrument.show.loop import Loop, Offscreen, SongClock
 from swarm_instrument.show.cli.options import ShowOptions
-from swarm_instrument.control.looks.preset_bank import BUNDLED_DIR, preset_files, SLOTS
-import moderngl
-import pyglet
-from swarm_instrument.visual.ui.hud import headless_text_context
+from swarm_instrument.show.loop import Loop, Offscreen, SongClock
+from swarm_instrument.show.show import Show
 from swarm_instrument.visual.output.png import write_png
+from swarm_instrument.visual.ui.hud import headless_text_context
 
 log = logging.getLogger(__name__)
 

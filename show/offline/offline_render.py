@@ -3,8 +3,8 @@
 The same show as live (analysis, modulation, preset, MIDI mapping), driven by the song's time
 instead of the clock: frame i is analysed at t = i / fps, simulated for exactly 1 / fps (in
 equal substeps of at most 1/30 s, the seed's clamp) and drawn offscreen at the video's size;
-its pixels go to the encoder's thread (visual/output/video.py) while the next frame renders. The same
-song, preset, seed and settings give the same frames.
+its pixels go to the encoder's thread (visual/output/video.py) while the next frame renders. The
+same song, preset, seed and settings give the same frames.
 
 The plan (every check before the first frame) is show/offline/render_job.py, the progress line
 show/offline/progress.py. A control track (`--control`, control/tracks/control_track.py) automates
@@ -39,28 +39,28 @@ from typing import Any
 
 import numpy as np
 
-from swarm_instrument.control.actions import Action
-from swarm_instrument.control.looks.swarm_state import save_state
-from swarm_instrument.control.looks.preset_bank import PresetBank
-from swarm_instrument.control.parameters.modulation import routes_from_json
-from swarm_instrument.control.parameters.registry import Params
-from swarm_instrument.show.cli.console import console as show_console
-from swarm_instrument.show.show import Show
-from swarm_instrument.show.loop import Loop, Offscreen, SongClock, Tick
-from swarm_instrument.show.cli.options import options_from_args, ShowOptions
-from swarm_instrument.show.offline.progress import Progress
-from swarm_instrument.show.offline.render_job import plan_render, RenderJob, RenderProblem
-from swarm_instrument.show.report import Telemetry
 from swarm_instrument.audio.base import OfflineAudio
 from swarm_instrument.audio.files.recorded import RecordedAudio
-from swarm_instrument.visual.gpu.context import create_headless_context
-from swarm_instrument.visual.output.video import VideoEncoder
-from swarm_instrument.control.midi.midi_in import Midi, user_mapping
+from swarm_instrument.control.actions import Action
+from swarm_instrument.control.looks.preset_bank import PresetBank
+from swarm_instrument.control.looks.swarm_state import save_state
 from swarm_instrument.control.midi.controller import MidiController
+from swarm_instrument.control.midi.midi_in import Midi, user_mapping
+from swarm_instrument.control.parameters.modulation import routes_from_json
+from swarm_instrument.control.parameters.registry import Params
 from swarm_instrument.control.tracks.midi_track import MidiFileSource
+from swarm_instrument.show.cli.console import console as show_console
+from swarm_instrument.show.cli.options import ShowOptions, options_from_args
+from swarm_instrument.show.loop import Loop, Offscreen, SongClock, Tick
+from swarm_instrument.show.offline.progress import Progress
+from swarm_instrument.show.offline.render_job import RenderJob, RenderProblem, plan_render
+from swarm_instrument.show.report import Telemetry
+from swarm_instrument.show.show import Show
+from swarm_instrument.visual.gpu.context import create_headless_context
 from swarm_instrument.visual.output.png import write_png
+from swarm_instrument.visual.output.video import VideoEncoder
 from swarm_instrument.visual.output.video_files import VideoProblem
-from swarm_instrument.visual.output.yuv import supported, YuvReadback
+from swarm_instrument.visual.output.yuv import YuvReadback, supported
 
 log = logging.getLogger(__name__)
 EXIT_INTERRUPTED = 130  # the shell's code for a run ended by Ctrl+C

@@ -7,7 +7,8 @@ named after a registry parameter takes that parameter's value as it is (this fra
 a `derived` one is computed by the block's owner. Two blocks, each with one owner and one writer:
 
     SwarmParams  visual/sim/swarm.py writes it once a step (and on a resize): every simulation pass
-    FrameParams  visual/render/renderer.py writes it once a frame: the cull, draw, fade and lure passes
+    FrameParams  visual/render/renderer.py writes it once a frame: the cull, draw, fade and lure
+    passes
     PostParams   visual/post/post_chain.py writes it once a frame: the post chain's passes (bloom,
                  feedback, tone map), every value clamped to what the chain takes
 
@@ -205,7 +206,8 @@ FRAME_PARAMS = Block("FrameParams", binding=7, instance="frame", fields=[
     param("size_by_speed", "float", "fast agents grow by this much"),
     param("fog", "float", "0..1: how much distant agents fade"),
     derived("cull_scale", "float", "the largest agent is agent_size times this"),
-    derived("shape_index", "int", "0 cone, 1 arrow, 2 streak, 3 glow (visual/render/meshes.py SHAPES)"),
+    derived("shape_index", "int",
+            "0 cone, 1 arrow, 2 streak, 3 glow (visual/render/meshes.py SHAPES)"),
     derived("color_by_index", "int", "0 speed, 1 heading, 2 depth, 3 density"),
     derived("palette_stops", "int", "stops used in palette_colors[] (2..5)"),
     derived("additive", "int", "1: agents add light (no depth), 0: opaque"),

@@ -2,8 +2,8 @@
 runtime, libndi, in its wheels). Receivers (OBS, Resolume, vMix, TouchDesigner, a hardware
 decoder) find it under "HOST (NAME)". Frames go as RGBA, alpha included.
 
-Runs on the output's thread (visual/output/frame_output.py): the sender is made there, so the threads
-libndi starts for it inherit that thread's lower priority. Each frame is sent synchronously
+Runs on the output's thread (visual/output/frame_output.py): the sender is made there, so the
+threads libndi starts for it inherit that thread's lower priority. Each frame is sent synchronously
 (compressed by libndi on this thread, queued to every receiver by libndi), unclocked: the
 show's frames set the pace. A receiver that falls behind is dropped frames by libndi itself;
 a source with no receiver costs almost nothing.

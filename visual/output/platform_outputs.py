@@ -4,8 +4,8 @@ apps on the Mac read), Spout (Windows, SpoutGL: a shared DirectX texture) and a 
 calls and anything that takes a webcam.
 
 Elsewhere each says so once (OutputUnavailable) and the show goes on. Each is given RGBA frames
-top row first, on the output's thread (visual/output/frame_output.py); Syphon and Spout keep the alpha, a
-camera has none. Each library is imported when the output opens, not before.
+top row first, on the output's thread (visual/output/frame_output.py); Syphon and Spout keep the
+alpha, a camera has none. Each library is imported when the output opens, not before.
 """
 
 from __future__ import annotations

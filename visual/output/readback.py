@@ -36,7 +36,7 @@ from typing import Any
 import moderngl
 import numpy as np
 
-from swarm_instrument.visual.gpu.fence import _proc_loader, Fences, fences_for
+from swarm_instrument.visual.gpu.fence import Fences, _proc_loader, fences_for
 
 GL_PIXEL_PACK_BUFFER = 0x88EB
 GL_READ_FRAMEBUFFER = 0x8CA8

@@ -11,8 +11,8 @@ pipe.
     shm:///PATH       raw RGBA frames through GStreamer's shmsink on the socket PATH; read
                       them with `shmsrc socket-path=PATH ! video/x-raw,format=RGBA,...`
 
-Every call runs on the output's thread (visual/output/frame_output.py). H.264 has no alpha: the streams
-drop it; shm keeps it.
+Every call runs on the output's thread (visual/output/frame_output.py). H.264 has no alpha: the
+streams drop it; shm keeps it.
 """
 
 from __future__ import annotations
@@ -27,11 +27,11 @@ from fractions import Fraction
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+import av
 import numpy as np
 
 from swarm_instrument.visual.output.frame_output import OutputFailed
-from swarm_instrument.visual.output.video_files import choose_codec, fps_fraction, PIXEL_FORMAT
-import av
+from swarm_instrument.visual.output.video_files import PIXEL_FORMAT, choose_codec, fps_fraction
 
 STREAM_SCHEMES = ("udp", "tcp", "srt", "shm")
 UDP_PACKET = 1316  # 7 MPEG-TS packets: what a UDP receiver expects

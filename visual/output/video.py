@@ -27,7 +27,15 @@ from typing import Any
 
 import av
 import numpy as np
-from swarm_instrument.visual.output.video_files import check_size, CONTAINERS, DEFAULT_CODEC, fps_fraction, PIXEL_FORMAT, VideoProblem
+
+from swarm_instrument.visual.output.video_files import (
+    CONTAINERS,
+    DEFAULT_CODEC,
+    PIXEL_FORMAT,
+    VideoProblem,
+    check_size,
+    fps_fraction,
+)
 
 AUDIO_CODEC = "aac"
 AAC_RATES = (96000, 88200, 64000, 48000, 44100, 32000, 24000, 22050, 16000, 12000, 11025, 8000)

@@ -15,7 +15,6 @@ from typing import Any
 import av
 import numpy as np
 
-
 DEFAULT_CODEC = "libx264"
 
 

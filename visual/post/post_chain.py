@@ -49,11 +49,16 @@ from typing import Any
 
 import moderngl
 
-from swarm_instrument.visual.gpu.programs import ProgramOwner, ProgramSet, compute_program, render_program
+from swarm_instrument.visual.gpu.programs import (
+    ProgramOwner,
+    ProgramSet,
+    compute_program,
+    render_program,
+)
 from swarm_instrument.visual.gpu.shaders import resolve_shader_dir
 from swarm_instrument.visual.gpu.timers import GpuTimer
-from swarm_instrument.visual.gpu.uniforms import BlockBuffer, POST_PARAMS
-from swarm_instrument.visual.post.tonemap import clamp_finite, HDR_MAX, TONEMAPS
+from swarm_instrument.visual.gpu.uniforms import POST_PARAMS, BlockBuffer
+from swarm_instrument.visual.post.tonemap import HDR_MAX, TONEMAPS, clamp_finite
 
 ENCODINGS = ("srgb", "linear")
 HISTORY_MAX = 16.0     # the feedback history is read back clamped to this (HDR units)
@@ -120,7 +125,8 @@ def feedback_step(settings: PostSettings, dt: float, size: tuple[int, int]) -> F
     cos, sin = math.cos(angle) / scale, math.sin(angle) / scale
     matrix = (cos, -sin * aspect, sin / aspect, cos)  # columns (m00, m10), (m01, m11)
     drift = settings.feedback_drift
-    offset = (-clamp_finite(drift[0], -0.05, 0.05) * steps, -clamp_finite(drift[1], -0.05, 0.05) * steps)
+    offset = (-clamp_finite(drift[0], -0.05, 0.05) * steps,
+              -clamp_finite(drift[1], -0.05, 0.05) * steps)
     return FeedbackStep(fade, matrix, offset)
 
 

@@ -16,8 +16,8 @@ import moderngl
 
 from swarm_instrument.visual.gpu.programs import render_program
 from swarm_instrument.visual.gpu.shaders import GLSL_410
-from swarm_instrument.visual.post.post_chain import _Image, PostChain
 from swarm_instrument.visual.gpu.uniforms import POST_PARAMS
+from swarm_instrument.visual.post.post_chain import PostChain, _Image
 
 SAMPLER_UNITS = {"u_source": 0, "u_scene": 0, "u_bloom": 1, "u_history": 2}
 NO_PARAMS_41 = frozenset({"gl41_post_downsample.frag"})

@@ -10,7 +10,6 @@ from functools import lru_cache
 
 import numpy as np
 
-
 TONEMAPS = ("aces", "agx", "linear")  # the index is post_tonemap.glsl's TONEMAP_* value
 HDR_MAX = 65000.0      # every stored value stays finite in a half float (max 65504)
 

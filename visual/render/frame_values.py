@@ -12,12 +12,17 @@ from typing import Any
 
 import numpy as np
 
+from swarm_instrument.visual.post.post_chain import PostSettings
+from swarm_instrument.visual.post.tonemap import scene_color_for
 from swarm_instrument.visual.render.camera import OrbitCamera
 from swarm_instrument.visual.render.counts import SumScales
 from swarm_instrument.visual.render.meshes import SHAPES, lod_distance
-from swarm_instrument.visual.render.palettes import COLOR_BY, MAX_STOPS, palette_stops, srgb_to_linear
-from swarm_instrument.visual.post.post_chain import PostSettings
-from swarm_instrument.visual.post.tonemap import scene_color_for
+from swarm_instrument.visual.render.palettes import (
+    COLOR_BY,
+    MAX_STOPS,
+    palette_stops,
+    srgb_to_linear,
+)
 
 Values = Mapping[str, Any]
 

@@ -12,7 +12,8 @@ A frame (`Renderer.render`), with no agent data ever coming back to the CPU:
              linear light): the shape's mesh near the camera, one triangle (or quad) far away,
              pulled from the agent buffer by index; before it the previous image is cleared
              (trail 0) or faded towards the background
-    post     visual/post/post_chain.py: bloom and feedback (where the post chain is on), then exposure,
+    post     visual/post/post_chain.py: bloom and feedback (where the post chain is on), then
+    exposure,
              the tone map and the sRGB transfer onto the caller's framebuffer (the window's
              default one, whose contents do not survive a buffer swap, or an offscreen one)
 
@@ -34,8 +35,6 @@ from typing import Any
 import moderngl
 import numpy as np
 
-from swarm_instrument.visual.render.camera import OrbitCamera
-from swarm_instrument.visual.render.counts import CountsReadback, CountsView, CullCounts, DRAW_STATE_UINTS, SumScales
 from swarm_instrument.visual.gpu.context import is_software
 from swarm_instrument.visual.gpu.programs import (
     ProgramOwner,
@@ -46,7 +45,16 @@ from swarm_instrument.visual.gpu.programs import (
 )
 from swarm_instrument.visual.gpu.shaders import resolve_shader_dir
 from swarm_instrument.visual.gpu.timers import GpuTimer
-from swarm_instrument.visual.render.meshes import BILLBOARDS, MeshSet
+from swarm_instrument.visual.gpu.uniforms import FRAME_PARAMS, BlockBuffer
+from swarm_instrument.visual.post.post_chain import PostChain, PostSettings
+from swarm_instrument.visual.render.camera import OrbitCamera
+from swarm_instrument.visual.render.counts import (
+    DRAW_STATE_UINTS,
+    CountsReadback,
+    CountsView,
+    CullCounts,
+    SumScales,
+)
 from swarm_instrument.visual.render.frame_values import (
     BACKGROUND,
     LURE_COLOR,
@@ -57,11 +65,10 @@ from swarm_instrument.visual.render.frame_values import (
     post_settings,
     scene_background,
 )
-from swarm_instrument.visual.post.post_chain import PostChain, PostSettings
+from swarm_instrument.visual.render.meshes import BILLBOARDS, MeshSet
 from swarm_instrument.visual.render.splat import FarSplat
 from swarm_instrument.visual.render.stable_cull import StableCull
 from swarm_instrument.visual.render.targets import Targets
-from swarm_instrument.visual.gpu.uniforms import BlockBuffer, FRAME_PARAMS
 
 CULL_LOCAL_SIZE = 256
 FAR_DRAW = "splat"
@@ -123,7 +130,8 @@ class Renderer(CountsView, ProgramOwner):
         self._post = self.post_chain(ctx, shader_dir=self.shader_dir)
         self._splat = (self.far_splat(ctx, agent_defines(), shader_dir=self.shader_dir)
                        if self.far_splat is not None else None)
-        # How far agents are drawn: "splat" (compute, visual/render/splat.py) or "points" (GL points).
+        # How far agents are drawn: "splat" (compute, visual/render/splat.py) or "points" (GL
+        # points).
         self.far_draw = FAR_DRAW if self._splat is not None else "points"
         self.post_on = False  # whether the last frame ran bloom and feedback (post_state)
 
@@ -176,7 +184,8 @@ class Renderer(CountsView, ProgramOwner):
 
     @property
     def program_sets(self) -> tuple[ProgramSet, ...]:
-        """Its programs, its post chain's, its splat's and its ordered cull's: reloaded all or none."""
+        """Its programs, its post chain's, its splat's and its ordered cull's: reloaded all or
+        none."""
         parts = [part.program_sets for part in (self._post, self._splat, self._stable)
                  if part is not None]
         return (self._programs, *(program_set for sets in parts for program_set in sets))

@@ -1,5 +1,5 @@
-"""The renderer on OpenGL 4.1 core (macOS): `visual.render.renderer.Renderer`'s frame, look and counts
-with a cull that needs no compute shader and no storage buffer. It draws a `Swarm41` (the
+"""The renderer on OpenGL 4.1 core (macOS): `visual.render.renderer.Renderer`'s frame, look and
+counts with a cull that needs no compute shader and no storage buffer. It draws a `Swarm41` (the
 agents in its state textures). Its cull (`_cull_agents`), every frame:
 
     clear    the near and far lists filled with 0xffffffff (a GPU copy from a buffer of them)
@@ -7,8 +7,8 @@ agents in its state textures). Its cull (`_cull_agents`), every frame:
              shader passes on the points of that list and transform feedback appends their
              indices, in agent order (the order is the GL's: the same frame, the same lists)
     counts   shaders/gl41_counts.vert: one point an agent blended (ONE, ONE) into one of
-             COUNT_LANES texels of two RGBA32F targets: the lists' lengths (their entries that are not 0xffffffff),
-             the agents near the lure and the sums that frame the camera
+             COUNT_LANES texels of two RGBA32F targets: the lists' lengths (their entries that are
+             not 0xffffffff), the agents near the lure and the sums that frame the camera
     words    shaders/gl41_words.frag: the 16 words of cull.comp's draw state, from the template
              and the counts, into a 16x1 R32UI texture copied into the draw state buffer on the
              GPU (a pixel pack), where the indirect draw and the counts' readback find them
@@ -29,14 +29,14 @@ from typing import Any
 import moderngl
 import numpy as np
 
-from swarm_instrument.visual.render.counts import DRAW_STATE_UINTS
 from swarm_instrument.visual.gpu.programs import render_program
 from swarm_instrument.visual.gpu.shaders import GLSL_410
+from swarm_instrument.visual.gpu.uniforms import FRAME_PARAMS
 from swarm_instrument.visual.post.post_chain41 import PostChain41
+from swarm_instrument.visual.render.counts import DRAW_STATE_UINTS
 from swarm_instrument.visual.render.frame_values import LURE_COLOR, agent_defines, glsl_vec
 from swarm_instrument.visual.render.renderer import AGENT_PROGRAMS, Renderer
 from swarm_instrument.visual.sim.state41 import STATE_WIDTH
-from swarm_instrument.visual.gpu.uniforms import FRAME_PARAMS
 
 UNITS = {"agent_positions": 0, "agent_velocities": 1, "cull_counts": 4, "cull_offsets": 5,
          "draw_template": 6}

@@ -25,10 +25,15 @@ from typing import Any
 
 import moderngl
 
-from swarm_instrument.visual.gpu.programs import ProgramOwner, ProgramSet, compute_program, storage_barrier
+from swarm_instrument.visual.gpu.programs import (
+    ProgramOwner,
+    ProgramSet,
+    compute_program,
+    storage_barrier,
+)
 from swarm_instrument.visual.gpu.shaders import resolve_shader_dir
-from swarm_instrument.visual.sim.grid import zeroed
 from swarm_instrument.visual.gpu.uniforms import FRAME_PARAMS
+from swarm_instrument.visual.sim.grid import zeroed
 
 LOCAL_SIZE = 256
 SPLAT_SCALE = 16384.0  # fixed point of added light: a pixel holds up to 262,144 (HDR) units

@@ -17,7 +17,6 @@ from swarm_instrument.visual.gpu.programs import render_program
 from swarm_instrument.visual.gpu.shaders import GLSL_410
 from swarm_instrument.visual.gpu.uniforms import SWARM_PARAMS
 
-
 STATE_WIDTH = 1024  # texels a row of the state and pair textures: 16,384 rows hold MAX_COUNT
 STATE_UNITS = {"agent_positions": 0, "agent_velocities": 1, "pairs": 2, "cell_table": 3}
 

@@ -25,8 +25,8 @@ from typing import Any
 import moderngl
 import numpy as np
 
-from swarm_instrument.visual.gpu.fence import ReadbackRing
 from swarm_instrument.visual.gpu.context import is_software
+from swarm_instrument.visual.gpu.fence import ReadbackRing
 from swarm_instrument.visual.gpu.programs import (
     ProgramSet,
     compute_program,
@@ -34,23 +34,28 @@ from swarm_instrument.visual.gpu.programs import (
     set_uniforms,
     storage_barrier,
 )
-from swarm_instrument.visual.sim.swarm_base import SwarmBase
+from swarm_instrument.visual.gpu.uniforms import SWARM_PARAMS, BlockBuffer
+from swarm_instrument.visual.sim.agents import (
+    AGENT_BYTES,
+    Values,
+    pack_agents,
+    spawn_state,
+    step_values,
+)
 from swarm_instrument.visual.sim.grid import (
-    cell_budget,
-    CellGrid,
-    grid_shape,
-    GridShape,
     LOCAL_SIZE,
-    PassTimer,
     SCAN_BLOCK,
     SCAN_ITEMS,
     SCAN_LOCAL_SIZE,
     UNTIMED,
+    CellGrid,
+    GridShape,
+    PassTimer,
+    cell_budget,
+    grid_shape,
     zeroed,
 )
-from swarm_instrument.visual.gpu.uniforms import BlockBuffer, SWARM_PARAMS
-from swarm_instrument.visual.sim.agents import AGENT_BYTES, pack_agents, spawn_state, step_values, Values
-
+from swarm_instrument.visual.sim.swarm_base import SwarmBase
 
 # The kernels that read SwarmParams (scan reads only its own plain uniforms).
 KERNELS = {"brute": "simulate_brute.comp", "grid": "simulate_grid.comp", "bin": "bin.comp",
@@ -72,11 +77,12 @@ AUTO_LOCAL_SIZE = {1: 64, 4: 128}
 CROWD_EVERY = 8
 CROWD_UNIT = 32  # simulate_grid.comp adds up visited candidates / 32 (a uint holds 4M x 4095)
 # Where one lane an agent beats four, by mean candidates, against log2(count): measured on the
-# H200 (2026-12-01, benchmarks/bench_swarm.py, l1 against l4, simulate pass): four lanes win wherever
-# the GPU has few agents to spread (0.21 against 0.74 ms at 16,384 settled, 776 candidates), one
-# wins a spread crowd of a million or more (0.35 against 0.50 ms at 1M, 104 candidates; 1.29
-# against 2.04 at 4M), and four win again as it crowds (0.81 against 1.04 ms at 1M, 192); the
-# break-even points below are where the two lines cross at 262,144, 1,048,576 and 4,194,304.
+# H200 (2026-12-01, benchmarks/bench_swarm.py, l1 against l4, simulate pass): four lanes win
+# wherever the GPU has few agents to spread (0.21 against 0.74 ms at 16,384 settled, 776
+# candidates), one wins a spread crowd of a million or more (0.35 against 0.50 ms at 1M, 104
+# candidates; 1.29 against 2.04 at 4M), and four win again as it crowds (0.81 against 1.04 ms at 1M,
+# 192); the break-even points below are where the two lines cross at 262,144, 1,048,576 and
+# 4,194,304.
 CROWD_BREAK_EVEN = ((17.0, 0.0), (18.0, 110.0), (20.0, 140.0), (22.0, 265.0))
 
 

@@ -22,8 +22,8 @@ the textures on the GPU (`Texture.write` from a buffer: a pixel unpack). With
 
 With `neighbors="brute"` the pass reads every agent (the seed's all pairs, O(N^2)): below
 BRUTE_BELOW agents it is what "grid" runs too (on this backend the sort's fixed cost is
-larger than the pairs there; benchmarks/bench_swarm.py --backend 4.1 measures both). The guard's count
-(agents put back when non-finite) is a blended point a guarded agent into one float texel.
+larger than the pairs there; benchmarks/bench_swarm.py --backend 4.1 measures both). The guard's
+count (agents put back when non-finite) is a blended point a guarded agent into one float texel.
 Nothing is read back to the CPU per step. Main thread only.
 """
 
@@ -37,15 +37,24 @@ import moderngl
 import numpy as np
 
 from swarm_instrument.visual.gpu.programs import ProgramSet
-from swarm_instrument.visual.sim.swarm_base import SwarmBase
-from swarm_instrument.visual.sim.grid import grid_shape, GridShape, PassTimer, UNTIMED
+from swarm_instrument.visual.gpu.uniforms import SWARM_PARAMS, BlockBuffer
 from swarm_instrument.visual.sim.agents import (
     pack_agents,
     spawn_state,
     step_values,
 )
-from swarm_instrument.visual.gpu.uniforms import BlockBuffer, SWARM_PARAMS
-from swarm_instrument.visual.sim.state41 import StateTextures, program_410, release_framebuffer, sort_passes, sort_rows, state_rows, STATE_UNITS, STATE_WIDTH
+from swarm_instrument.visual.sim.grid import UNTIMED, GridShape, PassTimer, grid_shape
+from swarm_instrument.visual.sim.state41 import (
+    STATE_UNITS,
+    STATE_WIDTH,
+    StateTextures,
+    program_410,
+    release_framebuffer,
+    sort_passes,
+    sort_rows,
+    state_rows,
+)
+from swarm_instrument.visual.sim.swarm_base import SwarmBase
 
 Values = Mapping[str, Any]
 

@@ -13,9 +13,9 @@ from typing import Any
 import moderngl
 import numpy as np
 
+from swarm_instrument.visual.gpu.limits import MAX_COUNT
 from swarm_instrument.visual.gpu.programs import ProgramOwner
 from swarm_instrument.visual.gpu.shaders import resolve_shader_dir
-from swarm_instrument.visual.gpu.limits import MAX_COUNT
 from swarm_instrument.visual.sim.agents import MAX_DT, NEIGHBOR_MODES, Values, checked_obstacles
 from swarm_instrument.visual.sim.grid import PassTimer
 

@@ -16,8 +16,21 @@ from typing import Any
 
 from imgui_bundle import imgui
 
-from swarm_instrument.visual.ui.control_layout import (BACKGROUND, DIM, ERROR, FILL, HEADER, LEARN, ON, PANEL, TEXT,
-                                      TRACK, Messages, fit_text, rgba)
+from swarm_instrument.visual.ui.control_layout import (
+    BACKGROUND,
+    DIM,
+    ERROR,
+    FILL,
+    HEADER,
+    LEARN,
+    ON,
+    PANEL,
+    TEXT,
+    TRACK,
+    Messages,
+    fit_text,
+    rgba,
+)
 from swarm_instrument.visual.ui.param_rows import ParamColumns, Widgets
 
 BUTTONS = ("save", "tap", "downbeat", "respawn", "burst")

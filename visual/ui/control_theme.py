@@ -8,11 +8,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import imgui_bundle
 from imgui_bundle import imgui
 
-from swarm_instrument.visual.ui.control_layout import (BACKGROUND, DIM, FILL, HOVER, PANEL, TEXT, TRACK,
-                                      rgbf)
-import imgui_bundle
+from swarm_instrument.visual.ui.control_layout import (
+    BACKGROUND,
+    DIM,
+    FILL,
+    HOVER,
+    PANEL,
+    TEXT,
+    TRACK,
+    rgbf,
+)
 
 FONT_SIZE = 13.0  # pixels at 96 dpi
 FONTS = {  # DejaVu Sans where the system has it, else the Roboto that imgui-bundle ships

@@ -35,13 +35,19 @@ import pyglet
 from imgui_bundle import imgui
 from pyglet.window import key
 
-from swarm_instrument.visual.ui.control_layout import BACKGROUND, KeyQueue, Messages, rgbf, route_key, ui_scale
+from swarm_instrument.visual.ui.control_layout import (
+    BACKGROUND,
+    KeyQueue,
+    Messages,
+    rgbf,
+    route_key,
+    ui_scale,
+)
 from swarm_instrument.visual.ui.control_panels import ControlPanels
 from swarm_instrument.visual.ui.control_theme import apply_theme, load_fonts
 from swarm_instrument.visual.ui.imgui_input import PygletInput
 from swarm_instrument.visual.ui.imgui_renderer import ImguiRenderer
 
-CAPTION = "swarm instrument - control"
 DRAW_RATE = 30.0  # the control window's redraws a second, at most
 MODIFIER_KEYS = (key.LCTRL, key.RCTRL, key.LSHIFT, key.RSHIFT, key.LALT, key.RALT,
                  key.LCOMMAND, key.RCOMMAND)
@@ -376,25 +382,3 @@ class ControlWindow:
         self.window.close()
         if before is not None and before is not mine:
             before.set_current()  # the output's, for whatever moderngl releases next
-
-
-def open_control_window(screen, *, fullscreen: bool, size: tuple[int, int] | None,
-                        version: tuple[int, int] = (4, 3)):
-    """The control window's pyglet window on `screen`: covering it (borderless) or a window
-    of `size` centred on it; an OpenGL `version` core context like the output's (pyglet
-    shares the output context's textures with it). No vsync: the output window's swap paces
-    the show."""
-    config = pyglet.gl.Config(major_version=version[0], minor_version=version[1],
-                              forward_compatible=True, double_buffer=True)
-    if fullscreen:
-        window = pyglet.window.Window(
-            screen.width, screen.height, screen=screen, config=config, vsync=False,
-            caption=CAPTION, style=pyglet.window.Window.WINDOW_STYLE_BORDERLESS)
-        window.set_location(screen.x, screen.y)
-        return window
-    width, height = size or (min(1280, screen.width), min(800, screen.height))
-    window = pyglet.window.Window(width, height, screen=screen, config=config, vsync=False,
-                                  caption=CAPTION, resizable=True)
-    window.set_location(screen.x + max((screen.width - width) // 2, 0),
-                        screen.y + max((screen.height - height) // 2, 0))
-    return window

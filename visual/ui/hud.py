@@ -11,8 +11,10 @@ instead of wrapping onto the picture.
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 import moderngl
 import pyglet
+
 from swarm_instrument.visual.gpu.context import create_headless_context
 
 FONT_PT = 12  # the lines' font at 1280x720 and larger

@@ -17,7 +17,6 @@ context current.
 from __future__ import annotations
 
 import ctypes
-
 from typing import Any
 
 import moderngl
@@ -25,6 +24,7 @@ from imgui_bundle import imgui
 
 from swarm_instrument.visual.gpu.programs import ProgramOwner, ProgramSet, render_program
 from swarm_instrument.visual.gpu.shaders import GLSL_410
+
 
 class ImguiRenderer(ProgramOwner):
     """Draws imgui's frames into a framebuffer of `ctx` (which must be current when called)."""
@@ -120,7 +120,8 @@ class ImguiRenderer(ProgramOwner):
         ctx.blend_func = (moderngl.SRC_ALPHA, moderngl.ONE_MINUS_SRC_ALPHA,
                           moderngl.ONE, moderngl.ONE_MINUS_SRC_ALPHA)
         right, bottom = left + width, top + height
-        self._programs["program"]["projection"].value = (  # column-major: window units -> clip space
+        # column-major: window units -> clip space
+        self._programs["program"]["projection"].value = (
             2.0 / (right - left), 0.0, 0.0, 0.0,
             0.0, 2.0 / (top - bottom), 0.0, 0.0,
             0.0, 0.0, -1.0, 0.0,

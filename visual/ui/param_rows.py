@@ -20,8 +20,22 @@ from typing import Any
 
 from imgui_bundle import imgui
 
-from swarm_instrument.visual.ui.control_layout import (DIM, FILL, GHOST, HEADER, HOVER, LEARN, ON, SELECTED, TEXT,
-                                      TRACK, Messages, fit_text, flow_columns, rgba)
+from swarm_instrument.visual.ui.control_layout import (
+    DIM,
+    FILL,
+    GHOST,
+    HEADER,
+    HOVER,
+    LEARN,
+    ON,
+    SELECTED,
+    TEXT,
+    TRACK,
+    Messages,
+    fit_text,
+    flow_columns,
+    rgba,
+)
 from swarm_instrument.visual.ui.value_field import ValueField
 
 WHEEL_STEP, WHEEL_STEP_SHIFT = 0.01, 0.1  # of the performance range, a wheel click

@@ -13,7 +13,6 @@ from __future__ import annotations
 import moderngl
 
 from swarm_instrument.visual.output.readback import (
-    _gl_for,
     GL_BACK,
     GL_COLOR_ATTACHMENT0,
     GL_COLOR_BUFFER_BIT,
@@ -21,6 +20,7 @@ from swarm_instrument.visual.output.readback import (
     GL_LINEAR,
     GL_READ_FRAMEBUFFER,
     GL_SCISSOR_TEST,
+    _gl_for,
 )
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 from dataclasses import dataclass
+
 import pyglet
 
 

@@ -13,10 +13,10 @@ import time
 from typing import Protocol
 
 import moderngl
+import pyglet
 
 from swarm_instrument.visual.ui.hud import Hud
 from swarm_instrument.visual.ui.screens import list_screens
-import pyglet
 
 QUIT_WINDOW_S = 1.0
 
@@ -227,3 +227,28 @@ class LiveWindow:
 
     def quit(self) -> None:
         pyglet.app.exit()
+
+
+CONTROL_CAPTION = "swarm instrument - control"
+
+
+def open_control_window(screen, *, fullscreen: bool, size: tuple[int, int] | None,
+                        version: tuple[int, int] = (4, 3)):
+    """The control window's pyglet window on `screen`: covering it (borderless) or a window
+    of `size` centred on it; an OpenGL `version` core context like the output's (pyglet
+    shares the output context's textures with it). No vsync: the output window's swap paces
+    the show."""
+    config = pyglet.gl.Config(major_version=version[0], minor_version=version[1],
+                              forward_compatible=True, double_buffer=True)
+    if fullscreen:
+        window = pyglet.window.Window(
+            screen.width, screen.height, screen=screen, config=config, vsync=False,
+            caption=CONTROL_CAPTION, style=pyglet.window.Window.WINDOW_STYLE_BORDERLESS)
+        window.set_location(screen.x, screen.y)
+        return window
+    width, height = size or (min(1280, screen.width), min(800, screen.height))
+    window = pyglet.window.Window(width, height, screen=screen, config=config, vsync=False,
+                                  caption=CONTROL_CAPTION, resizable=True)
+    window.set_location(screen.x + max((screen.width - width) // 2, 0),
+                        screen.y + max((screen.height - height) // 2, 0))
+    return window
