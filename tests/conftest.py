@@ -43,9 +43,9 @@ _USER_FILES = Path(tempfile.mkdtemp(prefix="swarm-test-home-"))
 os.environ["SWARM_PRESETS_DIR"] = str(_USER_FILES / "presets")
 os.environ["SWARM_RECOVERY_FILE"] = str(_USER_FILES / "recovery.json")
 os.environ["SWARM_STATE_DIR"] = str(_USER_FILES / "state")
-# A JACK client (the instrument's MIDI or audio, here or in a child) never starts a server
-# of its own: only the `jack` fixture does, and only for the tests marked `jack`.
-os.environ["JACK_NO_START_SERVER"] = "1"
+# (JACK_NO_START_SERVER is not set for the whole run: with it in a reconnecting worker's
+# environment, a server restarted under the same name took no clients, and
+# test_audio_worker's restart failed. jackd is started only by tests/jackd.py.)
 
 for path in (ROOT, TESTS):
     if str(path) not in sys.path:

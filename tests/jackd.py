@@ -72,11 +72,21 @@ def _open_client(lib: ctypes.CDLL, server: str, name: str) -> int | None:
     return client or None
 
 
+_cleared = False
+
+
 def clear_stale_jack_state() -> None:
     """JACK keeps a registry of servers in /dev/shm, eight at most; a server that died without
     cleaning up (killed, or stopped while clients hung on) keeps its place, and after eight of
     those every new jackd fails with "Too many servers already active". When no jackd runs,
-    nothing there is in use: clear it, so a new server starts from a clean slate."""
+    nothing there is in use: clear it, so the tests' first server starts from a clean slate.
+    Once a run, before its first server: later, a client of a server the test stopped (a worker
+    that outlives it, to be reconnected) still holds the registry, and clearing it under that
+    client leaves the next server of the same name unable to take clients."""
+    global _cleared
+    if _cleared:
+        return
+    _cleared = True
     for comm in Path("/proc").glob("[0-9]*/comm"):
         try:
             if comm.read_text().strip() in ("jackd", "jackdbus"):

@@ -62,14 +62,15 @@ SAMPLE = 40  # truncation points a file by default; --slow takes them all
 # ---- helpers -----------------------------------------------------------------------------------
 
 @contextmanager
-def opened() -> Iterator[list[str]]:
-    """The paths this process opens meanwhile (the `open` audit event: open() and os.open())."""
-    paths: list[str] = []
+def opened() -> Iterator[list[tuple[str, int]]]:
+    """The paths this process opens meanwhile, with the flags (the `open` audit event: open()
+    and os.open())."""
+    paths: list[tuple[str, int]] = []
     watching = [True]
 
     def hook(event: str, args: tuple) -> None:
         if watching[0] and event == "open" and isinstance(args[0], (str, bytes, os.PathLike)):
-            paths.append(os.fsdecode(args[0]))
+            paths.append((os.fsdecode(args[0]), args[2] if isinstance(args[2], int) else -1))
 
     sys.addaudithook(hook)  # hooks cannot be removed: this one stops listening at the end
     try:
@@ -323,7 +324,10 @@ def test_fifo_is_refused_at_once(tmp_path, reader):
     before = snapshot(tmp_path)
     with opened() as opens:
         message = refused(lambda: readers()[reader](fifo), fifo)
-    assert str(fifo) not in opens  # refused from what it is, never opened: nothing to wait on
+    # Refused from what it is: never opened in a way that waits for a writer (an ordinary
+    # open of a FIFO blocks until one comes; O_NONBLOCK returns at once).
+    flags = [f for path, f in opens if path == str(fifo)]
+    assert all(f != -1 and f & os.O_NONBLOCK for f in flags), flags
     assert "is a FIFO (named pipe), not a file" in message
     if reader != "recovery":
         assert snapshot(tmp_path) == before
