@@ -1,7 +1,8 @@
 """A real JACK server for tests, with the dummy driver: real audio (and MIDI) ports, no card.
 
 `jack_server()` starts `jackd -n NAME -d dummy`, points this process's JACK clients at it
-(JACK_DEFAULT_SERVER) and stops it afterwards. `ToneBurstClient` is a second JACK client,
+(JACK_DEFAULT_SERVER) and stops it afterwards: the one way the tests start a server (the
+`jack` fixture in tests/conftest.py uses it). `ToneBurstClient` is a second JACK client,
 through libjack with ctypes, that plays tone bursts into other clients' input ports and notes
 when each burst began; `SignalPlayer` plays whole recordings (click tracks, drum loops), one
 an output port, and notes when each of its cycles ran. Both fail the test, never skip it, when
@@ -24,6 +25,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -70,6 +72,34 @@ def _open_client(lib: ctypes.CDLL, server: str, name: str) -> int | None:
     return client or None
 
 
+_cleared = False
+
+
+def clear_stale_jack_state() -> None:
+    """JACK keeps a registry of servers in /dev/shm, eight at most; a server that died without
+    cleaning up (killed, or stopped while clients hung on) keeps its place, and after eight of
+    those every new jackd fails with "Too many servers already active". When no jackd runs,
+    nothing there is in use: clear it, so the tests' first server starts from a clean slate.
+    Once a run, before its first server: later, a client of a server the test stopped (a worker
+    that outlives it, to be reconnected) still holds the registry, and clearing it under that
+    client leaves the next server of the same name unable to take clients."""
+    global _cleared
+    if _cleared:
+        return
+    _cleared = True
+    for comm in Path("/proc").glob("[0-9]*/comm"):
+        try:
+            if comm.read_text().strip() in ("jackd", "jackdbus"):
+                return
+        except OSError:
+            continue
+    for path in Path("/dev/shm").glob("jack*"):
+        try:
+            shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+        except OSError:
+            pass
+
+
 def start_jackd(name: str, rate: int = RATE, period: int = PERIOD,
                 timeout: float = 10.0, attempts: int = 3) -> subprocess.Popen:
     """Start a dummy-driver jackd called `name` and wait until a client can connect. A server
@@ -80,6 +110,7 @@ def start_jackd(name: str, rate: int = RATE, period: int = PERIOD,
         pytest.fail("jackd not found: these tests need a JACK server (apt-get install jackd2)")
     env = dict(os.environ, JACK_NO_AUDIO_RESERVATION="1", JACK_NO_START_SERVER="1")
     lib = _libjack()
+    clear_stale_jack_state()
     output = ""
     for _ in range(attempts):
         log = tempfile.TemporaryFile()

@@ -1,5 +1,5 @@
-"""JACK helpers for the MIDI tests: a private jackd with the dummy driver, and a MIDI sender
-that runs as its own process, as a controller or a DAW would.
+"""JACK helpers for the MIDI tests: a MIDI sender that runs as its own process, as a controller or
+a DAW would, on the JACK server of the `jack` fixture (tests/conftest.py).
 
 The sender lives in another process so that unplugging it is killing it: JACK drops its
 client without the sender unregistering ports, which libjack cannot do safely while the graph
@@ -15,77 +15,28 @@ from __future__ import annotations
 
 import os
 import select
-import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 WAIT_S = 10.0  # a generous bound for something to come true; never a measured time
 
 
-@contextmanager
-def jack_midi_server() -> Iterator[str]:
-    """Start jackd (dummy driver, no realtime so CI needs no privileges) under a unique name,
-    wait until it takes clients, yield the name, stop it. Raises RuntimeError, with jackd's
-    output, when it is missing or does not start."""
-    jackd = shutil.which("jackd")
-    if jackd is None:
-        raise RuntimeError("jackd not found: the MIDI port tests need a JACK server "
-                           "(Debian: apt-get install jackd2)")
-    name = f"midi-test-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    with tempfile.TemporaryFile() as log:
-        server = subprocess.Popen([jackd, "--no-realtime", "-n", name, "-d", "dummy", "-r",
-                                   "48000", "-p", "256"], stdout=log, stderr=subprocess.STDOUT)
-        try:
-            _wait_for(server, log, name)
-            yield name
-        finally:
-            server.terminate()
-            try:
-                server.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
-
-
-def _wait_for(server: subprocess.Popen, log, name: str) -> None:
+def require_rtmidi_jack() -> None:
+    """python-rtmidi with its JACK API (the PyPI wheel has it), or the test fails saying so."""
     import rtmidi
 
     if rtmidi.API_UNIX_JACK not in rtmidi.get_compiled_api():
         raise RuntimeError("this python-rtmidi has no JACK support (get_compiled_api() lacks "
                            "API_UNIX_JACK); the PyPI wheel has it")
-    previous = os.environ.get("JACK_DEFAULT_SERVER")
-    os.environ["JACK_DEFAULT_SERVER"] = name
-    try:
-        deadline = time.monotonic() + WAIT_S
-        while True:
-            if server.poll() is not None:
-                log.seek(0)
-                raise RuntimeError(f"jackd exited ({server.returncode}):\n"
-                                   f"{log.read().decode(errors='replace')[-2000:]}")
-            try:
-                rtmidi.MidiOut(rtmidi.API_UNIX_JACK, "midi-test-probe").delete()  # no ports
-                return
-            except rtmidi.SystemError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError("jackd did not start taking clients") from None
-                time.sleep(0.05)
-    finally:
-        if previous is None:
-            del os.environ["JACK_DEFAULT_SERVER"]
-        else:
-            os.environ["JACK_DEFAULT_SERVER"] = previous
 
 
 class Sender:
     """A MIDI output in its own process (see the top comment); `unplug()` kills it."""
 
     def __init__(self, client: str, *, virtual: str | None = None, to: str | None = None):
+        require_rtmidi_jack()
         how = ["--virtual", virtual] if virtual else ["--to", str(to)]
         self.client = client
         self.process = subprocess.Popen(

@@ -31,7 +31,7 @@ from swarm_instrument.audio.base import OfflineAudio, Silence
 from swarm_instrument.audio.input.live_input import AudioInput
 from swarm_instrument.audio.input.ring import Ring
 
-from jackd import RATE, SignalPlayer, jack_server
+from jackd import RATE, SignalPlayer
 
 ROOT = Path(__file__).resolve().parent.parent
 FRAME = 1 / 60
@@ -117,9 +117,9 @@ JACK_PERIOD = 2048
 
 
 @pytest.fixture(scope="module")
-def jack():
-    with jack_server(period=JACK_PERIOD) as name:
-        yield name
+def jack_period() -> int:
+    """The module's JACK server (the `jack` fixture) runs cycles of JACK_PERIOD."""
+    return JACK_PERIOD
 
 
 MAX_CLOCK_SLIP = 0.003  # the dummy server's cycles against time.monotonic(): 0.3 %
@@ -392,6 +392,7 @@ def test_time_without_samples_counts_as_a_gap():
 
 # -- a render in time -------------------------------------------------------------------------
 
+@pytest.mark.slow  # a song rendered
 def test_a_render_pulses_on_the_songs_beats(tmp_path):
     """--render over a 128 BPM drum loop with a `beat` route: from 6 s on, the routed
     parameter peaks on the frame of each beat of the song, within one frame, and the tempo

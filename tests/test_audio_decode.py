@@ -133,6 +133,7 @@ def test_audio_file_plays_an_mp3(tmp_path):
     source.close()
 
 
+@pytest.mark.posix  # a FIFO, /dev/zero
 def test_paths_that_are_no_sound_file_are_refused_without_hanging(tmp_path):
     fifo = tmp_path / "song.mp3"
     os.mkfifo(fifo)

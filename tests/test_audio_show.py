@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from swarm_instrument.audio.files.wav_writer import write_wav
 from swarm_instrument.control.looks.swarm_state import load_state
@@ -27,6 +28,7 @@ def run_with(tmp_path, name: str, samples: np.ndarray, *extra: str):
     return load_state(state), records[-1]
 
 
+@pytest.mark.slow  # the command, played twice
 def test_a_loud_file_makes_the_swarm_faster(tmp_path):
     seconds = 20
     noise = np.random.default_rng(0).normal(scale=0.3, size=seconds * RATE)
@@ -41,6 +43,7 @@ def test_a_loud_file_makes_the_swarm_faster(tmp_path):
     assert np.linalg.norm(quiet_v, axis=1).max() <= 8.0 + 1e-3  # max_speed without a boost
 
 
+@pytest.mark.slow  # the command, played
 def test_preset_routes_modulate_parameters(tmp_path):
     preset = tmp_path / "pulse.json"
     preset.write_text(json.dumps({
@@ -71,6 +74,7 @@ def test_a_missing_audio_file_stops_before_the_show(tmp_path):
     assert len(result.stderr.strip().splitlines()) == 1 and "frames" not in result.stdout
 
 
+@pytest.mark.slow  # the command plays, then renders
 def test_a_live_set_recorded_then_rendered(tmp_path):
     """--record-control on a live (headless) set, then --render --control: the video has the
     set's length and the recorded preset's parameters drive it."""

@@ -21,11 +21,12 @@ from pathlib import Path
 
 import pytest
 
-from swarm_instrument.audio.input.live_input import AudioInput
+from swarm_instrument.audio.input.live_input import CLOSE_TIMEOUT_S, RETRY_MAX_S, AudioInput
 from swarm_instrument.audio.input.process import summarize_library_lines
 from swarm_instrument.audio.source import open_audio
 
-from jackd import ToneBurstClient, jack_server, start_jackd, stop_jackd
+from conftest import wait_for
+from jackd import ToneBurstClient, start_jackd, stop_jackd
 
 ROOT = Path(__file__).resolve().parent.parent
 FRAME = 1 / 60
@@ -47,27 +48,29 @@ def exists(pid: int) -> bool:
 
 
 class Frames:
-    """A 60 fps main loop that times every update()."""
+    """A 60 fps main loop that times every update(): its CPU time (the thread's: its cost,
+    whatever else the machine runs) and its wall time (only to see a wait, see below)."""
 
     def __init__(self, source: AudioInput) -> None:
         self.source = source
         self.deadline = time.monotonic()
-        self.updates: list[float] = []
+        self.updates: list[float] = []  # CPU seconds
+        self.walls: list[float] = []
         self.pids: set[int] = set()
 
     def step(self) -> float:
         self.deadline = max(self.deadline + FRAME, time.monotonic() - FRAME)
         time.sleep(max(0.0, self.deadline - time.monotonic()))
-        now = time.monotonic()
+        now, cpu = time.monotonic(), time.thread_time()
         self.source.update(now)
-        self.updates.append(time.monotonic() - now)
+        self.updates.append(time.thread_time() - cpu)
+        self.walls.append(time.monotonic() - now)
         if self.source.worker_pid is not None:
             self.pids.add(self.source.worker_pid)
         return now
 
-    def run(self, seconds: float) -> None:
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
+    def run(self, frames: int) -> None:
+        for _ in range(frames):
             self.step()
 
 
@@ -78,6 +81,8 @@ def connect_all(tone: ToneBurstClient) -> bool:
     return bool(ports)
 
 
+@pytest.mark.jack  # a server of its own, stopped and started again
+@pytest.mark.linux  # /proc and /dev/shm
 def test_audio_comes_back_after_the_jack_server_restarts(monkeypatch):
     name = f"pytest-restart-{os.getpid()}"
     monkeypatch.setenv("JACK_DEFAULT_SERVER", name)
@@ -93,10 +98,9 @@ def test_audio_comes_back_after_the_jack_server_restarts(monkeypatch):
         assert connect_all(tone)
         tone.burst(60.0)
         frames = Frames(source)
-        for _ in range(60):
+        heard_by = time.monotonic() + 30.0  # a hang's bound: the tone is heard, then on
+        while source.level <= 0.5 and time.monotonic() < heard_by:
             frames.step()
-            if source.level > 0.5:
-                break
         assert source.level > 0.5 and source.take_messages() == []
         blocks = source.telemetry()["blocks"]
         assert blocks > 0
@@ -105,8 +109,7 @@ def test_audio_comes_back_after_the_jack_server_restarts(monkeypatch):
         tone = None
         stop_jackd(server)
         before = len(frames.updates)
-        frames.run(3.0)  # the show plays on while the worker is killed and tried again
-        assert len(frames.updates) - before >= 150  # 3 s at 60 fps: no frame waited
+        frames.run(180)  # 3 s at 60 fps: the show plays on while workers are tried again
         assert source.state == "audio lost" and source.level < 0.05 and not source.has_data
         assert source.attempts >= 3  # the back-off tried fresh workers: at 0.5 s, 1.5 s
         assert gone(first_worker) and not exists(first_worker)  # killed and reaped
@@ -116,17 +119,23 @@ def test_audio_comes_back_after_the_jack_server_restarts(monkeypatch):
         tone = ToneBurstClient(name, frequency=1000.0, amplitude=0.5)
         tone.burst(60.0)
         connected = False
-        while time.monotonic() - back_at < 8.0 and source.level <= 0.5:
+        while time.monotonic() - back_at < 60.0 and source.level <= 0.5:  # a hang's bound
             frames.step()
             connected = connected or connect_all(tone)  # once the new worker's ports exist
-        returned = time.monotonic() - back_at
         during = frames.updates[before:]  # from the server's end to the sound's return
         worst, median = max(during) * 1000, statistics.median(during) * 1000
-        print(f"\naudio back {returned:.2f} s after the JACK server's return; update() over "
-              f"{len(during)} frames of outage and restarts: median {median:.2f} ms, max "
-              f"{worst:.2f} ms ({source.attempts} workers)")
+        waited = max(frames.walls[before:])
+        retried = source.attempts_at[-1] - back_at  # the try that brought it back
+        print(f"\nthe try that brought audio back began {retried:.2f} s after the JACK "
+              f"server's return; update() over {len(during)} frames of outage and restarts: "
+              f"CPU median {median:.2f} ms, max {worst:.2f} ms; longest wall {waited * 1e3:.1f} "
+              f"ms ({source.attempts} workers)")
         assert source.level > 0.5 and source.state == "ok", source.telemetry()
-        assert returned < 5.0
+        # The back-off (0.5 s doubling) never waits longer than its cap: the worker that
+        # brought the sound back was started, on the show's clock, within RETRY_MAX_S (and a
+        # frame) of the server's return. Asked of the times the show decided, not of how
+        # long the new worker took to start on a loaded machine.
+        assert retried <= RETRY_MAX_S + 2 * FRAME
         messages = [m for m in source.take_messages() if "library line" not in m]
         assert len(messages) == 2, messages
         assert messages[0].startswith("audio lost: no sound from 'system'")
@@ -136,7 +145,11 @@ def test_audio_comes_back_after_the_jack_server_restarts(monkeypatch):
         assert telemetry["blocks"] > blocks  # the counters carry on across workers
         assert telemetry["worker_pid"] == source.worker_pid and telemetry["state"] == "ok"
         assert all(gone(pid) and not exists(pid) for pid in frames.pids - {source.worker_pid})
-        assert median < 5.0 and worst < 50.0  # never held up: a wait would take 100s of ms
+        assert median < 5.0 and worst < 50.0  # its own work: CPU time
+        # Never held up: a frame that waited for a worker would wait CLOSE_TIMEOUT_S (1 s) or
+        # more, which CPU time cannot see; half that is a bound no scheduler delay reaches
+        # (58 ms is the worst seen on a loaded CI machine), so only a wait can fail it.
+        assert waited < CLOSE_TIMEOUT_S / 2, f"an update() took {waited:.2f} s: it waited"
         pids = set(frames.pids)
         segment = Path("/dev/shm") / source.segment_name
         assert segment.exists()
@@ -157,6 +170,8 @@ SHOW = textwrap.dedent("""
     source = open_audio()
     print("opened", source.state, source.worker_pid, source.segment_name, flush=True)
     try:
+        source.update(time.monotonic())
+        print("playing", flush=True)  # inside the loop: Ctrl+C from now on is handled
         while True:
             time.sleep(1 / 60)
             source.update(time.monotonic())
@@ -176,29 +191,16 @@ def start_show() -> tuple[subprocess.Popen, int, Path]:
                             start_new_session=True)
     line = show.stdout.readline().split()
     assert line[:2] == ["opened", "ok"], (line, show.stderr.read() if show.poll() else "")
+    assert show.stdout.readline().strip() == "playing"
     return show, int(line[2]), Path("/dev/shm") / line[3]
 
 
-def wait_until(condition, seconds: float) -> bool:
-    end = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > end:
-            return False
-        time.sleep(0.02)
-    return True
-
-
-@pytest.fixture(scope="module")
-def jack():
-    with jack_server() as name:
-        yield name
-
-
+@pytest.mark.posix  # SIGINT to a process group
+@pytest.mark.linux
 def test_ctrl_c_stops_the_worker_and_frees_the_memory(jack):
     show, worker, segment = start_show()
     try:
         assert exists(worker) and segment.exists()
-        time.sleep(0.3)
         os.killpg(show.pid, signal.SIGINT)  # Ctrl+C reaches the whole foreground group
         out, err = show.communicate(timeout=10)
     finally:
@@ -210,14 +212,15 @@ def test_ctrl_c_stops_the_worker_and_frees_the_memory(jack):
     assert "Traceback" not in err and "leaked" not in err
 
 
+@pytest.mark.linux
 def test_a_worker_whose_show_dies_ends_by_itself(jack):
     show, worker, segment = start_show()
     try:
-        time.sleep(0.3)
         show.kill()  # no close(), no atexit: the worker sees its stdin end
         show.wait()
-        assert wait_until(lambda: gone(worker), 3.0)
-        assert wait_until(lambda: not segment.exists(), 5.0)  # Python's resource tracker
+        wait_for(lambda: gone(worker), "the worker to end by itself", timeout=30)
+        wait_for(lambda: not segment.exists(), "the shared memory to go (Python's resource "
+                 "tracker)", timeout=30)
     finally:
         show.kill()
         show.wait()

@@ -16,6 +16,7 @@ import reference
 from conftest import run_instrument as instrument
 
 
+@pytest.mark.slow  # the command, played
 def test_fixed_steps_reproduce_the_seed_kernel(tmp_path):
     """--dt 0.02 --frames 3 from --seed 5: the state written equals three numpy steps of the
     seed's kernel from the same spawn, towards the wandering lure."""
@@ -40,6 +41,7 @@ def test_fixed_steps_reproduce_the_seed_kernel(tmp_path):
     np.testing.assert_allclose(velocity[certain], v[certain], atol=1e-3)
 
 
+@pytest.mark.slow  # the command, played several times
 def test_state_round_trip_and_same_seed_same_start(tmp_path):
     a, b, c = (tmp_path / name for name in ("a.npz", "b.npz", "c.npz"))
     for path, seed in ((a, "1"), (b, "1"), (c, "2")):
@@ -62,6 +64,7 @@ def test_state_round_trip_and_same_seed_same_start(tmp_path):
     assert 0 < np.abs(xd - xa).max() < 1.0
 
 
+@pytest.mark.slow  # the command, played
 def test_preset_params_apply(tmp_path):
     preset = tmp_path / "look.json"
     preset.write_text(json.dumps({"params": {"count": 123, "boundary": "wrap",
@@ -99,6 +102,7 @@ def test_bad_preset_is_one_clear_line(tmp_path, content, expected):
     assert len(lines) == 1 and str(preset) in lines[0] and expected in lines[0], lines
 
 
+@pytest.mark.slow  # the command, played several times
 def test_bad_state_files_are_named(tmp_path):
     junk = tmp_path / "junk.npz"
     junk.write_bytes(b"not a zip")
@@ -124,6 +128,7 @@ def test_unwritable_state_out_fails_before_running(tmp_path):
     assert "cannot write into" in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.slow  # the command, several times
 def test_bad_command_line_values(tmp_path):
     for args, expected in ((["--dt", "0.5"], "--dt"), (["--count", "0"], "--count"),
                            (["--neighbors", "octree"], "--neighbors"),
@@ -132,6 +137,7 @@ def test_bad_command_line_values(tmp_path):
         assert result.returncode == 2 and expected in result.stderr, result.stderr
 
 
+@pytest.mark.slow  # the command, played
 def test_obstacles_from_the_command_line(tmp_path):
     out = tmp_path / "s.npz"
     result = instrument("--headless", "--frames", "60", "--dt", "0.03", "--count", "400",

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -33,10 +32,11 @@ from swarm_instrument.visual.ui.control_layout import (
 )
 from swarm_instrument.visual.ui.screens import ScreenArea, side_by_side
 
-from conftest import ROOT
+from conftest import ROOT, free_port, wait_for
 from conftest import run_instrument as instrument
 from pictures import read_png
-from xdisplay import Performer, grab, set_dpi, split_into_monitors, with_display, xvfb
+from telemetry import last_record
+from xdisplay import Performer, grab, set_dpi, split_into_monitors, with_display
 
 LAPTOP, PROJECTOR = (0, 0, 960, 600), (960, 0, 640, 360)
 CONTROL_CAPTION = "swarm instrument - control"
@@ -45,11 +45,16 @@ RUN = ("--dt", "0.0333", "--frames", "30", "--count", "2000", "--no-midi", "--pr
 
 
 @pytest.fixture(scope="module")
-def two_screens():
-    """One X screen of 1600x600 made two monitors; kept by the server (-noreset)."""
-    with xvfb("1600x600", "-noreset") as display:
-        split_into_monitors(display, [LAPTOP, PROJECTOR])
-        yield display
+def display_screen() -> tuple[str, ...]:
+    """This module's X screen: 1600x600, kept as set by the server (-noreset)."""
+    return ("1600x600", "-noreset")
+
+
+@pytest.fixture(scope="module")
+def two_screens(display):
+    """The module's X screen made two monitors."""
+    split_into_monitors(display, [LAPTOP, PROJECTOR])
+    return display
 
 
 # ---- pure ----------------------------------------------------------------------------------
@@ -261,32 +266,12 @@ def test_bad_screens_are_said_and_the_show_plays_on(two_screens, tmp_path):
 
 
 def _wait_for(predicate, what: str, process, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        assert process.poll() is None, process.communicate()
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
-
-
-def _last(telemetry: Path) -> dict | None:
-    if not telemetry.exists():
-        return None
-    lines = [line for line in telemetry.read_text().splitlines() if line.strip()]
-    return json.loads(lines[-1]) if lines else None
+    return wait_for(predicate, what, timeout=timeout, process=process)
 
 
 def _control(telemetry: Path) -> dict | None:
-    record = _last(telemetry)
+    record = last_record(telemetry)
     return record["control"][0] if record and record.get("control") else None
-
-
-def _free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def test_sliders_keys_typing_thumbnails_and_save_in_the_control_window(two_screens, tmp_path):
@@ -298,7 +283,7 @@ def test_sliders_keys_typing_thumbnails_and_save_in_the_control_window(two_scree
 
     telemetry = tmp_path / "t.jsonl"
     presets = tmp_path / "presets"
-    port = _free_udp_port()
+    port = free_port()
     env = with_display(two_screens, SWARM_PRESETS_DIR=str(presets))
     process = subprocess.Popen(
         [sys.executable, str(ROOT / "instrument.py"), "--output-screen", "1", "--count",
@@ -334,7 +319,7 @@ def test_sliders_keys_typing_thumbnails_and_save_in_the_control_window(two_scree
             return str(x + w // 2), str(y + h // 2)
 
         def until(what: str, test, timeout: float = 60.0) -> dict:
-            return _wait_for(lambda: (r := _last(telemetry)) and test(r) and r, what, process,
+            return _wait_for(lambda: (r := last_record(telemetry)) and test(r) and r, what, process,
                              timeout)
 
         # Drag max_speed's slider from a tenth to three quarters of its bar.
@@ -410,22 +395,26 @@ def test_sliders_keys_typing_thumbnails_and_save_in_the_control_window(two_scree
 
         # The pictures: the preview of the output, and slot 1's thumbnail once rendered.
         until("slot 1's thumbnail", lambda r: 1 in r["control"][0]["thumbnails"], 90)
-        time.sleep(0.5)
-        screen = grab(two_screens)
         from swarm_instrument.visual.output.png import write_png
 
-        write_png(tmp_path / "screens.png", screen)
-
-        def region(name: str, part: float = 1.0) -> np.ndarray:
+        def region(screen: np.ndarray, name: str, part: float = 1.0) -> np.ndarray:
             x, y, w, h = widgets[name]
             return screen[y + 2:y + round(h * part) - 2, x + 2:x + w - 2]
 
-        assert (region("preview").max(axis=2) > 60).mean() > 0.01, "no preview"
-        assert (region("slot:1", 0.6).max(axis=2) > 60).mean() > 0.01, "slot 1 has no picture"
-        hud = region("hud").astype(int)
-        red = (hud[..., 0] > 170) & (hud[..., 1] < 140) & (hud[..., 2] < 140)
-        light = hud.min(axis=2) > 150
-        assert red.sum() > 50 and light.sum() > 200, "the HUD's lines are not on the screen"
+        def pictures() -> dict[str, bool]:
+            """What the X screen shows now (the window draws what telemetry said a frame
+            or so later)."""
+            screen = grab(two_screens)
+            write_png(tmp_path / "screens.png", screen)
+            hud = region(screen, "hud").astype(int)
+            red = (hud[..., 0] > 170) & (hud[..., 1] < 140) & (hud[..., 2] < 140)
+            return {"preview": (region(screen, "preview").max(axis=2) > 60).mean() > 0.01,
+                    "slot 1's picture": (region(screen, "slot:1", 0.6).max(axis=2) > 60
+                                         ).mean() > 0.01,
+                    "the HUD's lines": red.sum() > 50 and (hud.min(axis=2) > 150).sum() > 200}
+
+        _wait_for(lambda: all(pictures().values()), "the preview, slot 1's picture and the "
+                  "HUD's lines on the screen", process, timeout=20)
         control = _control(telemetry)
         assert control["rejected"] == 1 and control["applied"] >= 10
         process.send_signal(signal.SIGTERM)
@@ -444,28 +433,29 @@ def _window(display: str, name: str) -> str | None:
     return ids[-1] if ids else None
 
 
-def test_one_high_dpi_screen_keeps_the_hud_and_opens_the_control_window_larger(tmp_path):
+def test_one_high_dpi_screen_keeps_the_hud_and_opens_the_control_window_larger(new_display,
+                                                                              tmp_path):
     """One screen, whose desktop says 192 dpi (Xft.dpi, as a high-DPI laptop's does): the
     picture keeps its HUD, and the control window beside it is drawn twice as large (rows,
     text), its parameters scrolling where they no longer fit."""
-    with xvfb("1024x600", "-noreset") as display:
-        set_dpi(display, 192)
-        env = with_display(display, SWARM_PRESETS_DIR=str(tmp_path / "presets"))
-        shot, telemetry = tmp_path / "one.png", tmp_path / "t.jsonl"
-        result = instrument("--control-screen", "0", "--windowed", "--size", "480x270",
-                            "--frames", "20", "--count", "500", "--no-midi", "--screenshot",
-                            str(shot), "--telemetry", str(telemetry), env=env)
-        assert result.returncode == 0, result.stderr
-        assert ("one screen for both: the picture and the control window side by side"
-                in result.stdout)
-        control = _last(telemetry)["control"][0]
-        assert control["draws"] > 0
-        rows = [h for name, (x, y, w, h) in control["widgets"].items()
-                if name.startswith("param:")]
-        assert len(rows) > 40 and min(rows) >= 32  # 17 pixels at 96 dpi
-        image = read_png(shot)
-        text = (image.min(axis=2) > 200)[:60, :200]  # the HUD's light grey letters
-        assert text.mean() > 0.01, "the HUD is gone with one screen"
+    display = new_display("1024x600", "-noreset")  # its DPI is set: no other test sees it
+    set_dpi(display, 192)
+    env = with_display(display, SWARM_PRESETS_DIR=str(tmp_path / "presets"))
+    shot, telemetry = tmp_path / "one.png", tmp_path / "t.jsonl"
+    result = instrument("--control-screen", "0", "--windowed", "--size", "480x270",
+                        "--frames", "20", "--count", "500", "--no-midi", "--screenshot",
+                        str(shot), "--telemetry", str(telemetry), env=env)
+    assert result.returncode == 0, result.stderr
+    assert ("one screen for both: the picture and the control window side by side"
+            in result.stdout)
+    control = last_record(telemetry)["control"][0]
+    assert control["draws"] > 0
+    rows = [h for name, (x, y, w, h) in control["widgets"].items()
+            if name.startswith("param:")]
+    assert len(rows) > 40 and min(rows) >= 32  # 17 pixels at 96 dpi
+    image = read_png(shot)
+    text = (image.min(axis=2) > 200)[:60, :200]  # the HUD's light grey letters
+    assert text.mean() > 0.01, "the HUD is gone with one screen"
 
 
 def overlap(a, b) -> int:
@@ -512,34 +502,34 @@ def _geometry(display: str, window: str) -> ScreenArea:
                       int(value["Width"]), int(value["Height"]))
 
 
-def test_one_screen_opens_the_two_windows_beside_each_other(tmp_path):
+def test_one_screen_opens_the_two_windows_beside_each_other(new_display, tmp_path):
     """--control-screen 0 on one 1280x720 screen (the picture full-screen by default): the
     picture's window and the control window where side_by_side puts them, neither over the
     other (the picture had been full-screen at 0,0 with the control window over it)."""
-    with xvfb("1280x720") as display:
-        env = with_display(display, SWARM_PRESETS_DIR=str(tmp_path / "presets"))
-        process = subprocess.Popen(
-            [sys.executable, str(ROOT / "instrument.py"), "--control-screen", "0", "--count",
-             "500", "--no-midi", "--frames", "100000"],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            control = _wait_for(lambda: _window(display, CONTROL_CAPTION),
-                                "the control window", process)
-            picture = _wait_for(lambda: _window(display, "swarm instrument"), "the picture",
-                                process)
-            expected = side_by_side(ScreenArea(0, 0, 1280, 720))
-            seen = _wait_for(lambda: (g := (_geometry(display, picture),
-                                            _geometry(display, control))) == expected and g,
-                             "the windows in their places", process, timeout=20)
-            assert overlap(*seen) == 0
-            process.send_signal(signal.SIGTERM)
-            out, err = process.communicate(timeout=60)
-            assert process.returncode == 0, err
-            assert "side by side" in out and "window: 500 agents on screen 0, 768x432" in out
-        finally:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
+    display = new_display("1280x720")
+    env = with_display(display, SWARM_PRESETS_DIR=str(tmp_path / "presets"))
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "instrument.py"), "--control-screen", "0", "--count",
+         "500", "--no-midi", "--frames", "100000"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        control = _wait_for(lambda: _window(display, CONTROL_CAPTION),
+                            "the control window", process)
+        picture = _wait_for(lambda: _window(display, "swarm instrument"), "the picture",
+                            process)
+        expected = side_by_side(ScreenArea(0, 0, 1280, 720))
+        seen = _wait_for(lambda: (g := (_geometry(display, picture),
+                                        _geometry(display, control))) == expected and g,
+                         "the windows in their places", process, timeout=20)
+        assert overlap(*seen) == 0
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=60)
+        assert process.returncode == 0, err
+        assert "side by side" in out and "window: 500 agents on screen 0, 768x432" in out
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
 
 
 def test_the_screens_are_the_desktops_monitors(two_screens):
@@ -551,71 +541,67 @@ def test_the_screens_are_the_desktops_monitors(two_screens):
     assert result.stdout.strip() == "0: 960x600 at 0,0, 1: 640x360 at 960,0", result.stderr
 
 
-def test_a_knob_waiting_for_pickup_shows_its_ghost_and_a_click_learns(two_screens, tmp_path,
-                                                                      monkeypatch):
+def test_a_knob_waiting_for_pickup_shows_its_ghost_and_a_click_learns(two_screens, jack,
+                                                                      tmp_path):
     """A real MIDI port (JACK): a knob turned away from the value waits for pickup and its
     position is drawn on the slider; the L box of another slider learns the next knob."""
     import uuid
 
-    from midi_jack import Sender, jack_midi_server
+    from midi_jack import Sender
 
     telemetry = tmp_path / "t.jsonl"
     device = f"knobs{uuid.uuid4().hex[:6]}"
-    with jack_midi_server() as server:
-        monkeypatch.setenv("JACK_DEFAULT_SERVER", server)
-        monkeypatch.setenv("JACK_NO_START_SERVER", "1")
-        knobs = Sender(device, virtual="out")
-        env = with_display(two_screens, JACK_DEFAULT_SERVER=server,
-                           SWARM_PRESETS_DIR=str(tmp_path / "presets"))
-        process = subprocess.Popen(
-            [sys.executable, str(ROOT / "instrument.py"), "--output-screen", "1", "--count",
-             "500", "--frames", "100000", "--midi-api", "jack", "--midi-port", device,
-             "--preset", "murmuration", "--telemetry", str(telemetry)],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            _wait_for(lambda: (r := _last(telemetry)) and f"{device}:out" in
-                      r["midi"]["ports_open"], "the MIDI port to open", process)
-            window = _wait_for(lambda: _window(two_screens, CONTROL_CAPTION),
-                               "the control window", process)
-            # CC 70 is separation_weight 0..5 (the shipped mapping): at 64 the knob points
-            # at 2.52, away from the look's value, so it waits to be picked up.
-            widgets = _wait_for(lambda: (c := _control(telemetry)) and "learn:glow" in
-                                c["widgets"] and c["widgets"], "the control window's widgets",
-                                process)
-            bar_x, bar_y, bar_w, bar_h = widgets["param:separation_weight"]
-            knob = 64 / 127 * 5
-            x = round(bar_x + bar_w * param("separation_weight").to_norm(knob))
+    knobs = Sender(device, virtual="out")
+    env = with_display(two_screens, SWARM_PRESETS_DIR=str(tmp_path / "presets"))
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "instrument.py"), "--output-screen", "1", "--count",
+         "500", "--frames", "100000", "--midi-api", "jack", "--midi-port", device,
+         "--preset", "murmuration", "--telemetry", str(telemetry)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for(lambda: (r := last_record(telemetry)) and f"{device}:out" in
+                  r["midi"]["ports_open"], "the MIDI port to open", process)
+        window = _wait_for(lambda: _window(two_screens, CONTROL_CAPTION),
+                           "the control window", process)
+        # CC 70 is separation_weight 0..5 (the shipped mapping): at 64 the knob points
+        # at 2.52, away from the look's value, so it waits to be picked up.
+        widgets = _wait_for(lambda: (c := _control(telemetry)) and "learn:glow" in
+                            c["widgets"] and c["widgets"], "the control window's widgets",
+                            process)
+        bar_x, bar_y, bar_w, bar_h = widgets["param:separation_weight"]
+        knob = 64 / 127 * 5
+        x = round(bar_x + bar_w * param("separation_weight").to_norm(knob))
 
-            def ghost() -> np.ndarray:
-                return grab(two_screens)[bar_y + 1:bar_y + bar_h - 1, x - 1:x + 1]
+        def ghost() -> np.ndarray:
+            return grab(two_screens)[bar_y + 1:bar_y + bar_h - 1, x - 1:x + 1]
 
-            assert ghost().min() < 190, "a ghost before any knob moved"
-            knobs.send([0xB0, 70, 64])
-            record = _wait_for(lambda: (r := _last(telemetry)) and r["midi"]["pickup"].get(
-                "separation_weight") and r, "the knob to wait for pickup", process)
-            assert record["midi"]["pickup"]["separation_weight"]["knob"] == \
-                pytest.approx(knob, abs=1e-3)
-            time.sleep(0.5)
-            strip = ghost()
-            assert strip.min() > 190, f"no ghost where the knob points: {strip.tolist()}"
-            # Click glow's L: it learns; the next knob turned (CC 80) binds to it.
-            x, y, w, h = widgets["learn:glow"]
-            subprocess.run(["xdotool", "mousemove", "--window", window, str(x + w // 2),
-                            str(y + h // 2), "click", "1"],
-                           env=with_display(two_screens), check=True, timeout=20)
-            _wait_for(lambda: (r := _last(telemetry)) and r["midi"]["learn"]["param"] == "glow"
-                      and r["selected"] == "glow", "glow to learn", process)
-            knobs.send([0xB0, 80, 64])
-            _wait_for(lambda: (r := _last(telemetry)) and (r["midi"]["learn"]["last_bound"]
-                                                            or "").startswith("glow <- "),
-                      "the knob to be learned", process)
-            process.send_signal(signal.SIGTERM)
-            assert process.wait(timeout=60) == 0
-        finally:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
-            knobs.unplug()
+        assert ghost().min() < 190, "a ghost before any knob moved"
+        knobs.send([0xB0, 70, 64])
+        record = _wait_for(lambda: (r := last_record(telemetry)) and r["midi"]["pickup"].get(
+            "separation_weight") and r, "the knob to wait for pickup", process)
+        assert record["midi"]["pickup"]["separation_weight"]["knob"] == \
+            pytest.approx(knob, abs=1e-3)
+        # drawn a frame or so after telemetry said it
+        _wait_for(lambda: ghost().min() > 190, "the ghost where the knob points", process,
+                  timeout=20)
+        # Click glow's L: it learns; the next knob turned (CC 80) binds to it.
+        x, y, w, h = widgets["learn:glow"]
+        subprocess.run(["xdotool", "mousemove", "--window", window, str(x + w // 2),
+                        str(y + h // 2), "click", "1"],
+                       env=with_display(two_screens), check=True, timeout=20)
+        _wait_for(lambda: (r := last_record(telemetry)) and r["midi"]["learn"]["param"] == "glow"
+                  and r["selected"] == "glow", "glow to learn", process)
+        knobs.send([0xB0, 80, 64])
+        _wait_for(lambda: (r := last_record(telemetry)) and (r["midi"]["learn"]["last_bound"]
+                                                        or "").startswith("glow <- "),
+                  "the knob to be learned", process)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        knobs.unplug()
 
 
 class _Bank:
@@ -689,7 +675,7 @@ def test_the_control_window_on_gl_4_1(two_screens, tmp_path):
                         "--no-midi", "--telemetry", str(telemetry), env=env)
     assert result.returncode == 0, result.stderr
     assert "control window: screen 0, 960x600" in result.stdout
-    record = _last(telemetry)
+    record = last_record(telemetry)
     assert record["backend"]["gl"] == "4.1"
     control = record["control"][0]
     assert control["preview_frames"] == 30 and control["draws"] > 0

@@ -126,6 +126,7 @@ def test_an_audio_stream_that_stalls(rig):
     rig.assert_healthy("an audio stall")
 
 
+@pytest.mark.slow  # seconds of show through an outage
 def test_an_audio_device_that_vanishes_and_comes_back(rig):
     rig.sd.plugged = []
     rig.sd.stream.dead = True

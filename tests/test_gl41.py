@@ -23,7 +23,6 @@ from swarm_instrument.visual.gpu.context import pick_backend
 from conftest import ROOT
 from conftest import run_instrument as instrument
 from pictures import read_png
-from xdisplay import xvfb
 
 MAC_GL = {"MESA_GL_VERSION_OVERRIDE": "4.1", "MESA_GLSL_VERSION_OVERRIDE": "410",
           "MESA_EXTENSION_OVERRIDE": "-GL_ARB_compute_shader "
@@ -31,6 +30,10 @@ MAC_GL = {"MESA_GL_VERSION_OVERRIDE": "4.1", "MESA_GLSL_VERSION_OVERRIDE": "410"
                                      "-GL_ARB_shader_image_load_store"}
 NO_COMPUTE = ("no compute shaders: OpenGL 4.1 without GL_ARB_compute_shader, "
               "GL_ARB_shader_storage_buffer_object, GL_ARB_shader_image_load_store")
+
+
+# Mesa's overrides make the 4.1 context: Linux's GL (a laptop's own driver ignores them).
+MESA = pytest.mark.linux
 
 
 def mac_env(**extra: str) -> dict[str, str]:
@@ -133,6 +136,7 @@ print(json.dumps(out))
 """
 
 
+@MESA
 def test_compute_is_refused_and_every_4_1_shader_compiles_as_glsl_410():
     result = subprocess.run([sys.executable, "-c", PROBE, str(ROOT)], capture_output=True,
                             text=True, timeout=180, env=mac_env())
@@ -151,6 +155,7 @@ def test_compute_is_refused_and_every_4_1_shader_compiles_as_glsl_410():
     assert out["compute"] == "refused" and out["error_after_compute"] != "GL_NO_ERROR"
 
 
+@MESA
 def test_the_instrument_runs_headless_on_4_1(tmp_path):
     shot, telemetry = tmp_path / "shot.png", tmp_path / "telemetry.jsonl"
     result = instrument("--headless", "--frames", "12", "--count", "3000", "--size", "320x180",
@@ -166,6 +171,7 @@ def test_the_instrument_runs_headless_on_4_1(tmp_path):
     assert record["visible"] == 3000
 
 
+@MESA
 def test_asking_for_4_3_where_it_cannot_be_had_is_one_line(tmp_path):
     result = instrument("--headless", "--frames", "2", "--no-midi", "--gl", "4.3",
                         env=mac_env())
@@ -175,12 +181,12 @@ def test_asking_for_4_3_where_it_cannot_be_had_is_one_line(tmp_path):
     assert "Traceback" not in result.stderr
 
 
-def test_the_window_plays_on_4_1_under_xvfb(tmp_path):
+@MESA
+def test_the_window_plays_on_4_1_under_xvfb(display, tmp_path):
     shot, telemetry = tmp_path / "window.png", tmp_path / "telemetry.jsonl"
-    with xvfb() as display:
-        result = instrument("--windowed", "--size", "320x180", "--frames", "20", "--count",
-                            "3000", "--no-midi", "--screenshot", str(shot), "--telemetry",
-                            str(telemetry), env=mac_env(DISPLAY=display))
+    result = instrument("--windowed", "--size", "320x180", "--frames", "20", "--count", "3000",
+                        "--no-midi", "--screenshot", str(shot), "--telemetry", str(telemetry),
+                        env=mac_env(DISPLAY=display))
     assert result.returncode == 0, result.stderr
     assert "window: 3000 agents" in result.stdout and f"GL 4.1 backend: {NO_COMPUTE}" in (
         result.stdout)
@@ -190,6 +196,7 @@ def test_the_window_plays_on_4_1_under_xvfb(tmp_path):
     assert record["backend"]["gl"] == "4.1"
 
 
+@MESA
 def test_an_offline_render_on_4_1(tmp_path):
     song = tmp_path / "song.wav"
     with wave.open(str(song), "wb") as out:
@@ -220,22 +227,30 @@ def test_the_docs_say_how_to_make_such_a_context():
 
 def test_a_headless_context_asks_for_4_3_before_4_1(monkeypatch):
     """NVIDIA's EGL gives exactly the version asked for: asking 4.1 there made an H200 run the
-    4.1 backend. 4.3 is asked first; 4.1 only where 4.3 cannot be had."""
+    4.1 backend. 4.3 is asked first; 4.1 only where 4.3 cannot be had. On Linux through EGL;
+    on macOS and Windows (no EGL) through moderngl's default standalone backend."""
     import moderngl
 
     from swarm_instrument.visual.gpu.context import create_headless_context
 
     asked = []
 
-    def driver(*, standalone, backend, require):
-        asked.append(require)
+    def driver(*, standalone, require, **backend):
+        asked.append((require, backend.get("backend")))
         if require > 410:
             raise Exception("requested version not supported")  # as a 4.1 driver answers
         return f"a {require} context"
 
     monkeypatch.setattr(moderngl, "create_context", driver)
-    assert create_headless_context("4.1") == "a 410 context" and asked == [430, 410]
+    assert create_headless_context("4.1", platform="linux") == "a 410 context"
+    assert asked == [(430, "egl"), (410, "egl")]
     asked.clear()
-    with pytest.raises(RuntimeError, match="OpenGL 4.3 core"):
-        create_headless_context("4.3")
-    assert asked == [430]
+    with pytest.raises(RuntimeError, match="OpenGL 4.3 core context through EGL"):
+        create_headless_context("4.3", platform="linux")
+    assert asked == [(430, "egl")]
+    for platform in ("darwin", "win32"):  # CGL, WGL: the system's own, asked in the same order
+        asked.clear()
+        assert create_headless_context("4.1", platform=platform) == "a 410 context"
+        assert asked == [(430, None), (410, None)]
+        with pytest.raises(RuntimeError, match="OpenGL 4.3 core context .*GPU driver"):
+            create_headless_context("4.3", platform=platform)

@@ -11,7 +11,7 @@ from swarm_instrument.visual.ui.hud import Hud, fit_lines, hud_layout
 
 from conftest import run_instrument
 from pictures import read_png
-from xdisplay import with_display, xvfb
+from xdisplay import with_display
 
 FULL = [  # what the show's lines look like (show/report.py), the MIDI reason the longest
     "  2.0 fps  504.65 ms a frame",
@@ -105,7 +105,7 @@ def test_the_hud_is_legible_over_white_and_fits_the_window(text_window, size, li
         assert bottom + 1 <= 0.4 * size[1], bottom
 
 
-def test_the_windows_hud_at_640x360_is_compact_on_a_backdrop(tmp_path):
+def test_the_windows_hud_at_640x360_is_compact_on_a_backdrop(display, tmp_path):
     """The real window (Xvfb) at 640x360 against the headless frames of the same show: what
     differs is the HUD alone, within the top 40 % and the window's width, its backdrop
     darkening the picture; the compact lines (no GPU, neighbour or look lines) fit without
@@ -113,8 +113,7 @@ def test_the_windows_hud_at_640x360_is_compact_on_a_backdrop(tmp_path):
     run = ("--dt", "0.0333", "--frames", "12", "--count", "2000", "--no-midi", "--mute",
            "--preset", "murmuration", "--size", "640x360")  # no routes: the same frames
     window, headless = tmp_path / "window.png", tmp_path / "headless.png"
-    with xvfb("1024x600") as display:
-        shown = run_instrument(*run, "--screenshot", str(window), env=with_display(display))
+    shown = run_instrument(*run, "--screenshot", str(window), env=with_display(display))
     assert shown.returncode == 0, shown.stderr
     plain = run_instrument(*run, "--headless", "--screenshot", str(headless))
     assert plain.returncode == 0, plain.stderr

@@ -156,11 +156,16 @@ def in_private_network(name: str, tmp_path: Path | None = None) -> None:
     assert result.returncode == 0, f"the Link session failed:\n{output}"
 
 
+@pytest.mark.netns
+@pytest.mark.root
 def test_session_in_a_private_network():
     """Two Link peers in a namespace of their own: see scenario()."""
     in_private_network("scenario")
 
 
+@pytest.mark.netns
+@pytest.mark.root
+@pytest.mark.posix  # Ctrl+C (SIGINT) to the show's process group
 def test_the_instrument_follows_a_session_as_the_performer_starts_it(tmp_path):
     """`instrument.py --link` beside a peer, in a namespace of its own: see instrument()."""
     in_private_network("instrument", tmp_path)

@@ -300,6 +300,7 @@ def test_camera_distance_scales_the_framing():
 
 # ---- the bundled looks --------------------------------------------------------------------------
 
+@pytest.mark.slow  # twelve looks played
 def test_twelve_bundled_looks_each_lit_and_unlike_every_other():
     """Every bundled preset, played 1.5 s of the drum loop at a thumbnail's size (2,048 agents
     at most, post on): at least 3 % of its pixels lit (brighter than 0.15), and every pair
@@ -324,6 +325,7 @@ def test_twelve_bundled_looks_each_lit_and_unlike_every_other():
     assert closest[0] > 0.02, f"{closest[1]} and {closest[2]} look alike ({closest[0]:.3f})"
 
 
+@pytest.mark.slow  # the command, played
 def test_post_from_the_command_line_is_said_in_telemetry(tmp_path):
     telemetry = tmp_path / "t.jsonl"
     for choice, said in (("on", "on"), (None, "off (software GL")):
@@ -341,6 +343,7 @@ def test_post_from_the_command_line_is_said_in_telemetry(tmp_path):
 
 # ---- the start look ------------------------------------------------------------------------------
 
+@pytest.mark.slow  # the command, played
 def test_a_headless_run_that_chooses_no_look_opens_on_the_start_look(tmp_path):
     """As the window does: the start look, said in the log (issue 26: headless runs and
     renders played the registry's plain defaults, small yellow dots, and named nothing)."""
@@ -355,6 +358,7 @@ def test_a_headless_run_that_chooses_no_look_opens_on_the_start_look(tmp_path):
     assert (record["look"]["shape"], record["look"]["palette"]) == ("streak", "aurora")
 
 
+@pytest.mark.slow  # the command renders a video
 def test_the_readmes_music_video_opens_on_the_start_look_and_pulses_with_the_kick(tmp_path):
     """`--render SONG --out VIDEO` with no --preset: the start look, named in the log, whose
     light rises on each kick of a 120 BPM drum loop (kicks 1 s apart from 0.1 s) on software GL

@@ -12,7 +12,6 @@ from __future__ import annotations
 import random
 import time
 import uuid
-from collections.abc import Iterator
 
 import pytest
 from test_midi_input import NANO, alsa  # noqa: F401 - the fake ALSA fixture
@@ -24,7 +23,7 @@ from swarm_instrument.control.musical_time.midi_clock import VANISH_S, MidiClock
 from swarm_instrument.control.musical_time.tempo import Tempo, TempoReading
 from swarm_instrument.control.parameters.registry import Params
 
-from midi_jack import Sender, jack_midi_server
+from midi_jack import Sender
 
 FPS = 60.0
 CLOCK, START, CONTINUE, STOP = b"\xf8", b"\xfa", b"\xfb", b"\xfc"
@@ -232,11 +231,11 @@ def test_other_messages_and_a_flood_cost_little():
         clock.handle(message, 1.0)
     clock.handle(CLOCK, float("nan"))
     assert clock.pulses == 0 and clock.reading(1.0) is None
-    began = time.perf_counter()
+    began = time.thread_time()  # CPU time: the work, whatever else the machine runs
     for t in pulse_times(140.0, 0.0, 4096 / (24 * 140 / 60)):  # 4096 pulses, one frame's drain
         clock.handle(CLOCK, t)
     clock.reading(30.0)
-    assert time.perf_counter() - began < 0.5  # about 40 ms here; a bound for slow machines
+    assert time.thread_time() - began < 0.5  # about 40 ms here; a bound for slow machines
 
 
 # ----- arrival times and routing -----
@@ -324,21 +323,6 @@ def test_midi_sends_system_messages_to_its_clock_and_the_rest_to_the_mapping():
 
 # ----- over JACK -----
 
-@pytest.fixture(scope="module")
-def jack_server() -> Iterator[str]:
-    try:
-        server = jack_midi_server()
-        name = server.__enter__()
-    except RuntimeError as exc:
-        pytest.fail(str(exc))
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("JACK_DEFAULT_SERVER", name)
-        try:
-            yield name
-        finally:
-            server.__exit__(None, None, None)
-
-
 class LiveFrames:
     """The show's frame step at 60 fps on the wall clock: Midi.update, then Tempo."""
 
@@ -358,7 +342,7 @@ class LiveFrames:
         return taken
 
 
-def test_clock_from_a_second_jack_client_at_125_bpm(jack_server):
+def test_clock_from_a_second_jack_client_at_125_bpm(jack):
     client = f"inst-{uuid.uuid4().hex[:6]}"
     source = MidiInput(ports=[], virtual="clock", api="jack", client_name=client,
                        report=lambda text: None)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 
@@ -23,23 +23,7 @@ from swarm_instrument.control.midi.ports import MidiInput
 from swarm_instrument.control.midi.systems import list_midi_ports
 from swarm_instrument.control.parameters.registry import Params
 
-from midi_jack import WAIT_S, Sender, jack_midi_server
-
-
-@pytest.fixture(scope="module")
-def jack_server() -> Iterator[str]:
-    """A private JACK server, chosen for this process's clients by JACK_DEFAULT_SERVER."""
-    try:
-        server = jack_midi_server()
-        name = server.__enter__()
-    except RuntimeError as exc:
-        pytest.fail(str(exc))
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("JACK_DEFAULT_SERVER", name)
-        try:
-            yield name
-        finally:
-            server.__exit__(None, None, None)
+from midi_jack import WAIT_S, Sender
 
 
 def cc(controller: int, value: int, channel: int = 1) -> list[int]:
@@ -78,7 +62,7 @@ class Pump:
             time.sleep(0.01)
 
 
-def test_a_second_client_plays_the_virtual_port(jack_server):
+def test_a_second_client_plays_the_virtual_port(jack):
     client, reports = _unique("inst"), []
     source = MidiInput(ports=[], virtual="knobs", api="jack", client_name=client,
                        report=reports.append)
@@ -111,7 +95,7 @@ def test_a_second_client_plays_the_virtual_port(jack_server):
         daw.unplug()
 
 
-def test_a_device_that_goes_away_is_reconnected_by_name(jack_server):
+def test_a_device_that_goes_away_is_reconnected_by_name(jack):
     device, reports = _unique("nanoknobs"), []
     key = f"{device}:out"
     knobs = Sender(device, virtual="out")
@@ -152,7 +136,7 @@ def test_a_device_that_goes_away_is_reconnected_by_name(jack_server):
         knobs.unplug()
 
 
-def test_learn_binds_a_knob_end_to_end(jack_server, tmp_path):
+def test_learn_binds_a_knob_end_to_end(jack, tmp_path):
     device = _unique("pads")
     pads = Sender(device, virtual="out")
     save = tmp_path / "midi.json"
@@ -180,7 +164,7 @@ def test_learn_binds_a_knob_end_to_end(jack_server, tmp_path):
         pads.unplug()
 
 
-def test_a_port_chosen_by_index_is_then_followed_by_name(jack_server):
+def test_a_port_chosen_by_index_is_then_followed_by_name(jack):
     device, reports = _unique("indexed"), []
     key = f"{device}:out"
     sender = Sender(device, virtual="out")
@@ -206,6 +190,7 @@ def test_a_port_chosen_by_index_is_then_followed_by_name(jack_server):
         sender.unplug()
 
 
+@pytest.mark.jack  # libjack, through python-rtmidi's JACK API: no server is the point
 def test_no_jack_server_means_no_midi_and_one_clear_report(monkeypatch):
     monkeypatch.setenv("JACK_DEFAULT_SERVER", f"absent-{uuid.uuid4().hex[:8]}")
     reports: list[str] = []

@@ -3,12 +3,9 @@ the running instrument's parameter follows (after pickup), as telemetry reports 
 
 from __future__ import annotations
 
-import json
-import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
 
 import pytest
@@ -17,64 +14,54 @@ from swarm_instrument.control.looks.preset_bank import PresetBank
 from swarm_instrument.control.looks.presets import load_preset
 from swarm_instrument.show.cli.options import START_LOOK
 
-from conftest import ROOT
-from midi_jack import WAIT_S, Sender, jack_midi_server
+from conftest import ROOT, wait_for
+from midi_jack import WAIT_S, Sender
+from telemetry import last_record
 
 
-def last_record(path):
-    try:
-        lines = path.read_text().splitlines()
-        return json.loads(lines[-1]) if lines else None
-    except (OSError, json.JSONDecodeError):
-        return None
-
-
-def wait_for(check, what, process, resend=None):
-    deadline = time.monotonic() + 3 * WAIT_S
-    while time.monotonic() < deadline:
-        assert process.poll() is None, f"the instrument stopped: {process.communicate()}"
+def wait_until(check, what, process, resend=None):
+    """`check` comes true while the instrument plays; `resend` is sent again meanwhile."""
+    def sent_and_checked():
         if check():
-            return
+            return True
         if resend:
             resend()
-        time.sleep(0.3)
-    pytest.fail(f"timed out waiting for {what}")
+        return False
+
+    wait_for(sent_and_checked, what, timeout=3 * WAIT_S, process=process, every=0.3)
 
 
-def test_a_knob_drives_the_running_instrument(tmp_path, monkeypatch):
+@pytest.mark.posix  # Ctrl+C (SIGINT) ends the show
+def test_a_knob_drives_the_running_instrument(jack, tmp_path):
     telemetry = tmp_path / "t.jsonl"
     device = f"knobs{uuid.uuid4().hex[:6]}"
-    with jack_midi_server() as server:
-        monkeypatch.setenv("JACK_DEFAULT_SERVER", server)  # for the sender process too
-        monkeypatch.setenv("JACK_NO_START_SERVER", "1")
-        knobs = Sender(device, virtual="out")
-        env = {**os.environ, "JACK_DEFAULT_SERVER": server}
-        process = subprocess.Popen(
-            [sys.executable, str(ROOT / "instrument.py"), "--headless", "--size", "160x90",
-             "--count", "500", "--midi-api", "jack", "--midi-port", device,
-             "--telemetry", str(telemetry)],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    knobs = Sender(device, virtual="out")  # on the `jack` server, as the instrument is
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "instrument.py"), "--headless", "--size", "160x90",
+         "--count", "500", "--midi-api", "jack", "--midi-port", device,
+         "--telemetry", str(telemetry)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until(lambda: (r := last_record(telemetry)) is not None
+                   and f"{device}:out" in r["midi"]["ports_open"], "the port to open",
+                   process)
+        record = last_record(telemetry)
+        start = load_preset(PresetBank().resolve(START_LOOK)).values  # a plain start's
+        assert record["params"]["separation_weight"] == start["separation_weight"]
+        # CC 70 is separation_weight 0..5 in the shipped mapping. The knob starts armed:
+        # 0 then 100 crosses the value (1.2) and picks it up; 100/127 * 5 is where it ends.
+        wait_until(lambda: last_record(telemetry)["params"]["separation_weight"]
+                   == pytest.approx(100 / 127 * 5), "the parameter to follow the knob",
+                   process, resend=lambda: knobs.send([0xB0, 70, 0], [0xB0, 70, 100]))
+        assert last_record(telemetry)["midi"]["messages"] >= 2
+    finally:
+        process.send_signal(signal.SIGINT)
         try:
-            wait_for(lambda: (r := last_record(telemetry)) is not None
-                     and f"{device}:out" in r["midi"]["ports_open"], "the port to open",
-                     process)
-            record = last_record(telemetry)
-            start = load_preset(PresetBank().resolve(START_LOOK)).values  # a plain start's
-            assert record["params"]["separation_weight"] == start["separation_weight"]
-            # CC 70 is separation_weight 0..5 in the shipped mapping. The knob starts armed:
-            # 0 then 100 crosses the value (1.2) and picks it up; 100/127 * 5 is where it ends.
-            wait_for(lambda: last_record(telemetry)["params"]["separation_weight"]
-                     == pytest.approx(100 / 127 * 5), "the parameter to follow the knob",
-                     process, resend=lambda: knobs.send([0xB0, 70, 0], [0xB0, 70, 100]))
-            assert last_record(telemetry)["midi"]["messages"] >= 2
+            out, err = process.communicate(timeout=30)
         finally:
-            process.send_signal(signal.SIGINT)
-            try:
-                out, err = process.communicate(timeout=30)
-            finally:
-                knobs.unplug()
-        assert process.returncode == 0, err
-        assert "stopped (Ctrl+C)" in out
+            knobs.unplug()
+    assert process.returncode == 0, err
+    assert "stopped (Ctrl+C)" in out
 
 
 class FakeSource:

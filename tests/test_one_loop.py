@@ -17,6 +17,7 @@ FRAMES = 45
 COMMON = ("--size", "160x90", "--count", "700", "--seed", "5")
 
 
+@pytest.mark.slow  # the command renders twice
 def test_a_recorded_set_renders_again_into_the_same_frames(tmp_path):
     track, live, rendered = tmp_path / "set.jsonl", tmp_path / "live.png", tmp_path / "r.png"
     played = run_instrument("--headless", "--no-midi", "--frames", str(FRAMES), "--dt",

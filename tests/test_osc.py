@@ -144,12 +144,12 @@ def test_huge_type_tags_are_refused_before_any_argument_is_read():
     data = b"/swarm/max_speed\0\0\0\0" + tags + struct.pack(f">{count}f", *[1.0] * count)
     assert len(data) < 65507  # one UDP datagram
     best = math.inf
-    for _ in range(3):  # the fastest of three: a preempted run says nothing about the parser
-        start = time.perf_counter()
+    for _ in range(3):  # CPU time, the fastest of three: the parser's work alone
+        start = time.thread_time()
         with pytest.raises(OscError, match=f"type tags for {count} arguments"):
             parse_packet(data)
-        best = min(best, time.perf_counter() - start)
-    assert best < 0.002, f"{best * 1e3:.2f} ms to refuse {count} type tags"
+        best = min(best, time.thread_time() - start)
+    assert best < 0.002, f"{best * 1e3:.2f} ms of CPU to refuse {count} type tags"
 
 
 def test_a_time_tag_argument_is_not_a_number():
@@ -190,10 +190,10 @@ def test_printable_escapes_and_cuts_what_it_quotes():
         assert len(quoted) <= 60 and quoted.endswith("...")
         assert quoted.isascii() and quoted.isprintable()
     huge, best = "\x1b" * 10_000_000, math.inf
-    for _ in range(3):  # the fastest of three: a preempted run says nothing about printable
-        start = time.perf_counter()
+    for _ in range(3):  # CPU time, the fastest of three: printable's work alone
+        start = time.thread_time()
         printable(huge)
-        best = min(best, time.perf_counter() - start)
+        best = min(best, time.thread_time() - start)
     assert best < 0.001  # O(limit), not O(len): escaping 10 M characters would take seconds
 
 
@@ -253,7 +253,7 @@ def test_a_64k_bundle_applies_the_frame_budget_and_refuses_the_rest(osc):
         commands, worst = timed_polls(osc, 1)
     finally:
         sender.close()
-    assert worst < 0.050, f"poll took {worst * 1e3:.1f} ms"
+    assert worst < 0.050, f"poll worked {worst * 1e3:.1f} ms of CPU"
     assert len(commands) == 256 and commands[0] == Action("respawn")
     assert osc.applied == 256 and osc.dropped == count - 256 == 2472
     assert osc.rejected == 2472  # dropped messages are refused messages too
@@ -418,12 +418,13 @@ def message_object(address, *args):
 
 
 def timed_polls(osc, count, timeout=2.0):
-    """Poll until `count` datagrams were read: (the commands, the slowest poll in seconds)."""
+    """Poll until `count` datagrams were read: (the commands, the most CPU time a poll took,
+    in seconds: its work, not the scheduler's other business)."""
     got, worst, deadline = [], 0.0, time.monotonic() + timeout
     while osc.received < count and time.monotonic() < deadline:
-        start = time.perf_counter()
+        start = time.thread_time()
         got += osc.poll()
-        worst = max(worst, time.perf_counter() - start)
+        worst = max(worst, time.thread_time() - start)
         time.sleep(0.002)
     return got, worst
 
@@ -491,6 +492,7 @@ def test_a_flood_costs_bounded_work_per_frame(osc):
         sender.close()
 
 
+@pytest.mark.slow  # the command, played
 def test_command_line_osc(tmp_path):
     result = run_instrument("--headless", "--frames", "2", "--osc", "99999")
     assert result.returncode == 2 and "--osc" in result.stderr and "1 to 65535" in result.stderr

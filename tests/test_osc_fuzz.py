@@ -1,10 +1,13 @@
 """OSC under attack (issue 13): seeded mutations of valid datagrams only ever give OscError, in
 bounded time, with printable reasons, and whatever they accept python-osc (an independent
 parser) reads the same way; and poll(), with the port flooded over real UDP by another process
-with worst-case datagrams, stays far inside a frame.
+with worst-case datagrams, works far less than a frame and never waits (its socket is
+non-blocking: a poll of an empty socket returns at once). Work is CPU time, never wall time:
+on a loaded machine a poll may wait for a core, which is not the poll's cost.
 
 The number of mutated datagrams: 5,000 by default, 200,000 with --slow (where conftest.py
-offers it), or OSC_FUZZ_CASES; OSC_FLOOD_SECONDS sets the length of the flood (default 2)."""
+offers it), or OSC_FUZZ_CASES; OSC_FLOOD_POLLS sets the length of the flood (default 100
+polls, 20 ms apart)."""
 
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -35,10 +39,12 @@ from swarm_instrument.control.osc.osc_input import (
 from swarm_instrument.control.osc.osc_wire import MAX_ARGUMENTS, OscError, TimeTag, parse_packet
 from swarm_instrument.control.parameters.registry import BY_NAME
 
+from conftest import wait_for
+
 FUZZ_CASES, SLOW_FUZZ_CASES = 5000, 200_000
-FLOOD_SECONDS = float(os.environ.get("OSC_FLOOD_SECONDS", "2"))
+FLOOD_POLLS = int(os.environ.get("OSC_FLOOD_POLLS", "100"))
 CASE_CPU_LIMIT = 0.005  # seconds of CPU for one datagram, parsed and interpreted
-FRAME_LIMIT = 0.050  # seconds of wall time for one poll(): the README's slow-frame mark
+FRAME_LIMIT = 0.050  # a frame at the README's slow-frame mark: a poll may work half of it
 UDP_MAX = 65507
 
 
@@ -274,14 +280,14 @@ def worst_datagrams() -> dict[str, bytes]:
     }
 
 
-def timed_polls(osc: OscInput, count: int) -> list[tuple[list[Action], float, float]]:
-    """`count` polls, each with its wall time (what the frame feels) and its thread's CPU time
-    (poll's own work; wall minus CPU is time the scheduler gave to other processes)."""
+def timed_polls(osc: OscInput, count: int) -> list[tuple[list[Action], float]]:
+    """`count` polls, each with its thread's CPU time: poll's own work (its wall time also
+    holds whatever the scheduler gave other processes meanwhile, which is not its cost)."""
     polls = []
     for _ in range(count):
-        wall, cpu = time.perf_counter(), time.thread_time()
+        cpu = time.thread_time()
         commands = osc.poll()
-        polls.append((commands, time.perf_counter() - wall, time.thread_time() - cpu))
+        polls.append((commands, time.thread_time() - cpu))
     return polls
 
 
@@ -290,6 +296,16 @@ def osc():
     osc = OscInput("127.0.0.1", 0)
     yield osc
     osc.close()
+
+
+def test_a_poll_never_waits_for_a_datagram(osc):
+    """Nothing sent: poll() returns at once with nothing (a wait for the next datagram would
+    never end here, so a thread bounds it: a hang fails the test)."""
+    returned = []
+    poller = threading.Thread(target=lambda: returned.append(osc.poll()), daemon=True)
+    poller.start()
+    poller.join(10.0)
+    assert returned == [[]] and osc.received == 0
 
 
 @pytest.mark.parametrize("kind", list(worst_datagrams()))
@@ -304,29 +320,33 @@ def test_a_socket_full_of_one_worst_kind_polls_within_a_frame(osc, kind):
             sender.sendto(data, ("127.0.0.1", osc.port))
     finally:
         sender.close()
+    # Loopback may hand datagrams over a moment after the send (a queue on some systems), and
+    # nothing tells when all of them are in the socket: a short pause, not a measurement.
     time.sleep(0.02)
-    (commands, spent, cpu), = timed_polls(osc, 1)
+    (commands, cpu), = timed_polls(osc, 1)
     print(f"\n{kind}: {osc.received} datagrams, {len(commands)} applied, {osc.rejected} "
-          f"refused ({osc.dropped} dropped) in {spent * 1e3:.2f} ms ({cpu * 1e3:.2f} CPU)")
+          f"refused ({osc.dropped} dropped) in {cpu * 1e3:.2f} ms of CPU")
     assert cpu < FRAME_LIMIT / 2, f"{kind}: poll worked {cpu * 1e3:.1f} ms"
-    assert spent < FRAME_LIMIT, f"{kind}: poll took {spent * 1e3:.1f} ms ({cpu * 1e3:.1f} CPU)"
     assert 0 < osc.received <= MAX_DATAGRAMS_PER_FRAME
     assert len(commands) <= MAX_MESSAGES_PER_FRAME
     assert osc.last_error is None or osc.last_error.isprintable()
 
 
 FLOOD_SENDER = r"""
-import os, socket, sys, time
-os.nice(10)  # the sender is a stand-in for another machine: it must not starve the show
-port, seconds, path = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+import os, socket, sys, threading
+if hasattr(os, "nice"):  # a stand-in for another machine: it must not starve the show
+    os.nice(10)
+port, path = int(sys.argv[1]), sys.argv[2]
 blob, datagrams, at = open(path, "rb").read(), [], 0
 while at < len(blob):
     size = int.from_bytes(blob[at:at + 4], "big")
     datagrams.append(blob[at + 4:at + 4 + size])
     at += 4 + size
 sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-sent, end = 0, time.monotonic() + seconds
-while time.monotonic() < end:
+done = threading.Event()  # set when the test closes our stdin: the flood ends
+threading.Thread(target=lambda: (sys.stdin.read(), done.set()), daemon=True).start()
+sent = 0
+while not done.is_set():
     for data in datagrams:
         try:
             sock.sendto(data, ("127.0.0.1", port))
@@ -337,43 +357,34 @@ print(sent)
 """
 
 
+@pytest.mark.slow  # a hundred polls of a flood
 def test_poll_stays_inside_a_frame_while_another_process_floods_the_port(osc, tmp_path: Path):
     """Real UDP on 127.0.0.1: a second process sends the worst kinds round and round (with
-    many small 16-argument messages, which fill the datagram count) as fast as it can, for
-    FLOOD_SECONDS; the frame loop polls every 20 ms meanwhile, the socket full each time."""
+    many small 16-argument messages, which fill the datagram count) as fast as it can, until
+    the frame loop has polled FLOOD_POLLS times, 20 ms apart, the socket full each time."""
     kinds = worst_datagrams()
     rounds = list(kinds.values()) + [kinds["16-argument message"]] * 200
     rounds += [kinds["valid set"]] * 50
     path = tmp_path / "flood.bin"
     path.write_bytes(b"".join(len(d).to_bytes(4, "big") + d for d in rounds))
-    sender = subprocess.Popen([sys.executable, "-c", FLOOD_SENDER, str(osc.port),
-                               str(FLOOD_SECONDS + 1.0), str(path)],
-                              stdout=subprocess.PIPE, text=True)
+    sender = subprocess.Popen([sys.executable, "-c", FLOOD_SENDER, str(osc.port), str(path)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     polls = []
     try:
-        deadline = time.monotonic() + 10.0
-        while osc.received == 0 and time.monotonic() < deadline:  # the sender has started
-            osc.poll()
-            time.sleep(0.01)
-        end = time.monotonic() + FLOOD_SECONDS
-        while time.monotonic() < end:
+        wait_for(lambda: osc.poll() is not None and osc.received, "the sender's first datagram",
+                 timeout=30, process=sender, every=0.01)
+        for _ in range(FLOOD_POLLS):
             polls += timed_polls(osc, 1)
-            time.sleep(0.02)
+            time.sleep(0.02)  # the next frame: the sender fills the socket meanwhile
     finally:
-        sent = int(sender.communicate(timeout=30)[0] or 0)
-    wall = np.array([spent for _, spent, _ in polls]) * 1e3
-    cpu = np.array([work for _, _, work in polls]) * 1e3
-    slowest = int(wall.argmax())
+        sent = int(sender.communicate(input="", timeout=30)[0] or 0)  # stdin closed: it stops
+    cpu = np.array([work for _, work in polls]) * 1e3
     print(f"\nflood: {sent} datagrams sent, {osc.received} read in {len(polls)} polls; "
           f"{osc.applied} applied, {osc.rejected} refused ({osc.dropped} over the budget); "
-          f"poll median {np.median(wall):.2f} ms, 99th {np.percentile(wall, 99):.2f}, worst "
-          f"{wall.max():.2f} ms ({cpu[slowest]:.2f} CPU); most CPU {cpu.max():.2f} ms")
-    assert len(polls) >= FLOOD_SECONDS * 10 and sent > osc.received > len(polls) * 50
+          f"poll CPU median {np.median(cpu):.2f} ms, 99th {np.percentile(cpu, 99):.2f}, most "
+          f"{cpu.max():.2f} ms")
+    assert sent > osc.received > len(polls) * 50
     assert osc.dropped > 0 and osc.rejected > osc.dropped and osc.applied > 0
-    assert max(len(commands) for commands, _, _ in polls) <= MAX_MESSAGES_PER_FRAME
+    assert max(len(commands) for commands, _ in polls) <= MAX_MESSAGES_PER_FRAME
     assert osc.last_error.isascii() and osc.last_error.isprintable()
     assert cpu.max() < FRAME_LIMIT * 1e3 / 2, f"a poll worked {cpu.max():.1f} ms"
-    # Wall time is what the frame feels; over the limit with little CPU, the machine was
-    # overloaded (the poll waited for a core), which the message says.
-    assert wall.max() < FRAME_LIMIT * 1e3, \
-        f"worst poll {wall.max():.1f} ms, of which {cpu[slowest]:.1f} ms CPU"

@@ -243,6 +243,7 @@ def random_settings(rng: np.random.Generator, index: int) -> PostSettings:
         **FLAT)
 
 
+@pytest.mark.slow  # a thousand frames
 def test_feedback_stays_below_16_for_1000_frames_of_random_settings(chain, gpu):
     """10 seeded parameter sets, 1,000 frames each at 64x64: 500 of a constant bright scene
     (values up to 4), then 500 flickering between it and black. Every 50 frames the HDR result
@@ -370,6 +371,7 @@ def resident_mb() -> float:
         return int(statm.read().split()[1]) * 4096 / 1e6
 
 
+@pytest.mark.linux  # the process's memory from /proc
 def test_release_frees_everything_and_remade_chains_do_not_grow_memory(ctx, gpu):
     """Every object a chain held is released (moderngl marks it invalid; twice is fine), and
     chains made, run at 1024x1024 with bloom, feedback and the composite image (~30 MB of

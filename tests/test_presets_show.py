@@ -112,6 +112,7 @@ def test_the_recovery_file_follows_the_show(show, tmp_path):
     assert recovered.values["cohesion_weight"] == 2.75
 
 
+@pytest.mark.slow  # the command, played
 def test_resume_starts_from_the_recovery_file(tmp_path):
     recovery = tmp_path / "recovery.json"
     RecoveryWriter(recovery).save(Params({"count": 333, "max_speed": 21.0}), [],
@@ -135,6 +136,7 @@ def test_resume_starts_from_the_recovery_file(tmp_path):
     assert result.returncode == 0 and "cannot resume" in result.stdout
 
 
+@pytest.mark.slow  # the command, played
 def test_preset_by_name_and_unknown_name(tmp_path):
     env = {**os.environ, "SWARM_PRESETS_DIR": str(tmp_path)}
     ok = subprocess.run([sys.executable, str(ROOT / "instrument.py"), "--headless", "--frames",
@@ -170,6 +172,7 @@ def test_a_crash_mid_morph_resumes_the_look_it_was_heading_to(show, tmp_path):
     assert saved.state["modified"] and saved.values["max_speed"] == 30.0
 
 
+@pytest.mark.slow  # seconds of morph played
 def test_what_the_performer_plays_during_a_morph_wins_over_it(show):
     target = PresetBank(show.looks.bank.user_folder).recall(2)
     show.params["morph_seconds"] = 2.0

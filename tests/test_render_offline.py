@@ -182,6 +182,7 @@ def test_the_swarm_follows_the_song(observed):
     assert all(s["agent_size"] == 1.2 for s in seen if s["t"] >= 1.0)
 
 
+@pytest.mark.posix  # SIGINT sent to this process, as Ctrl+C does
 def test_ctrl_c_leaves_a_playable_file(song, tmp_path, monkeypatch):
     """SIGINT during the fourth frame's simulation: the file holds the three frames before it,
     with their sound."""

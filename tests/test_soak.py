@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -15,6 +17,7 @@ def soak(*args):
                            "--size", "96x64", *args], capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow  # the soak, in two processes
 def test_soak_stops_at_its_wall_limit_and_goes_on_in_a_new_process(tmp_path):
     checkpoint, report = tmp_path / "soak.npz", tmp_path / "soak.json"
     # A zero limit stops after the first frame, however fast the GPU.

@@ -3,39 +3,25 @@ crashes lead to safe mode; Ctrl+C ends both processes."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from swarm_instrument.show.supervisor import Supervisor, crash_logger
 
-from conftest import ROOT
-
-WAIT_S = 60.0
+from conftest import ROOT, wait_for
+from telemetry import last_record
 
 
 def read_pid(path: Path) -> int | None:
-    try:
-        return json.loads(path.read_text())["pid"]
-    except (OSError, ValueError, KeyError):
-        return None
-
-
-def wait_for(check, what, timeout=WAIT_S):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.2)
-    pytest.fail(f"timed out waiting for {what}")
+    """The pid in the supervisor's last-telemetry.json, once there is a whole record."""
+    record = last_record(path)
+    return record.get("pid") if record else None
 
 
 @pytest.fixture
@@ -56,6 +42,7 @@ def supervised(tmp_path):
             process.wait()
 
 
+@pytest.mark.posix  # SIGKILL, SIGSTOP and SIGINT
 def test_the_show_comes_back_after_sigkill_and_a_hang(supervised):
     process, state = supervised
     record = state / "last-telemetry.json"
@@ -80,6 +67,7 @@ def test_the_show_comes_back_after_sigkill_and_a_hang(supervised):
         os.kill(third, 0)  # the child ended with it
 
 
+@pytest.mark.posix  # the supervisor: POSIX pipes and process groups (not on Windows)
 def test_repeated_crashes_back_off_stop_resuming_and_end_in_safe_mode(tmp_path):
     """A show that dies at once, again and again: the second start resumes; the resumed state
     died quickly too, so the third starts fresh (the default look) and so does the fourth, in
@@ -113,6 +101,7 @@ def test_the_crash_log_rotates(tmp_path):
     assert all(p.stat().st_size <= 1_001_000 for p in tmp_path.iterdir())
 
 
+@pytest.mark.slow  # the command, played twice
 def test_safe_mode_runs_on_the_bundled_shaders(tmp_path):
     broken = tmp_path / "shaders"
     shutil.copytree(ROOT / "shaders", broken)

@@ -110,6 +110,7 @@ def test_one_step_matches_seed_kernel(ctx, backend, path):
     assert np.abs(x - position).max() > 0.01
 
 
+@pytest.mark.slow  # ten steps, each against numpy (O(n^2) on the CPU): seconds a case
 def test_every_step_of_a_trajectory_matches(ctx, backend, path):
     """Ten steps on the GPU; each step checked against numpy from the GPU's previous state,
     so ping-pong, the re-sort and the grid's counts are exercised across steps."""
@@ -507,6 +508,7 @@ def test_the_buffer_is_in_cell_order_stable_inside_a_cell(ctx):
         swarm.release()
 
 
+@pytest.mark.slow  # a crowd played until the lanes follow it
 def test_auto_lanes_measure_the_crowd_and_follow_it(ctx, monkeypatch):
     """With lanes "auto" the grid kernel counts, every CROWD_EVERY steps, the candidates its
     agents visit; with `fixed_lag` (reproducible runs) the swarm reads a measurement at the

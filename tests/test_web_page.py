@@ -6,21 +6,17 @@ server; switches, choices and colours set theirs; the preset grid shows what is 
 and recalls it with the morph; tap, downbeat, respawn and burst reach the show; values the show
 changes come back to the page; the meters move with audio played into a JACK port. The page
 is looked at on a phone's and a laptop's screen: every touch target at least 44 px, nothing
-wider than the screen. Fails, never skips, without Chromium: CI installs chromium and
-chromium-driver.
+wider than the screen. The browser is the `browser` fixture (tests/conftest.py): it fails,
+never skips, without Chromium.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 import time
 from pathlib import Path
 
 import pytest
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
@@ -36,27 +32,11 @@ from swarm_instrument.show.inputs.web_input import WebInput
 from swarm_instrument.show.loop import Loop, Offscreen, WallClock
 from swarm_instrument.show.show import Show
 
-from jackd import ToneBurstClient, jack_server
+from jackd import ToneBurstClient
 
 TOKEN = "page-test-token-0123456789"
 PHONE = (390, 844)
 LAPTOP = (1280, 860)
-
-
-def chromium() -> webdriver.Chrome:
-    browser, driver = shutil.which("chromium"), shutil.which("chromedriver")
-    if browser is None or driver is None:
-        pytest.fail("chromium and chromedriver not found: apt-get install chromium "
-                    "chromium-driver (CI's .ci/run does)")
-    options = webdriver.ChromeOptions()
-    options.binary_location = browser
-    for argument in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                     "--no-first-run", "--disable-background-networking",
-                     "--disable-component-update", "--disable-sync",
-                     "--disable-dev-shm-usage", f"--window-size={LAPTOP[0]},{LAPTOP[1]}",
-                     f"--user-data-dir={tempfile.mkdtemp(prefix='swarm-chromium-')}"):
-        options.add_argument(argument)
-    return webdriver.Chrome(options=options, service=Service(driver))
 
 
 class Stage:
@@ -139,15 +119,8 @@ class Stage:
 
 
 @pytest.fixture(scope="module")
-def driver():
-    browser = chromium()
-    yield browser
-    browser.quit()
-
-
-@pytest.fixture(scope="module")
-def stage(gl_context, driver, tmp_path_factory):
-    made = Stage(gl_context, driver, user_folder=tmp_path_factory.mktemp("user-presets"))
+def stage(gl_context, browser, tmp_path_factory):
+    made = Stage(gl_context, browser, user_folder=tmp_path_factory.mktemp("user-presets"))
     made.open()
     yield made
     made.release()
@@ -416,39 +389,39 @@ def test_the_page_fits_a_phone_and_a_laptop(stage, tmp_path):
         assert int.from_bytes(data[16:20], "big") == width
 
 
-def test_the_meters_move_with_audio_from_a_jack_port(gl_context, driver, tmp_path):
+def test_the_meters_move_with_audio_from_a_jack_port(gl_context, browser, jack, tmp_path):
     from swarm_instrument.audio.input.live_input import AudioInput
     from swarm_instrument.audio.source import open_audio
 
-    with jack_server() as server:
-        audio = open_audio()  # the default input: JACK's, in its worker process
-        assert isinstance(audio, AudioInput) and audio.state == "ok", audio.message
-        stage = Stage(gl_context, driver, audio=audio, user_folder=tmp_path)
-        try:
-            stage.open()
+    audio = open_audio()  # the default input: JACK's, in its worker process
+    assert isinstance(audio, AudioInput) and audio.state == "ok", audio.message
+    stage = Stage(gl_context, browser, audio=audio, user_folder=tmp_path)
+    try:
+        stage.open()
 
-            def level() -> float:
-                return float(stage.element("#m-level").get_attribute("data-value"))
+        def level() -> float:
+            return float(stage.element("#m-level").get_attribute("data-value"))
 
-            def onsets() -> int:
-                return int(stage.element("#onset").get_attribute("data-onsets") or 0)
+        def onsets() -> int:
+            return int(stage.element("#onset").get_attribute("data-onsets") or 0)
 
-            assert stage.play_until(lambda: stage.element("#frame-ms").text != "--", timeout=5)
-            assert level() < 0.05  # the dummy driver's silence
-            quiet_onsets = onsets()
-            with ToneBurstClient(server, frequency=440.0, amplitude=0.6) as burst:
-                for port in burst.input_ports():
-                    burst.connect(port)
-                for _ in range(3):
-                    burst.burst(0.6)
-                    assert stage.play_until(lambda: level() > 0.3, timeout=5), \
-                        stage.show.audio.telemetry()
-                    stage.play_until(lambda: False, timeout=0.6)
-            assert onsets() > quiet_onsets  # each burst's attack flashed the onset lamp
-            assert stage.play_until(lambda: level() < 0.2, timeout=5)  # and it falls back
-            meters = json.loads(stage.js("return JSON.stringify({bpm: document.getElementById("
-                                         "'bpm').textContent, ms: document.getElementById("
-                                         "'frame-ms').textContent})"))
-            assert float(meters["bpm"]) > 0 and float(meters["ms"]) > 0
-        finally:
-            stage.release()
+        assert stage.play_until(lambda: stage.element("#frame-ms").text != "--", timeout=5)
+        assert level() < 0.05  # the dummy driver's silence
+        quiet_onsets = onsets()
+        with ToneBurstClient(jack, frequency=440.0, amplitude=0.6) as burst:
+            for port in burst.input_ports():
+                burst.connect(port)
+            for _ in range(3):
+                burst.burst(0.6)
+                assert stage.play_until(lambda: level() > 0.3, timeout=5), \
+                    stage.show.audio.telemetry()
+                # the burst ends (the meter falls): the next one is a new attack
+                assert stage.play_until(lambda: level() < 0.2, timeout=5)
+        assert onsets() > quiet_onsets  # each burst's attack flashed the onset lamp
+        assert stage.play_until(lambda: level() < 0.2, timeout=5)  # and it falls back
+        meters = json.loads(stage.js("return JSON.stringify({bpm: document.getElementById("
+                                     "'bpm').textContent, ms: document.getElementById("
+                                     "'frame-ms').textContent})"))
+        assert float(meters["bpm"]) > 0 and float(meters["ms"]) > 0
+    finally:
+        stage.release()

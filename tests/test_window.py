@@ -8,53 +8,30 @@ import shutil
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from swarm_instrument.visual.ui.window import EscapeGuard
 
-from conftest import ROOT
+from conftest import ROOT, wait_for
 from conftest import run_instrument as instrument
 from pictures import read_png
+from telemetry import last_record
+from xdisplay import with_display
 
 BACKGROUND_MAX = 40  # the background is near black; swarm pixels are brighter
-
-
-@pytest.fixture(scope="module")
-def xvfb():
-    """A virtual X screen of its own for this module's tests."""
-    assert shutil.which("Xvfb"), "Xvfb is missing: apt-get install xvfb (CI installs it)"
-    for number in range(91, 120):
-        if not Path(f"/tmp/.X11-unix/X{number}").exists() and not Path(
-                f"/tmp/.X{number}-lock").exists():
-            break
-    display = f":{number}"
-    process = subprocess.Popen(["Xvfb", display, "-screen", "0", "1024x600x24", "-nolisten",
-                                "tcp"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 10
-    while not Path(f"/tmp/.X11-unix/X{number}").exists():
-        assert process.poll() is None and time.monotonic() < deadline, "Xvfb did not start"
-        time.sleep(0.05)
-    yield display
-    process.terminate()
-    process.wait(timeout=10)
-
-
-def with_display(display):
-    return {**os.environ, "DISPLAY": display}
 
 
 def swarm_pixels(image: np.ndarray) -> np.ndarray:
     return image.max(axis=2) > BACKGROUND_MAX
 
 
-def test_window_plays_the_swarm(xvfb, tmp_path):
+def test_window_plays_the_swarm(display, tmp_path):
     shot, telemetry = tmp_path / "window.png", tmp_path / "telemetry.jsonl"
     result = instrument("--windowed", "--size", "480x270", "--frames", "40", "--count", "4000",
                         "--screenshot", str(shot), "--telemetry", str(telemetry),
-                        env=with_display(xvfb))
+                        env=with_display(display))
     assert result.returncode == 0, result.stderr
     assert "window: 4000 agents" in result.stdout
     image = read_png(shot)
@@ -78,24 +55,20 @@ def test_window_plays_the_swarm(xvfb, tmp_path):
     assert last["params"]["count"] == 4000 and last["params"]["boundary"] == "sphere"
 
 
-def test_escape_quits_only_when_pressed_twice(xvfb, tmp_path):
+def test_escape_quits_only_when_pressed_twice(display, tmp_path):
     assert shutil.which("xdotool"), "xdotool is missing: apt-get install xdotool"
     telemetry = tmp_path / "t.jsonl"
     process = subprocess.Popen(
         [sys.executable, str(ROOT / "instrument.py"), "--windowed", "--size", "320x200",
          "--count", "500", "--telemetry", str(telemetry)],
-        env=with_display(xvfb), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        env=with_display(display), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 60
-        while not telemetry.exists() or not telemetry.read_text().strip():
-            assert process.poll() is None, process.communicate()
-            assert time.monotonic() < deadline, "the window never drew a frame"
-            time.sleep(0.2)
+        wait_for(lambda: last_record(telemetry), "the window's first frame", process=process)
 
         def press_escape():
             subprocess.run(["xdotool", "search", "--sync", "--name", "swarm instrument",
                             "windowfocus", "--sync", "key", "Escape"],
-                           env=with_display(xvfb), check=True, timeout=20)
+                           env=with_display(display), check=True, timeout=20)
 
         press_escape()
         time.sleep(2.5)  # longer than the one-second window: the first press has expired
@@ -130,6 +103,7 @@ def test_headless_screenshot(tmp_path):
     assert 0.02 < swarm_pixels(image).mean() < 0.9
 
 
+@pytest.mark.slow  # the command plays ten seconds of the look
 def test_no_display_plays_ten_seconds_of_the_striking_look_and_says_where(tmp_path):
     """The first command of the README, as a new user runs it on a machine with no display."""
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
@@ -158,7 +132,7 @@ def test_no_display_plays_ten_seconds_of_the_striking_look_and_says_where(tmp_pa
     assert "Traceback" not in result.stderr and len(others) <= 2
 
 
-def test_unknown_screen_is_a_clear_error(xvfb):
-    result = instrument("--screen", "5", "--frames", "1", env=with_display(xvfb))
+def test_unknown_screen_is_a_clear_error(display):
+    result = instrument("--screen", "5", "--frames", "1", env=with_display(display))
     assert result.returncode == 1
     assert "--screen 5: no such screen" in result.stderr and "Traceback" not in result.stderr

@@ -1,10 +1,12 @@
-"""OpenGL contexts and the backend they can run: a headless context through EGL, the
-context's version, and which backend (`--gl`) it takes: compute shaders (4.3) or transform
-feedback (4.1, macOS), chosen by what the context offers, never by trying a compile.
-Main thread only.
+"""OpenGL contexts and the backend they can run: a headless context (EGL on Linux, the
+system's own standalone context on macOS and Windows), the context's version, and which
+backend (`--gl`) it takes: compute shaders (4.3) or transform feedback (4.1, macOS), chosen by
+what the context offers, never by trying a compile. Main thread only.
 """
 
 from __future__ import annotations
+
+import sys
 
 import moderngl
 
@@ -16,23 +18,30 @@ COMPUTE_EXTENSIONS = ("GL_ARB_compute_shader", "GL_ARB_shader_storage_buffer_obj
                       "GL_ARB_shader_image_load_store")
 
 
-def create_headless_context(minimum: str = "4.3") -> moderngl.Context:
-    """A standalone OpenGL context through EGL: no display needed. `minimum`: the version it
-    must have, "4.3" (the compute backend's, the default) or "4.1" (the show's: pick_backend
-    then chooses the backend, and says why where --gl asked for one it cannot have). 4.3 is
-    always asked for first: NVIDIA's EGL gives exactly the version asked for (a 4.1 context
-    there has no compute shaders, and the show then ran the 4.1 backend on an H200), where
-    Mesa gives its newest whatever is asked."""
+def create_headless_context(minimum: str = "4.3", platform: str = sys.platform
+                            ) -> moderngl.Context:
+    """A standalone OpenGL context: no display needed. On Linux through EGL (a GPU's driver or
+    Mesa's llvmpipe, with no X server); elsewhere through moderngl's default standalone
+    backend, since macOS (CGL) and Windows (WGL) have no EGL. `minimum`: the version it must
+    have, "4.3" (the compute backend's, the default) or "4.1" (the show's: pick_backend then
+    chooses the backend, and says why where --gl asked for one it cannot have). 4.3 is always
+    asked for first: NVIDIA's EGL gives exactly the version asked for (a 4.1 context there has
+    no compute shaders, and the show then ran the 4.1 backend on an H200), where Mesa gives
+    its newest whatever is asked."""
+    linux = platform.startswith("linux")
+    through = {"backend": "egl"} if linux else {}
     requires = (430,) if minimum == "4.3" else (430, 410)
     for require in requires:
         try:
-            return moderngl.create_context(standalone=True, backend="egl", require=require)
+            return moderngl.create_context(standalone=True, require=require, **through)
         except Exception as exc:  # moderngl raises plain Exceptions for driver problems
             failure = exc
+    what = ("install Mesa's EGL (Debian: libegl1 libgl1-mesa-dri) or a GPU driver" if linux
+            else "update the GPU driver")
     raise RuntimeError(
-        f"could not create a headless OpenGL {minimum} core context through EGL "
-        f"({failure}): the instrument needs 4.1 at least (4.3 for compute shaders); install "
-        "Mesa's EGL (Debian: libegl1 libgl1-mesa-dri) or a GPU driver") from failure
+        f"could not create a headless OpenGL {minimum} core context"
+        f"{' through EGL' if linux else ''} ({failure}): the instrument needs 4.1 at least "
+        f"(4.3 for compute shaders); {what}") from failure
 
 
 def gl_version(ctx: moderngl.Context) -> str:
