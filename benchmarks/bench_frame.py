@@ -6,9 +6,13 @@ The post chain runs whole (bloom and feedback on; `--post off`: exposure and the
 Each count runs at the seed's density (spawn and contain radius scaled by (N / 16384)^(1/3)),
 settles for a few simulated seconds, has the camera frame the swarm as the live window does,
 then renders frames with a fixed 1/60 s step. Whole frames are timed by the wall clock up to
-ctx.finish() (CPU work included), each pass by GL timer queries where the driver has them.
+ctx.finish() (CPU work included), each pass by GL timer queries where the driver has them,
+and the CPU time the main thread spends on each stage of the frame (`time.thread_time`: the
+show's Python work and the driver's work inside its GL calls, never the wait for the GPU; the
+loop's own stamps, show/frame_cpu.py), with the HUD's lines and drawing timed the same way.
 The HUD is drawn with pyglet in a hidden headless window where pyglet can open one (else
-left out, and said).
+left out, and said). `--profile N` prints cProfile's N costliest functions of the timed frames
+of each count (CPU inside GL calls shows under the moderngl method that made them).
  `--backend 4.3,4.1` times both
 backends' frames side by side (default: both where the driver has compute shaders, else 4.1),
 with a ratio line per count and far draw (the 4.1 backend draws far agents as points only:
@@ -18,8 +22,11 @@ the splat is a compute pass; its row is timed once, and compared with each 4.3 f
 from __future__ import annotations
 
 import argparse
+import cProfile
+import io
 import json
 import platform
+import pstats
 import statistics
 import sys
 import time
@@ -28,6 +35,7 @@ from pathlib import Path
 from bench_swarm import scaled_params  # run as a script: benchmarks/ is on the path
 
 from swarm_instrument.show.cli.options import ShowOptions
+from swarm_instrument.show.frame_cpu import STAGES
 from swarm_instrument.show.loop import FixedStep, Loop, Offscreen
 from swarm_instrument.show.show import Show
 from swarm_instrument.visual.gpu.context import BACKENDS, compute_missing, is_software
@@ -60,17 +68,29 @@ def bench_count(ctx, hud, count: int, args: argparse.Namespace, far: str,
     show.camera.follow(show.renderer.swarm_radius, 1e6, show.renderer.swarm_center)
 
     loop = Loop(show, FixedStep(1 / 60))  # the show's one loop: update, step, draw
+    for _ in range(10):  # first frames compile shader variants: not what a show's frame costs
+        loop.frame(*sink.target())
     frames, passes = [], {"simulate": [], "cull": [], "draw": [], "post": []}
+    hud_cpu = []
+    profile = cProfile.Profile() if args.profile else None
     started = time.perf_counter()
+    first_cpu = show.cpu.frames
     for _ in range(args.frames):
         # The whole frame by the wall clock, CPU work included, waiting for the GPU at the end
         # as a swap would (timer queries cannot nest, and the passes own theirs).
         ctx.finish()
         t0 = time.perf_counter()
+        if profile is not None:
+            profile.enable()
         loop.frame(*sink.target())
+        c0 = time.thread_time()
+        lines = show.hud_lines()
         if hud is not None:
             framebuffer.use()
-            hud.draw(show.hud_lines())
+            hud.draw(lines)
+        hud_cpu.append((time.thread_time() - c0) * 1e3)
+        if profile is not None:
+            profile.disable()
         ctx.finish()
         frames.append((time.perf_counter() - t0) * 1e3)
         for name, value in show.gpu_ms.items():
@@ -79,11 +99,21 @@ def bench_count(ctx, hud, count: int, args: argparse.Namespace, far: str,
         if time.perf_counter() - started > args.budget:
             break
     counts = show.renderer.read_counts_now()
+    timed = show.cpu.recent()[-(show.cpu.frames - first_cpu):]
+    stages = {name: statistics.median(timed[:, k]) for k, name in enumerate(STAGES)}
+    cpu = {**stages, "frame": statistics.median(timed.sum(axis=1)),
+           "hud": statistics.median(hud_cpu)}
+    if profile is not None:
+        text = io.StringIO()
+        pstats.Stats(profile, stream=text).sort_stats("tottime").print_stats(args.profile)
+        print(f"# cProfile of {len(frames)} frames at {count} agents (tottime: own time, "
+              "GL calls' CPU under their method)\n" + text.getvalue(), flush=True)
     row = {
         "count": count, "backend": backend, "far_draw": show.renderer.far_draw,
         "frames": len(frames), "frame_ms": statistics.median(frames),
         "frame_ms_max": max(frames),
         "passes_ms": {k: statistics.median(v) if v else None for k, v in passes.items()},
+        "cpu_ms": cpu,
         "visible": counts.visible, "near": counts.near, "far": counts.far,
         "camera_distance": show.camera.distance,
     }
@@ -105,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--far", default="splat",
                         help="how far agents are drawn: splat (compute, the default), points "
                              "(GL points), or both: splat,points (each count timed both ways)")
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="print cProfile's N costliest functions of each count's frames")
     parser.add_argument("--backend", default=None,
                         help="4.3,4.1: the backends to time (default: both where the driver "
                              "has compute shaders, else 4.1)")
@@ -126,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     if not fars or any(far not in ("splat", "points") for far in fars):
         parser.error(f"--far: splat, points or splat,points, not {args.far!r}")
     print(f"{'agents':>10} {'gl':>4} {'far draw':>8} {'frame ms':>9} {'sim':>7} {'cull':>7} "
-          f"{'draw':>7} {'post':>7} {'visible':>9} {'far':>9}", flush=True)
+          f"{'draw':>7} {'post':>7} {'visible':>9} {'far':>9} | CPU ms: {'frame':>6} "
+          + " ".join(f"{name:>7}" for name in (*STAGES, "hud")), flush=True)
     rows, ratios = [], []
 
     def ms(v):
@@ -140,9 +173,11 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append(row)
                 made.append(row)
                 p = row["passes_ms"]
+                cpu = row["cpu_ms"]
                 print(f"{count:>10} {backend:>4} {row['far_draw']:>8} {row['frame_ms']:9.3f} "
                       f"{ms(p['simulate'])} {ms(p['cull'])} {ms(p['draw'])} {ms(p['post'])} "
-                      f"{row['visible']:>9} {row['far']:>9}", flush=True)
+                      f"{row['visible']:>9} {row['far']:>9} |         {cpu['frame']:6.3f} "
+                      + " ".join(ms(cpu[name]) for name in (*STAGES, "hud")), flush=True)
         for gl41 in (r for r in made if r["backend"] == "4.1"):
             for gl43 in (r for r in made if r["backend"] == "4.3"):
                 ratio = gl41["frame_ms"] / gl43["frame_ms"]

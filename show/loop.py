@@ -124,7 +124,8 @@ class Loop:
     """Plays frames of `show` by `clock`: `frame(target, size)` is one of them (the window
     calls it from on_draw), `run(sink, ...)` repeats it into a sink. `before(tick)` runs
     before the update (a render's recorded events), `after()` after the draw (heartbeat,
-    telemetry). The wall clock times each frame for the HUD and notes slow ones (live).
+    telemetry). The wall clock times each frame for the HUD and notes slow ones (live); the
+    thread's CPU clock times each stage (`show.cpu`).
     `outputs` (show/video_outputs.py) take every drawn frame too, before anything is drawn over
     it."""
 
@@ -138,18 +139,24 @@ class Loop:
         self.after = after
         self.wall = wall
         self.outputs = outputs
+        self.cpu = show.cpu  # the main thread's CPU time, stage by stage (show/frame_cpu.py)
         self._next_slow_note = 0.0
 
     def frame(self, target: moderngl.Framebuffer, size: tuple[int, int] | None = None) -> None:
         show = self.show
+        cpu = self.cpu.clock
+        stamps = [cpu()]
         tick = self.clock.next()
         if self.before is not None:
             self.before(tick)
         show.update(tick.now)
+        stamps.append(cpu())
         for _ in range(tick.steps):
             show.advance(tick.dt)
         show.pace.tick(tick.now, show.show_time)  # behind real time?
+        stamps.append(cpu())
         show.draw(target, size)
+        stamps.append(cpu())
         wall = self.wall()
         if self.outputs is not None:  # video out: never waits (visual/output/readback.py)
             self.outputs.take(target, tuple(size or target.size), wall)
@@ -159,6 +166,8 @@ class Loop:
                      f"({show.clock.slow_frames} so far)")
         if self.after is not None:
             self.after()
+        stamps.append(cpu())
+        self.cpu.record(stamps)
 
     def run(self, sink: Sink, *, frames: int | None = None,
             stop: Callable[[], bool] = lambda: False, cap: float | None = None) -> int:

@@ -79,6 +79,7 @@ def telemetry(show: Show) -> dict[str, Any]:
         "slow_frames": show.clock.slow_frames,
         "real_time": show.pace.state(),
         "gpu_ms": {k: _round(v) for k, v in show.gpu_ms.items()},
+        "cpu_ms": show.cpu.medians(),  # the main thread's, by stage (show/frame_cpu.py)
         "agents": show.swarm.count,
         "backend": {"gl": show.backend, "why": show.backend_why,
                     "context": show.ctx.info.get("GL_VERSION", "")},
@@ -124,9 +125,11 @@ def hud_lines(show: Show, compact: bool = False) -> list[str]:
 
     renderer = show.renderer
     visible = renderer.visible
+    cpu = show.cpu.medians(every=15)
     technical = [  # what a small window leaves out
         f"GPU ms: simulate {ms(gpu['simulate'])}  cull {ms(gpu['cull'])}  "
-        f"draw {ms(gpu['draw'])}  post {ms(gpu.get('post'))}",
+        f"draw {ms(gpu['draw'])}  post {ms(gpu.get('post'))}  CPU ms "
+        f"{ms(cpu and cpu['frame'])}",
         f"{show.swarm.neighbors} neighbours  GL {show.backend} "
         f"({'compute' if show.backend == '4.3' else 'transform feedback'})",
         f"look: {look_line(show)}",

@@ -32,6 +32,7 @@ from swarm_instrument.control.musical_time.tempo import TapTempo, Tempo
 from swarm_instrument.control.parameters.modulation import Burst, Route, modulate, tempo_sources
 from swarm_instrument.control.parameters.registry import Params
 from swarm_instrument.show.cli.options import ShowOptions
+from swarm_instrument.show.frame_cpu import FrameCpu
 from swarm_instrument.show.inputs.beat_clock import AudioTempo
 from swarm_instrument.show.inputs.input_roles import MidiIn, OscIn, Recorder, WebIn
 from swarm_instrument.show.inputs.selection import Selection
@@ -99,6 +100,7 @@ class Show:
                 "waits whenever the GPU is further behind")
         self.clock = FrameClock()  # ticked by the loop, read by the HUD and telemetry
         self.pace = Pace()  # the show's time against the clock's: ticked by the loop too
+        self.cpu = FrameCpu()  # the CPU time of each stage of the frame: stamped by the loop
         self.paused = False
         self.frame = 0
         self.now = 0.0  # the loop's time at the last update
