@@ -12,7 +12,9 @@ show's Python work and the driver's work inside its GL calls, never the wait for
 loop's own stamps, show/frame_cpu.py), with the HUD's lines and drawing timed the same way.
 The HUD is drawn with pyglet in a hidden headless window where pyglet can open one (else
 left out, and said). `--profile N` prints cProfile's N costliest functions of the timed frames
-of each count (CPU inside GL calls shows under the moderngl method that made them).
+of each count (CPU inside GL calls shows under the moderngl method that made them). `--split`
+runs as many frames again with every moderngl call timed (benchmarks/gl_calls.py): the frame's
+CPU split into the driver's (inside GL calls, by method) and the show's own Python.
  `--backend 4.3,4.1` times both
 backends' frames side by side (default: both where the driver has compute shaders, else 4.1),
 with a ratio line per count and far draw (the 4.1 backend draws far agents as points only:
@@ -33,6 +35,7 @@ import time
 from pathlib import Path
 
 from bench_swarm import scaled_params  # run as a script: benchmarks/ is on the path
+from gl_calls import GlCalls
 
 from swarm_instrument.show.cli.options import ShowOptions
 from swarm_instrument.show.frame_cpu import STAGES
@@ -103,6 +106,8 @@ def bench_count(ctx, hud, count: int, args: argparse.Namespace, far: str,
     stages = {name: statistics.median(timed[:, k]) for k, name in enumerate(STAGES)}
     cpu = {**stages, "frame": statistics.median(timed.sum(axis=1)),
            "hud": statistics.median(hud_cpu)}
+    if args.split:
+        cpu["split"] = split_frames(ctx, loop, sink, len(frames))
     if profile is not None:
         text = io.StringIO()
         pstats.Stats(profile, stream=text).sort_stats("tottime").print_stats(args.profile)
@@ -121,6 +126,25 @@ def bench_count(ctx, hud, count: int, args: argparse.Namespace, far: str,
     return row
 
 
+def split_frames(ctx, loop: Loop, sink: Offscreen, frames: int) -> dict:
+    """`frames` more frames with every GL call timed: CPU ms a frame inside GL calls (by
+    method, the costliest first) and outside them (the show's Python)."""
+    ctx.finish()
+    with GlCalls() as calls:
+        start = time.thread_time()
+        for _ in range(frames):
+            loop.frame(*sink.target())
+        total = (time.thread_time() - start) * 1e3 / frames
+    gl = calls.total_ms() / frames
+    methods = {name: (round(ms / frames, 4), round(calls.count[name] / frames, 2))
+               for name, ms in calls.ms.most_common()}
+    shown = ", ".join(f"{name} {ms:.3f} ({n:g})" for name, (ms, n) in list(methods.items())[:8])
+    print(f"# split over {frames} frames: CPU {total:.3f} ms a frame = Python {total - gl:.3f} "
+          f"+ inside GL calls {gl:.3f}: {shown}", flush=True)
+    return {"frame": round(total, 4), "python": round(total - gl, 4), "gl_calls": round(gl, 4),
+            "methods_ms_calls": methods}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -137,6 +161,9 @@ def main(argv: list[str] | None = None) -> int:
                              "(GL points), or both: splat,points (each count timed both ways)")
     parser.add_argument("--profile", type=int, default=0, metavar="N",
                         help="print cProfile's N costliest functions of each count's frames")
+    parser.add_argument("--split", action="store_true",
+                        help="time every GL call in as many frames again: the driver's CPU "
+                             "against the show's Python")
     parser.add_argument("--backend", default=None,
                         help="4.3,4.1: the backends to time (default: both where the driver "
                              "has compute shaders, else 4.1)")

@@ -34,13 +34,16 @@ class FrameClock:
     last_slow_ms: float | None = None
 
     def tick(self, now: float) -> bool:
-        """Record a frame; True when it was a slow one."""
-        self.times.append(now)
-        if len(self.times) < 30:
+        """Record a frame; True when it was a slow one. The median of the recent frames is
+        worked out only for a frame over SLOW_MS (numpy on 240 numbers every frame is not
+        free)."""
+        times = self.times
+        times.append(now)
+        if len(times) < 30 or (now - times[-2]) * 1000.0 <= SLOW_MS:
             return False
-        gaps = np.diff(np.fromiter(self.times, float))
+        gaps = np.diff(np.fromiter(times, float))
         frame_ms = gaps[-1] * 1000.0
-        if frame_ms > SLOW_MS and frame_ms > 3.0 * float(np.median(gaps)) * 1000.0:
+        if frame_ms > 3.0 * float(np.median(gaps)) * 1000.0:
             self.slow_frames += 1
             self.last_slow_ms = frame_ms
             return True
@@ -54,12 +57,18 @@ class FrameClock:
 
     @property
     def fps(self) -> float | None:
-        if len(self.times) < 2:
+        times = self.times
+        if len(times) < 2:
             return None
-        recent = [t for t in self.times if t >= self.times[-1] - 1.0]
-        if len(recent) < 2:
+        last = times[-1]
+        first, frames = last, 0
+        for when in reversed(times):  # the frames of the last second
+            if when < last - 1.0:
+                break
+            first, frames = when, frames + 1
+        if frames < 2:
             return 1000.0 / self.frame_ms if self.frame_ms else None
-        return (len(recent) - 1) / (recent[-1] - recent[0])
+        return (frames - 1) / (last - first)
 
 
 def _round(value: float | None, digits: int = 3) -> float | None:
