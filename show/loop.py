@@ -15,6 +15,7 @@ The show never reads a clock; the loop does (and times the frames for the HUD). 
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -41,9 +42,14 @@ class Clock(Protocol):
     def next(self) -> Tick: ...
 
 
+MAX_STEPS = 4  # a live frame catches up at most this many steps of at most 1/30 s (133 ms)
+
+
 class WallClock:
-    """A live show's time: the wall clock, each step the time since the last frame (at most
-    the seed's 1/30 s clamp), or exactly `fixed_dt` (--dt)."""
+    """A live show's time: the wall clock, the time since the last frame in equal steps of at
+    most the seed's 1/30 s clamp (a slow frame takes as many as it needs, up to MAX_STEPS: the
+    show never plays in slow motion because frames are slow; the governor, show/governor.py,
+    brings the frames back to their rate), or exactly `fixed_dt` (--dt)."""
 
     def __init__(self, fixed_dt: float | None = None,
                  time_source: Callable[[], float] = time.perf_counter) -> None:
@@ -53,10 +59,12 @@ class WallClock:
 
     def next(self) -> Tick:
         now = self.time_source()
-        elapsed = 0.0 if self._last is None else now - self._last
+        elapsed = 0.0 if self._last is None else max(now - self._last, 0.0)
         self._last = now
-        dt = self.fixed_dt if self.fixed_dt is not None else min(max(elapsed, 0.0), MAX_DT)
-        return Tick(now, dt)
+        if self.fixed_dt is not None:
+            return Tick(now, self.fixed_dt)
+        steps = min(max(math.ceil(elapsed / MAX_DT - 1e-9), 1), MAX_STEPS)
+        return Tick(now, min(elapsed / steps, MAX_DT), steps)
 
 
 class FixedStep:
@@ -170,22 +178,32 @@ class Loop:
         self.cpu.record(stamps)
 
     def run(self, sink: Sink, *, frames: int | None = None,
-            stop: Callable[[], bool] = lambda: False, cap: float | None = None) -> int:
+            stop: Callable[[], bool] = lambda: False, cap: float | None = None,
+            govern: bool = False) -> int:
         """Frames into `sink` until `frames` are drawn or `stop()`; returns frames drawn.
         `cap`: at most this many frames a second, as a window's refresh rate paces it (a
         headless show feeding video outputs plays in real time); late frames are not made up
-        for with a burst."""
+        for with a burst. `govern`: the governor (show/governor.py) holds that rate (or the
+        registry's target_fps), watching each frame's work up to the GPU's finish."""
+        show = self.show
         drawn = 0
         period = 1.0 / cap if cap else 0.0
-        due = self.wall()
+        due = last = self.wall()
         while (frames is None or drawn < frames) and not stop():
             if period:
                 wait = due - self.wall()
                 if wait > 0:
                     time.sleep(wait)
                 due = max(due + period, self.wall() - period)
+            start = self.wall()
             self.frame(*sink.target())
-            sink.after(self.show, drawn)
+            if govern:
+                show.ctx.finish()
+                worked = self.wall()
+                show.governor.observe(worked, worked - last, worked - start, show.params,
+                                      show.renderer.post_active(show.values or show.params))
+                period, last = 1.0 / show.governor.target_fps(show.params), worked
+            sink.after(show, drawn)
             drawn += 1
         return drawn
 

@@ -87,6 +87,7 @@ def telemetry(show: Show) -> dict[str, Any]:
         "frame_ms": _round(show.clock.frame_ms),
         "slow_frames": show.clock.slow_frames,
         "real_time": show.pace.state(),
+        "governor": show.governor.state(show.params),
         "gpu_ms": {k: _round(v) for k, v in show.gpu_ms.items()},
         "cpu_ms": show.cpu.medians(),  # the main thread's, by stage (show/frame_cpu.py)
         "agents": show.swarm.count,
@@ -167,6 +168,9 @@ def hud_lines(show: Show, compact: bool = False) -> list[str]:
     lines.append(f"preset: {show.looks.status_line(show.show_time)}")
     if show.looks.problem:
         lines.append(f"preset error: {show.looks.problem}")
+    governed = show.governor.hud_line(show.params)
+    if governed:  # what is lowered to hold the frame rate
+        lines.append(governed)
     if getattr(show, "outputs", None):  # video out: each output's state, sent and dropped
         lines.append(f"outputs: {show.outputs.hud_line()}")
     lines += [f"{key}: {value}" for key, value in show.status.items()]

@@ -33,6 +33,7 @@ from swarm_instrument.control.parameters.modulation import Burst, Route, modulat
 from swarm_instrument.control.parameters.registry import Params
 from swarm_instrument.show.cli.options import ShowOptions
 from swarm_instrument.show.frame_cpu import FrameCpu
+from swarm_instrument.show.governor import Governor
 from swarm_instrument.show.inputs.beat_clock import AudioTempo
 from swarm_instrument.show.inputs.input_roles import MidiIn, OscIn, Recorder, WebIn
 from swarm_instrument.show.inputs.selection import Selection
@@ -92,6 +93,9 @@ class Show:
         self.renderer: RendererRole = renderer_class(ctx, shader_dir=shaders)
         self.renderer.fixed_lag = options.reproducible
         self.renderer.stable_order = options.reproducible  # lists in agent order: same frames
+        # Real time on any GPU: the render scale, the post chain and the count lowered while
+        # frames are too slow (fed by whoever paces the frames: a live, paced show only).
+        self.governor = Governor(software=self.renderer.software)
         self.camera = OrbitCamera()
         self.lure = Lure(params["contain_radius"], flat=params["dimensions"] == 2)
         self._sim_timer = GpuTimer(ctx)
@@ -300,8 +304,8 @@ class Show:
     def respawn(self) -> None:
         """A fresh spawn (a new seed each time, so R gives a new start)."""
         self.respawns += 1
-        position, velocity = spawn_state(self.params["count"], self.params.as_dict(),
-                                         self.options.seed + self.respawns)
+        position, velocity = spawn_state(self.governor.count(self.params),
+                                         self.params.as_dict(), self.options.seed + self.respawns)
         self.swarm.set_state(position, velocity)
 
     def move_lure(self, point: Sequence[float]) -> None:
@@ -316,9 +320,11 @@ class Show:
 
     def advance(self, dt: float) -> None:
         """Simulate one step of `dt` (unless paused); the camera's clock moves either way."""
-        if self.swarm.count != self.params["count"]:
+        count = self.governor.count(self.params)
+        if self.swarm.count != count:
             self._cap_count()
-            self.swarm.resize(self.params["count"], self.params.as_dict())  # no stalled frame
+            count = self.governor.count(self.params)
+            self.swarm.resize(count, self.params.as_dict())  # no stalled frame
         self.show_time += dt
         self.frame_dt += dt
         values = self.values or self.params.as_dict()
@@ -349,10 +355,12 @@ class Show:
              ) -> None:
         """Cull and draw into `framebuffer`, `size` pixels (default: its own size)."""
         values = self.values or self.params.as_dict()
-        self.renderer.render(self.swarm, self.camera, framebuffer, values,
-                             lure=self.lure_position(), time=self.show_time,
-                             show_lure=not self.lure.wandering, size=size,
-                             dt=self.frame_dt)
+        renderer, governor = self.renderer, self.governor
+        renderer.post_held = governor.post_held(self.params)
+        renderer.render(self.swarm, self.camera, framebuffer, values,
+                        lure=self.lure_position(), time=self.show_time,
+                        show_lure=not self.lure.wandering, size=size, dt=self.frame_dt,
+                        scale=governor.render_scale(self.params))
         self.frame += 1
 
     # ---- what the HUD and telemetry show ----------------------------------------------------

@@ -93,6 +93,35 @@ def post_settings(p: Values, background: Sequence[float], on: bool) -> PostSetti
         background=tuple(background))
 
 
+class PostSwitch:
+    """Whether a renderer's frame runs bloom and feedback, and what the HUD says of it: `post`
+    (on, off, auto: on with a GPU), software GL, and the governor's hold (show/governor.py)."""
+
+    software: bool
+    post_on: bool
+    post_held: bool
+
+    def post_active(self, values: Mapping[str, Any]) -> bool:
+        """Whether bloom and feedback would run: `post` on, or auto on a GPU (not software
+        GL), whether or not the governor holds them off (`post_held`)."""
+        choice = values.get("post", "auto")
+        return choice == "on" or (choice == "auto" and not self.software)
+
+    def post_settings(self, p: Mapping[str, Any], background: Sequence[float]) -> PostSettings:
+        """This frame's post chain (bloom and feedback only where `post_active`)."""
+        self.post_on = on = self.post_active(p) and not self.post_held
+        return post_settings(p, background, on)
+
+    @property
+    def post_state(self) -> str:
+        """The HUD's and telemetry's word on the post chain."""
+        if self.post_on:
+            return "on"
+        if self.post_held:
+            return "held off by the governor (pin_post keeps it)"
+        return "off (software GL: post on turns it on)" if self.software else "off"
+
+
 def frame_block(p: Values, camera: OrbitCamera, size: tuple[int, int], lure: Sequence[float],
                 scales: SumScales, *, background: Sequence[float], telegraph: float,
                 far_base: int) -> dict[str, Any]:
