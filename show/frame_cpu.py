@@ -6,6 +6,7 @@ read the medians. Main thread only.
 
     update    inputs: audio analysis, MIDI, OSC, web, keys; the look; this frame's values
     advance   the simulation steps (their dispatches)
+    latch     the late read of the inputs, just before the draw (show/show.py Show.latch)
     draw      cull, draw, post chain (their dispatches and uniform blocks)
     after     video outputs, the frame clock, the governor, heartbeat and telemetry
 """
@@ -17,7 +18,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-STAGES = ("update", "advance", "draw", "after")
+STAGES = ("update", "advance", "latch", "draw", "after")
 KEEP = 600  # frames kept: ten seconds at 60 fps
 
 

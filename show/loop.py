@@ -3,7 +3,7 @@ benchmarks, the soak) plays the same frame, with a clock and a sink given to it.
 
     clock    when this frame is and how far to step: the wall clock (live), a fixed step
              (--dt, benchmarks, the soak), the song's frames (a render)
-    frame    show.update(now); show.advance(dt) (steps times); show.draw(target)
+    frame    show.update(now); show.advance(dt) (steps times); show.latch(late); show.draw(target)
     sink     where the frame goes: an offscreen framebuffer (headless, screenshots) or a video
              encoder; the window's swap is pyglet's, which calls `Loop.frame` from on_draw
     outputs  video out (show/video_outputs.py): every drawn frame too, read back a frame or two late
@@ -39,6 +39,9 @@ class Tick:
 
 
 class Clock(Protocol):
+    """`next()` gives each frame's Tick; a clock may have `late(tick)`, the time of the frame's
+    late read of its inputs (show/show.py Show.latch; without it, the tick's own time)."""
+
     def next(self) -> Tick: ...
 
 
@@ -66,6 +69,11 @@ class WallClock:
         steps = min(max(math.ceil(elapsed / MAX_DT - 1e-9), 1), MAX_STEPS)
         return Tick(now, min(elapsed / steps, MAX_DT), steps)
 
+    def late(self, tick: Tick) -> float:
+        """Live, the wall clock again (the inputs are read as late as they can be); with --dt,
+        the frame's own time."""
+        return tick.now if self.fixed_dt is not None else self.time_source()
+
 
 class FixedStep:
     """Time that moves exactly `dt` a frame from `start` (benchmarks, the soak, tests):
@@ -81,6 +89,9 @@ class FixedStep:
         self.frames += 1
         return tick
 
+    def late(self, tick: Tick) -> float:
+        return tick.now
+
 
 class SongClock:
     """An offline render's time: frame i is at i / fps, simulated in `substeps` equal steps
@@ -95,6 +106,9 @@ class SongClock:
         tick = Tick(self.index / self.fps, 1.0 / self.fps / self.substeps, self.substeps)
         self.index += 1
         return tick
+
+    def late(self, tick: Tick) -> float:
+        return tick.now
 
 
 class Sink(Protocol):
@@ -162,6 +176,9 @@ class Loop:
         for _ in range(tick.steps):
             show.advance(tick.dt)
         show.pace.tick(tick.now, show.show_time)  # behind real time?
+        stamps.append(cpu())
+        late = getattr(self.clock, "late", None)  # the inputs read again, just before the draw
+        show.latch(late(tick) if late is not None else tick.now)
         stamps.append(cpu())
         show.draw(target, size)
         stamps.append(cpu())

@@ -70,7 +70,9 @@ class LevelSettings:
     dynamic_range_db: float = 24.0  # the span below the tracked peak that maps onto 0..1
     peak_fall_db_per_s: float = 2.0  # how fast the auto-gain forgets a loud past
     min_peak_db: float = -50.0  # the tracked peak never falls below this: room noise stays low
-    attack_s: float = 0.005  # rise time constant; 0 = instant
+    # rise time constant; 0 = instant: a hit shows in the frame that reads it, whatever the
+    # frame's dt (a late read in the same frame has dt 0), the release alone is smoothed
+    attack_s: float = 0.0
     release_s: float = 0.25  # fall time constant; 0 = instant
 
 
