@@ -147,15 +147,19 @@ class Loop:
     calls it from on_draw), `run(sink, ...)` repeats it into a sink. `before(tick)` runs
     before the update (a render's recorded events), `after()` after the draw (heartbeat,
     telemetry). The wall clock times each frame for the HUD and notes slow ones (live); the
-    thread's CPU clock times each stage (`show.cpu`).
+    thread's CPU clock times each stage (`show.cpu`). `idle()` runs once a frame is done and
+    taken, outside it (`run` calls it; the window after its swap): files written, the garbage
+    collected (show/idle_gc.py).
     `outputs` (show/video_outputs.py) take every drawn frame too, before anything is drawn over
     it."""
 
     def __init__(self, show: Show, clock: Clock, *, before: Callable[[Tick], None] | None = None,
                  after: Callable[[], None] | None = None,
                  wall: Callable[[], float] = time.perf_counter,
-                 outputs: FrameTaker | None = None) -> None:
+                 outputs: FrameTaker | None = None,
+                 idle: Callable[[], None] | None = None) -> None:
         self.show = show
+        self.idle = idle
         self.clock = clock
         self.before = before
         self.after = after
@@ -221,6 +225,8 @@ class Loop:
                                       show.renderer.post_active(show.values or show.params))
                 period, last = 1.0 / show.governor.target_fps(show.params), worked
             sink.after(show, drawn)
+            if self.idle is not None:
+                self.idle()
             drawn += 1
         return drawn
 

@@ -114,6 +114,7 @@ def telemetry(show: Show) -> dict[str, Any]:
         "link": link_state(show),
         "look": look_state(show),
         "outputs": show.outputs.telemetry() if getattr(show, "outputs", None) else None,
+        "gc": show.collector.state() if getattr(show, "collector", None) else None,
         "modulated": {k: _round(v) for k, v in show.modulated.items()},
         "speed_scale": _round(show.speed_scale),
         "frame_size": list(renderer.last_size) if renderer.last_size else None,

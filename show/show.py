@@ -120,6 +120,7 @@ class Show:
         self.speed_scale = 1.0  # the audio boost: 1 + level * audio_speed_boost
         self.status: dict[str, str] = {}  # extra HUD lines: shaders, a capped count, ...
         self.outputs: Any = None  # video out (show/video_outputs.py): the live run opens, ends it
+        self.collector: Any = None  # the live run's garbage collector (show/idle_gc.py)
         # More control surfaces (the control window, show/inputs/control_surface.py): each read once
         # a frame beside OSC and the web remote, its actions carried out as theirs; closed with the
         # show.

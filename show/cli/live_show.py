@@ -35,6 +35,7 @@ from swarm_instrument.show.cli.options import (
     options_from_args,
 )
 from swarm_instrument.show.cli.screen_plan import ScreenPlan, plan_screens
+from swarm_instrument.show.idle_gc import IdleCollector
 from swarm_instrument.show.inputs.control_surface import (
     ControlSurface,
     FrameTakers,
@@ -172,7 +173,9 @@ class LiveShow:
         self.show = show
         show.outputs = open_outputs(self.args, ctx, rate)  # video out: one more sink
         self.loop = Loop(show, WallClock(self.args.dt), after=self.each_frame,
-                         outputs=show.outputs)
+                         outputs=show.outputs, idle=self.idle)
+        show.collector = IdleCollector()  # no collection inside a frame from here on
+        show.collector.start()
         return show
 
     @property
@@ -188,6 +191,13 @@ class LiveShow:
         self.heartbeat.beat(now)
         if self.heartbeat.orphaned:
             self.stop.request("the supervisor is gone")
+        if self.progress is not None:
+            self.progress.frame(self.show.frame)
+
+    def idle(self) -> None:
+        """After a frame is shown, outside it: the telemetry files (once a second), the
+        console's status line (every 5 s), the garbage (show/idle_gc.py)."""
+        now = time.perf_counter()
         if self.latest is not None:
             self.latest.maybe_write(now, self.show.telemetry)
         if self.telemetry is not None:
@@ -195,11 +205,10 @@ class LiveShow:
             if self.telemetry.error:
                 log.info(self.telemetry.error)
                 self.telemetry = None
-        if self.progress is not None:
-            self.progress.frame(self.show.frame)
         if self.args.frames is None and now - self._last_report >= 5.0:
             self._last_report = now
             log.info(" | ".join(self.show.hud_lines()[:3]))
+        self.show.collector.idle()
 
     # ---- the window's performer -------------------------------------------------------------
 
@@ -215,6 +224,7 @@ class LiveShow:
         if last is not None and self.args.dt is None:
             show.governor.observe(shown, shown - last, worked - start, show.params,
                                   show.renderer.post_active(show.values or show.params))
+        self.idle()
         return 1.0 / show.governor.target_fps(show.params)
 
     def key(self, name: str, ctrl: bool, shift: bool) -> None:
@@ -233,6 +243,7 @@ class LiveShow:
     def finish(self, image: tuple[bytes, tuple[int, int]] | None) -> None:
         """Write the screenshot, state and last telemetry; report; release the show."""
         show, args = self.show, self.args
+        show.collector.stop()
         if self.progress is not None:
             self.progress.finish()
         if self.stopping:
