@@ -19,27 +19,39 @@ CPU split into the driver's (inside GL calls, by method) and the show's own Pyth
 backends' frames side by side (default: both where the driver has compute shaders, else 4.1),
 with a ratio line per count and far draw (the 4.1 backend draws far agents as points only:
 the splat is a compute pass; its row is timed once, and compared with each 4.3 far draw).
+
+`--steady SECONDS --fps 60`: steady frames instead (the first count only): the show played
+live for that long as a headless show plays it (show/cli/live_show.py): the wall clock, the
+loop paced at --fps with the governor, each frame waited for on the GPU as a swap is, the
+telemetry written once a second and the garbage collected after each frame (show/idle_gc.py);
+the intervals between frames done, their percentiles (99.9th: the issue's target is within
+1.5 times the period) and the frames over 1.5 periods.
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import io
 import json
 import platform
 import pstats
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 from bench_swarm import scaled_params  # run as a script: benchmarks/ is on the path
 from gl_calls import GlCalls
 
 from swarm_instrument.show.cli.options import ShowOptions
 from swarm_instrument.show.frame_cpu import STAGES
-from swarm_instrument.show.loop import FixedStep, Loop, Offscreen
+from swarm_instrument.show.idle_gc import IdleCollector
+from swarm_instrument.show.loop import FixedStep, Loop, Offscreen, WallClock
+from swarm_instrument.show.report import Telemetry
 from swarm_instrument.show.show import Show
 from swarm_instrument.visual.gpu.context import BACKENDS, compute_missing, is_software
 from swarm_instrument.visual.ui.hud import headless_text_context
@@ -126,6 +138,59 @@ def bench_count(ctx, hud, count: int, args: argparse.Namespace, far: str,
     return row
 
 
+class FramesDone(Offscreen):
+    """The offscreen sink, noting when each frame was done (the loop waited for the GPU)."""
+
+    def __init__(self, show: Show, size: tuple[int, int]) -> None:
+        super().__init__(show, size)
+        self.done: list[float] = []
+
+    def after(self, show: Show, index: int) -> None:
+        self.done.append(time.perf_counter())
+
+
+def steady(ctx, count: int, args: argparse.Namespace) -> dict:
+    """`args.steady` seconds of live frames at `args.fps`: their intervals."""
+    params = scaled_params(count)
+    if args.post == "full":
+        params.update({"post": "on", "bloom": 0.8, "feedback": 0.85, "feedback_zoom": 0.01})
+    show = Show(ctx, params, ShowOptions(seed=1))
+    show.governor.display_fps = args.fps
+    sink = FramesDone(show, args.size)
+    telemetry = Telemetry(Path(tempfile.mkdtemp(prefix="steady-")) / "telemetry.jsonl")
+    collector = IdleCollector()
+    in_frames = []  # collections that ran anyway (none expected while the collector holds)
+    gc.callbacks.append(lambda phase, info: phase == "start" and in_frames.append(info))
+
+    def idle() -> None:
+        telemetry.maybe_write(time.perf_counter(), show.telemetry)
+        collector.idle()
+
+    loop = Loop(show, WallClock(), idle=idle)
+    for _ in range(30):  # shader variants compiled, the governor settled
+        loop.frame(*sink.target())
+    end = time.perf_counter() + args.steady
+    collector.start()
+    collections_before = len(in_frames)
+    loop.run(sink, stop=lambda: time.perf_counter() > end, cap=args.fps, govern=True)
+    collector.stop()
+    gc.callbacks.pop()
+    telemetry.close()
+    period = 1e3 / args.fps
+    intervals = np.diff(sink.done[1:]) * 1e3
+    row = {"count": count, "fps": args.fps, "seconds": args.steady, "frames": len(sink.done),
+           "period_ms": round(period, 3),
+           **{f"p{q:g}_ms": round(float(np.percentile(intervals, q)), 3)
+              for q in (50, 99, 99.9)},
+           "max_ms": round(float(intervals.max()), 3),
+           "over_1.5_periods": int((intervals > 1.5 * period).sum()),
+           "collections_outside_idle": len(in_frames) - collections_before - collector.runs,
+           "gc": collector.state(), "governor": show.governor.state(show.params),
+           "cpu_ms": show.cpu.medians()}
+    show.release()
+    return row
+
+
 def split_frames(ctx, loop: Loop, sink: Offscreen, frames: int) -> dict:
     """`frames` more frames with every GL call timed: CPU ms a frame inside GL calls (by
     method, the costliest first) and outside them (the show's Python)."""
@@ -164,6 +229,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split", action="store_true",
                         help="time every GL call in as many frames again: the driver's CPU "
                              "against the show's Python")
+    parser.add_argument("--steady", type=float, default=0.0, metavar="SECONDS",
+                        help="steady frames: this long at --fps, live (the first count)")
+    parser.add_argument("--fps", type=float, default=60.0, help="--steady's pace (60)")
     parser.add_argument("--backend", default=None,
                         help="4.3,4.1: the backends to time (default: both where the driver "
                              "has compute shaders, else 4.1)")
@@ -181,6 +249,21 @@ def main(argv: list[str] | None = None) -> int:
     timing = "frames: wall time to ctx.finish(); passes: " + (
         "n/a (software GL)" if is_software(ctx) else "GL timer queries")
     print(f"# {renderer}; {timing}; {args.size[0]}x{args.size[1]}; {note}", flush=True)
+    if args.steady:
+        row = steady(ctx, args.counts[0], args)
+        print(f"steady: {row['frames']} frames of {row['count']} agents in {args.steady:g} s "
+              f"at {args.fps:g} fps: interval median {row['p50_ms']:.2f} ms, p99 "
+              f"{row['p99_ms']:.2f}, p99.9 {row['p99.9_ms']:.2f} "
+              f"({row['p99.9_ms'] / row['period_ms']:.2f} periods), max {row['max_ms']:.2f}; "
+              f"{row['over_1.5_periods']} over 1.5 periods; garbage: {row['gc']}, "
+              f"{row['collections_outside_idle']} collections outside idle time; governor: "
+              f"{row['governor']['lowered'] or 'nothing lowered'}", flush=True)
+        if args.json:
+            Path(args.json).write_text(json.dumps({
+                "benchmark": "steady frames", "renderer": renderer, "size": args.size,
+                "post": args.post, "python": platform.python_version(),
+                "date": time.strftime("%Y-%m-%d %H:%M:%S"), **row}, indent=2))
+        return 0
     fars = args.far.split(",")
     if not fars or any(far not in ("splat", "points") for far in fars):
         parser.error(f"--far: splat, points or splat,points, not {args.far!r}")
