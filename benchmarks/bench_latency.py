@@ -220,7 +220,7 @@ class OffscreenRig:
 
     def after(self, show: Show, index: int) -> None:
         width, height = self.size
-        band = self.sink.framebuffer.read(viewport=(0, height // 2 - 4, width, 8),
+        band = self.sink.framebuffer.read(viewport=(0, height // 2 - 24, width, 48),
                                           components=3, alignment=1)
         self.frames.append((time.perf_counter(), float(np.frombuffer(band, np.uint8).mean())))
 
