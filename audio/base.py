@@ -130,6 +130,18 @@ class AudioFrameSource:
                 self._pending.append(f"beat tracking stopped ({type(exc).__name__}: {exc})")
         return self.features
 
+    def refresh(self, now: float) -> bool:
+        """Late latching, just before the draw: the samples that arrived since `update`
+        analysed too (the level, bands and onsets; the beats take them at the next update).
+        True when there were any; the base (silence, a file, an offline song) has none."""
+        return False
+
+    def _analyse_again(self, now: float) -> None:
+        """`refresh` for a source whose `_fill` put new samples in `_window`."""
+        last = self._last_now if self._last_now is not None else now
+        self._last_now = now
+        self.features = self.analyzer.process(self._window, min(max(now - last, 0.0), MAX_DT))
+
     @property
     def has_data(self) -> bool:
         """True while real samples arrive (the seed's HasData)."""

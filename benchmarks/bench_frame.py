@@ -6,29 +6,52 @@ The post chain runs whole (bloom and feedback on; `--post off`: exposure and the
 Each count runs at the seed's density (spawn and contain radius scaled by (N / 16384)^(1/3)),
 settles for a few simulated seconds, has the camera frame the swarm as the live window does,
 then renders frames with a fixed 1/60 s step. Whole frames are timed by the wall clock up to
-ctx.finish() (CPU work included), each pass by GL timer queries where the driver has them.
+ctx.finish() (CPU work included), each pass by GL timer queries where the driver has them,
+and the CPU time the main thread spends on each stage of the frame (`time.thread_time`: the
+show's Python work and the driver's work inside its GL calls, never the wait for the GPU; the
+loop's own stamps, show/frame_cpu.py), with the HUD's lines and drawing timed the same way.
 The HUD is drawn with pyglet in a hidden headless window where pyglet can open one (else
-left out, and said).
+left out, and said). `--profile N` prints cProfile's N costliest functions of the timed frames
+of each count (CPU inside GL calls shows under the moderngl method that made them). `--split`
+runs as many frames again with every moderngl call timed (benchmarks/gl_calls.py): the frame's
+CPU split into the driver's (inside GL calls, by method) and the show's own Python.
  `--backend 4.3,4.1` times both
 backends' frames side by side (default: both where the driver has compute shaders, else 4.1),
 with a ratio line per count and far draw (the 4.1 backend draws far agents as points only:
 the splat is a compute pass; its row is timed once, and compared with each 4.3 far draw).
+
+`--steady SECONDS --fps 60`: steady frames instead (the first count only): the show played
+live for that long as a headless show plays it (show/cli/live_show.py): the wall clock, the
+loop paced at --fps with the governor, each frame waited for on the GPU as a swap is, the
+telemetry written once a second and the garbage collected after each frame (show/idle_gc.py);
+the intervals between frames done, their percentiles (99.9th: the issue's target is within
+1.5 times the period) and the frames over 1.5 periods.
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import gc
+import io
 import json
 import platform
+import pstats
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 from bench_swarm import scaled_params  # run as a script: benchmarks/ is on the path
+from gl_calls import GlCalls
 
 from swarm_instrument.show.cli.options import ShowOptions
-from swarm_instrument.show.loop import FixedStep, Loop, Offscreen
+from swarm_instrument.show.frame_cpu import STAGES
+from swarm_instrument.show.idle_gc import IdleCollector
+from swarm_instrument.show.loop import FixedStep, Loop, Offscreen, WallClock
+from swarm_instrument.show.report import Telemetry
 from swarm_instrument.show.show import Show
 from swarm_instrument.visual.gpu.context import BACKENDS, compute_missing, is_software
 from swarm_instrument.visual.ui.hud import headless_text_context
@@ -60,17 +83,29 @@ def bench_count(ctx, hud, count: int, args: argparse.Namespace, far: str,
     show.camera.follow(show.renderer.swarm_radius, 1e6, show.renderer.swarm_center)
 
     loop = Loop(show, FixedStep(1 / 60))  # the show's one loop: update, step, draw
+    for _ in range(10):  # first frames compile shader variants: not what a show's frame costs
+        loop.frame(*sink.target())
     frames, passes = [], {"simulate": [], "cull": [], "draw": [], "post": []}
+    hud_cpu = []
+    profile = cProfile.Profile() if args.profile else None
     started = time.perf_counter()
+    first_cpu = show.cpu.frames
     for _ in range(args.frames):
         # The whole frame by the wall clock, CPU work included, waiting for the GPU at the end
         # as a swap would (timer queries cannot nest, and the passes own theirs).
         ctx.finish()
         t0 = time.perf_counter()
+        if profile is not None:
+            profile.enable()
         loop.frame(*sink.target())
+        c0 = time.thread_time()
+        lines = show.hud_lines()
         if hud is not None:
             framebuffer.use()
-            hud.draw(show.hud_lines())
+            hud.draw(lines)
+        hud_cpu.append((time.thread_time() - c0) * 1e3)
+        if profile is not None:
+            profile.disable()
         ctx.finish()
         frames.append((time.perf_counter() - t0) * 1e3)
         for name, value in show.gpu_ms.items():
@@ -79,16 +114,100 @@ def bench_count(ctx, hud, count: int, args: argparse.Namespace, far: str,
         if time.perf_counter() - started > args.budget:
             break
     counts = show.renderer.read_counts_now()
+    timed = show.cpu.recent()[-(show.cpu.frames - first_cpu):]
+    stages = {name: statistics.median(timed[:, k]) for k, name in enumerate(STAGES)}
+    cpu = {**stages, "frame": statistics.median(timed.sum(axis=1)),
+           "hud": statistics.median(hud_cpu)}
+    if args.split:
+        cpu["split"] = split_frames(ctx, loop, sink, len(frames))
+    if profile is not None:
+        text = io.StringIO()
+        pstats.Stats(profile, stream=text).sort_stats("tottime").print_stats(args.profile)
+        print(f"# cProfile of {len(frames)} frames at {count} agents (tottime: own time, "
+              "GL calls' CPU under their method)\n" + text.getvalue(), flush=True)
     row = {
         "count": count, "backend": backend, "far_draw": show.renderer.far_draw,
         "frames": len(frames), "frame_ms": statistics.median(frames),
         "frame_ms_max": max(frames),
         "passes_ms": {k: statistics.median(v) if v else None for k, v in passes.items()},
+        "cpu_ms": cpu,
         "visible": counts.visible, "near": counts.near, "far": counts.far,
         "camera_distance": show.camera.distance,
     }
     show.release()
     return row
+
+
+class FramesDone(Offscreen):
+    """The offscreen sink, noting when each frame was done (the loop waited for the GPU)."""
+
+    def __init__(self, show: Show, size: tuple[int, int]) -> None:
+        super().__init__(show, size)
+        self.done: list[float] = []
+
+    def after(self, show: Show, index: int) -> None:
+        self.done.append(time.perf_counter())
+
+
+def steady(ctx, count: int, args: argparse.Namespace) -> dict:
+    """`args.steady` seconds of live frames at `args.fps`: their intervals."""
+    params = scaled_params(count)
+    if args.post == "full":
+        params.update({"post": "on", "bloom": 0.8, "feedback": 0.85, "feedback_zoom": 0.01})
+    show = Show(ctx, params, ShowOptions(seed=1))
+    show.governor.display_fps = args.fps
+    sink = FramesDone(show, args.size)
+    telemetry = Telemetry(Path(tempfile.mkdtemp(prefix="steady-")) / "telemetry.jsonl")
+    collector = IdleCollector()
+    in_frames = []  # collections that ran anyway (none expected while the collector holds)
+    gc.callbacks.append(lambda phase, info: phase == "start" and in_frames.append(info))
+
+    def idle() -> None:
+        telemetry.maybe_write(time.perf_counter(), show.telemetry)
+        collector.idle()
+
+    loop = Loop(show, WallClock(), idle=idle)
+    for _ in range(30):  # shader variants compiled, the governor settled
+        loop.frame(*sink.target())
+    end = time.perf_counter() + args.steady
+    collector.start()
+    collections_before = len(in_frames)
+    loop.run(sink, stop=lambda: time.perf_counter() > end, cap=args.fps, govern=True)
+    collector.stop()
+    gc.callbacks.pop()
+    telemetry.close()
+    period = 1e3 / args.fps
+    intervals = np.diff(sink.done[1:]) * 1e3
+    row = {"count": count, "fps": args.fps, "seconds": args.steady, "frames": len(sink.done),
+           "period_ms": round(period, 3),
+           **{f"p{q:g}_ms": round(float(np.percentile(intervals, q)), 3)
+              for q in (50, 99, 99.9)},
+           "max_ms": round(float(intervals.max()), 3),
+           "over_1.5_periods": int((intervals > 1.5 * period).sum()),
+           "collections_outside_idle": len(in_frames) - collections_before - collector.runs,
+           "gc": collector.state(), "governor": show.governor.state(show.params),
+           "cpu_ms": show.cpu.medians()}
+    show.release()
+    return row
+
+
+def split_frames(ctx, loop: Loop, sink: Offscreen, frames: int) -> dict:
+    """`frames` more frames with every GL call timed: CPU ms a frame inside GL calls (by
+    method, the costliest first) and outside them (the show's Python)."""
+    ctx.finish()
+    with GlCalls() as calls:
+        start = time.thread_time()
+        for _ in range(frames):
+            loop.frame(*sink.target())
+        total = (time.thread_time() - start) * 1e3 / frames
+    gl = calls.total_ms() / frames
+    methods = {name: (round(ms / frames, 4), round(calls.count[name] / frames, 2))
+               for name, ms in calls.ms.most_common()}
+    shown = ", ".join(f"{name} {ms:.3f} ({n:g})" for name, (ms, n) in list(methods.items())[:8])
+    print(f"# split over {frames} frames: CPU {total:.3f} ms a frame = Python {total - gl:.3f} "
+          f"+ inside GL calls {gl:.3f}: {shown}", flush=True)
+    return {"frame": round(total, 4), "python": round(total - gl, 4), "gl_calls": round(gl, 4),
+            "methods_ms_calls": methods}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -105,6 +224,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--far", default="splat",
                         help="how far agents are drawn: splat (compute, the default), points "
                              "(GL points), or both: splat,points (each count timed both ways)")
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="print cProfile's N costliest functions of each count's frames")
+    parser.add_argument("--split", action="store_true",
+                        help="time every GL call in as many frames again: the driver's CPU "
+                             "against the show's Python")
+    parser.add_argument("--steady", type=float, default=0.0, metavar="SECONDS",
+                        help="steady frames: this long at --fps, live (the first count)")
+    parser.add_argument("--fps", type=float, default=60.0, help="--steady's pace (60)")
     parser.add_argument("--backend", default=None,
                         help="4.3,4.1: the backends to time (default: both where the driver "
                              "has compute shaders, else 4.1)")
@@ -122,11 +249,27 @@ def main(argv: list[str] | None = None) -> int:
     timing = "frames: wall time to ctx.finish(); passes: " + (
         "n/a (software GL)" if is_software(ctx) else "GL timer queries")
     print(f"# {renderer}; {timing}; {args.size[0]}x{args.size[1]}; {note}", flush=True)
+    if args.steady:
+        row = steady(ctx, args.counts[0], args)
+        print(f"steady: {row['frames']} frames of {row['count']} agents in {args.steady:g} s "
+              f"at {args.fps:g} fps: interval median {row['p50_ms']:.2f} ms, p99 "
+              f"{row['p99_ms']:.2f}, p99.9 {row['p99.9_ms']:.2f} "
+              f"({row['p99.9_ms'] / row['period_ms']:.2f} periods), max {row['max_ms']:.2f}; "
+              f"{row['over_1.5_periods']} over 1.5 periods; garbage: {row['gc']}, "
+              f"{row['collections_outside_idle']} collections outside idle time; governor: "
+              f"{row['governor']['lowered'] or 'nothing lowered'}", flush=True)
+        if args.json:
+            Path(args.json).write_text(json.dumps({
+                "benchmark": "steady frames", "renderer": renderer, "size": args.size,
+                "post": args.post, "python": platform.python_version(),
+                "date": time.strftime("%Y-%m-%d %H:%M:%S"), **row}, indent=2))
+        return 0
     fars = args.far.split(",")
     if not fars or any(far not in ("splat", "points") for far in fars):
         parser.error(f"--far: splat, points or splat,points, not {args.far!r}")
     print(f"{'agents':>10} {'gl':>4} {'far draw':>8} {'frame ms':>9} {'sim':>7} {'cull':>7} "
-          f"{'draw':>7} {'post':>7} {'visible':>9} {'far':>9}", flush=True)
+          f"{'draw':>7} {'post':>7} {'visible':>9} {'far':>9} | CPU ms: {'frame':>6} "
+          + " ".join(f"{name:>7}" for name in (*STAGES, "hud")), flush=True)
     rows, ratios = [], []
 
     def ms(v):
@@ -140,9 +283,11 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append(row)
                 made.append(row)
                 p = row["passes_ms"]
+                cpu = row["cpu_ms"]
                 print(f"{count:>10} {backend:>4} {row['far_draw']:>8} {row['frame_ms']:9.3f} "
                       f"{ms(p['simulate'])} {ms(p['cull'])} {ms(p['draw'])} {ms(p['post'])} "
-                      f"{row['visible']:>9} {row['far']:>9}", flush=True)
+                      f"{row['visible']:>9} {row['far']:>9} |         {cpu['frame']:6.3f} "
+                      + " ".join(ms(cpu[name]) for name in (*STAGES, "hud")), flush=True)
         for gl41 in (r for r in made if r["backend"] == "4.1"):
             for gl43 in (r for r in made if r["backend"] == "4.3"):
                 ratio = gl41["frame_ms"] / gl43["frame_ms"]

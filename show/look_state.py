@@ -16,6 +16,7 @@ from swarm_instrument.control.looks.presets import Preset, PresetError, differs,
 from swarm_instrument.control.parameters.modulation import Route
 from swarm_instrument.control.parameters.morph import Morph, blend_routes, crossfade
 from swarm_instrument.control.parameters.registry import Params
+from swarm_instrument.show.governor import PARAMS as GOVERNOR_PARAMS
 
 log = logging.getLogger(__name__)
 # Parameters that steer the preset machinery itself: recalls and crossfades leave them alone.
@@ -23,6 +24,8 @@ log = logging.getLogger(__name__)
 # `post`, whether this machine runs the post chain at all (a look sets how it looks, not that).
 CONTROL_ONLY = frozenset({"crossfade", "crossfade_a", "crossfade_b", "bpm", "tempo_source",
                           "quantize", "post"})
+# So do the governor's target and pins (show/governor.py): what this machine draws, not a look.
+CONTROL_ONLY |= GOVERNOR_PARAMS
 SLOTS = range(1, 10)
 
 

@@ -3,7 +3,7 @@ benchmarks, the soak) plays the same frame, with a clock and a sink given to it.
 
     clock    when this frame is and how far to step: the wall clock (live), a fixed step
              (--dt, benchmarks, the soak), the song's frames (a render)
-    frame    show.update(now); show.advance(dt) (steps times); show.draw(target)
+    frame    show.update(now); show.advance(dt) (steps times); show.latch(late); show.draw(target)
     sink     where the frame goes: an offscreen framebuffer (headless, screenshots) or a video
              encoder; the window's swap is pyglet's, which calls `Loop.frame` from on_draw
     outputs  video out (show/video_outputs.py): every drawn frame too, read back a frame or two late
@@ -15,6 +15,7 @@ The show never reads a clock; the loop does (and times the frames for the HUD). 
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,12 +39,20 @@ class Tick:
 
 
 class Clock(Protocol):
+    """`next()` gives each frame's Tick; a clock may have `late(tick)`, the time of the frame's
+    late read of its inputs (show/show.py Show.latch; without it, the tick's own time)."""
+
     def next(self) -> Tick: ...
 
 
+MAX_STEPS = 4  # a live frame catches up at most this many steps of at most 1/30 s (133 ms)
+
+
 class WallClock:
-    """A live show's time: the wall clock, each step the time since the last frame (at most
-    the seed's 1/30 s clamp), or exactly `fixed_dt` (--dt)."""
+    """A live show's time: the wall clock, the time since the last frame in equal steps of at
+    most the seed's 1/30 s clamp (a slow frame takes as many as it needs, up to MAX_STEPS: the
+    show never plays in slow motion because frames are slow; the governor, show/governor.py,
+    brings the frames back to their rate), or exactly `fixed_dt` (--dt)."""
 
     def __init__(self, fixed_dt: float | None = None,
                  time_source: Callable[[], float] = time.perf_counter) -> None:
@@ -53,10 +62,17 @@ class WallClock:
 
     def next(self) -> Tick:
         now = self.time_source()
-        elapsed = 0.0 if self._last is None else now - self._last
+        elapsed = 0.0 if self._last is None else max(now - self._last, 0.0)
         self._last = now
-        dt = self.fixed_dt if self.fixed_dt is not None else min(max(elapsed, 0.0), MAX_DT)
-        return Tick(now, dt)
+        if self.fixed_dt is not None:
+            return Tick(now, self.fixed_dt)
+        steps = min(max(math.ceil(elapsed / MAX_DT - 1e-9), 1), MAX_STEPS)
+        return Tick(now, min(elapsed / steps, MAX_DT), steps)
+
+    def late(self, tick: Tick) -> float:
+        """Live, the wall clock again (the inputs are read as late as they can be); with --dt,
+        the frame's own time."""
+        return tick.now if self.fixed_dt is not None else self.time_source()
 
 
 class FixedStep:
@@ -73,6 +89,9 @@ class FixedStep:
         self.frames += 1
         return tick
 
+    def late(self, tick: Tick) -> float:
+        return tick.now
+
 
 class SongClock:
     """An offline render's time: frame i is at i / fps, simulated in `substeps` equal steps
@@ -87,6 +106,9 @@ class SongClock:
         tick = Tick(self.index / self.fps, 1.0 / self.fps / self.substeps, self.substeps)
         self.index += 1
         return tick
+
+    def late(self, tick: Tick) -> float:
+        return tick.now
 
 
 class Sink(Protocol):
@@ -124,32 +146,46 @@ class Loop:
     """Plays frames of `show` by `clock`: `frame(target, size)` is one of them (the window
     calls it from on_draw), `run(sink, ...)` repeats it into a sink. `before(tick)` runs
     before the update (a render's recorded events), `after()` after the draw (heartbeat,
-    telemetry). The wall clock times each frame for the HUD and notes slow ones (live).
+    telemetry). The wall clock times each frame for the HUD and notes slow ones (live); the
+    thread's CPU clock times each stage (`show.cpu`). `idle()` runs once a frame is done and
+    taken, outside it (`run` calls it; the window after its swap): files written, the garbage
+    collected (show/idle_gc.py).
     `outputs` (show/video_outputs.py) take every drawn frame too, before anything is drawn over
     it."""
 
     def __init__(self, show: Show, clock: Clock, *, before: Callable[[Tick], None] | None = None,
                  after: Callable[[], None] | None = None,
                  wall: Callable[[], float] = time.perf_counter,
-                 outputs: FrameTaker | None = None) -> None:
+                 outputs: FrameTaker | None = None,
+                 idle: Callable[[], None] | None = None) -> None:
         self.show = show
+        self.idle = idle
         self.clock = clock
         self.before = before
         self.after = after
         self.wall = wall
         self.outputs = outputs
+        self.cpu = show.cpu  # the main thread's CPU time, stage by stage (show/frame_cpu.py)
         self._next_slow_note = 0.0
 
     def frame(self, target: moderngl.Framebuffer, size: tuple[int, int] | None = None) -> None:
         show = self.show
+        cpu = self.cpu.clock
+        stamps = [cpu()]
         tick = self.clock.next()
         if self.before is not None:
             self.before(tick)
         show.update(tick.now)
+        stamps.append(cpu())
         for _ in range(tick.steps):
             show.advance(tick.dt)
         show.pace.tick(tick.now, show.show_time)  # behind real time?
+        stamps.append(cpu())
+        late = getattr(self.clock, "late", None)  # the inputs read again, just before the draw
+        show.latch(late(tick) if late is not None else tick.now)
+        stamps.append(cpu())
         show.draw(target, size)
+        stamps.append(cpu())
         wall = self.wall()
         if self.outputs is not None:  # video out: never waits (visual/output/readback.py)
             self.outputs.take(target, tuple(size or target.size), wall)
@@ -159,24 +195,38 @@ class Loop:
                      f"({show.clock.slow_frames} so far)")
         if self.after is not None:
             self.after()
+        stamps.append(cpu())
+        self.cpu.record(stamps)
 
     def run(self, sink: Sink, *, frames: int | None = None,
-            stop: Callable[[], bool] = lambda: False, cap: float | None = None) -> int:
+            stop: Callable[[], bool] = lambda: False, cap: float | None = None,
+            govern: bool = False) -> int:
         """Frames into `sink` until `frames` are drawn or `stop()`; returns frames drawn.
         `cap`: at most this many frames a second, as a window's refresh rate paces it (a
         headless show feeding video outputs plays in real time); late frames are not made up
-        for with a burst."""
+        for with a burst. `govern`: the governor (show/governor.py) holds that rate (or the
+        registry's target_fps), watching each frame's work up to the GPU's finish."""
+        show = self.show
         drawn = 0
         period = 1.0 / cap if cap else 0.0
-        due = self.wall()
+        due = last = self.wall()
         while (frames is None or drawn < frames) and not stop():
             if period:
                 wait = due - self.wall()
                 if wait > 0:
                     time.sleep(wait)
                 due = max(due + period, self.wall() - period)
+            start = self.wall()
             self.frame(*sink.target())
-            sink.after(self.show, drawn)
+            if govern:
+                show.ctx.finish()
+                worked = self.wall()
+                show.governor.observe(worked, worked - last, worked - start, show.params,
+                                      show.renderer.post_active(show.values or show.params))
+                period, last = 1.0 / show.governor.target_fps(show.params), worked
+            sink.after(show, drawn)
+            if self.idle is not None:
+                self.idle()
             drawn += 1
         return drawn
 

@@ -1,21 +1,24 @@
 """Whether the show keeps up with real time: telemetry's `real_time` object and, while it does
 not, a line in the HUD. The loop ticks it after each frame's steps; main thread only.
 
-The show moves on by its steps (`Show.show_time`: the sum of every frame's `dt`), the clock by
-its `now`. Live, the clock is the wall clock and a step is the time since the last frame, at
-most the seed's 1/30 s (visual/sim/swarm.py MAX_DT): on a machine that draws fewer than 30 frames
-a second (software GL: 2 to 16) the swarm plays in slow motion while the sound goes on in real
-time (the audio input, and every sample of an --audio-file, analysed as it plays). With --dt
-each frame steps exactly dt, however long it took.
+The show moves on by its steps (`Show.show_time`: the sum of every frame's steps), the clock by
+its `now`. Live, the clock is the wall clock and a frame steps the time since the last one, in
+steps of at most the seed's 1/30 s (visual/sim/agents.py MAX_DT), at most show/loop.py's
+MAX_STEPS of them (133 ms): a slow frame does not slow the show down, and the governor
+(show/governor.py) lowers the render scale, the post chain and the count until frames come at
+their rate again. Only frames slower than 133 ms still lose time: a machine that cannot draw
+even the governor's lowest levels in time, or one whose levels the performer pinned; the
+swarm then plays in slow motion while the sound goes on in real time, and this says so. With
+--dt each frame steps exactly dt, however long it took.
 
 - `lag_s`: the clock's time since the first frame minus the show's (what the clamp dropped;
   negative when --dt runs faster than real time);
 - `speed`: the show's seconds per second of the clock over the last WINDOW_S of the clock
   (measured from the newest frame at least that old): 1.0 is real time; None until the show
   has run that long;
-- `behind`: `speed` under BEHIND_SPEED, the show is behind real time. At the clamp that is
-  frames averaging over 37 ms for two seconds; one 200 ms hitch among 60 fps frames (speed
-  0.92) is not, a lone slow frame being the FrameClock's to count.
+- `behind`: `speed` under BEHIND_SPEED, the show is behind real time: frames averaging over
+  148 ms for two seconds; one 200 ms hitch among 60 fps frames (speed 0.97) is not, a lone
+  slow frame being the FrameClock's to count.
 
 A render's clock is the song's and its frames step exactly their time, as do fixed steps (the
 benchmarks, the soak, tests): they never fall behind (speed 1, lag 0).

@@ -34,13 +34,16 @@ class FrameClock:
     last_slow_ms: float | None = None
 
     def tick(self, now: float) -> bool:
-        """Record a frame; True when it was a slow one."""
-        self.times.append(now)
-        if len(self.times) < 30:
+        """Record a frame; True when it was a slow one. The median of the recent frames is
+        worked out only for a frame over SLOW_MS (numpy on 240 numbers every frame is not
+        free)."""
+        times = self.times
+        times.append(now)
+        if len(times) < 30 or (now - times[-2]) * 1000.0 <= SLOW_MS:
             return False
-        gaps = np.diff(np.fromiter(self.times, float))
+        gaps = np.diff(np.fromiter(times, float))
         frame_ms = gaps[-1] * 1000.0
-        if frame_ms > SLOW_MS and frame_ms > 3.0 * float(np.median(gaps)) * 1000.0:
+        if frame_ms > 3.0 * float(np.median(gaps)) * 1000.0:
             self.slow_frames += 1
             self.last_slow_ms = frame_ms
             return True
@@ -54,12 +57,18 @@ class FrameClock:
 
     @property
     def fps(self) -> float | None:
-        if len(self.times) < 2:
+        times = self.times
+        if len(times) < 2:
             return None
-        recent = [t for t in self.times if t >= self.times[-1] - 1.0]
-        if len(recent) < 2:
+        last = times[-1]
+        first, frames = last, 0
+        for when in reversed(times):  # the frames of the last second
+            if when < last - 1.0:
+                break
+            first, frames = when, frames + 1
+        if frames < 2:
             return 1000.0 / self.frame_ms if self.frame_ms else None
-        return (len(recent) - 1) / (recent[-1] - recent[0])
+        return (frames - 1) / (last - first)
 
 
 def _round(value: float | None, digits: int = 3) -> float | None:
@@ -78,7 +87,9 @@ def telemetry(show: Show) -> dict[str, Any]:
         "frame_ms": _round(show.clock.frame_ms),
         "slow_frames": show.clock.slow_frames,
         "real_time": show.pace.state(),
+        "governor": show.governor.state(show.params),
         "gpu_ms": {k: _round(v) for k, v in show.gpu_ms.items()},
+        "cpu_ms": show.cpu.medians(),  # the main thread's, by stage (show/frame_cpu.py)
         "agents": show.swarm.count,
         "backend": {"gl": show.backend, "why": show.backend_why,
                     "context": show.ctx.info.get("GL_VERSION", "")},
@@ -103,6 +114,7 @@ def telemetry(show: Show) -> dict[str, Any]:
         "link": link_state(show),
         "look": look_state(show),
         "outputs": show.outputs.telemetry() if getattr(show, "outputs", None) else None,
+        "gc": show.collector.state() if getattr(show, "collector", None) else None,
         "modulated": {k: _round(v) for k, v in show.modulated.items()},
         "speed_scale": _round(show.speed_scale),
         "frame_size": list(renderer.last_size) if renderer.last_size else None,
@@ -124,9 +136,11 @@ def hud_lines(show: Show, compact: bool = False) -> list[str]:
 
     renderer = show.renderer
     visible = renderer.visible
+    cpu = show.cpu.medians(every=15)
     technical = [  # what a small window leaves out
         f"GPU ms: simulate {ms(gpu['simulate'])}  cull {ms(gpu['cull'])}  "
-        f"draw {ms(gpu['draw'])}  post {ms(gpu.get('post'))}",
+        f"draw {ms(gpu['draw'])}  post {ms(gpu.get('post'))}  CPU ms "
+        f"{ms(cpu and cpu['frame'])}",
         f"{show.swarm.neighbors} neighbours  GL {show.backend} "
         f"({'compute' if show.backend == '4.3' else 'transform feedback'})",
         f"look: {look_line(show)}",
@@ -155,6 +169,9 @@ def hud_lines(show: Show, compact: bool = False) -> list[str]:
     lines.append(f"preset: {show.looks.status_line(show.show_time)}")
     if show.looks.problem:
         lines.append(f"preset error: {show.looks.problem}")
+    governed = show.governor.hud_line(show.params)
+    if governed:  # what is lowered to hold the frame rate
+        lines.append(governed)
     if getattr(show, "outputs", None):  # video out: each output's state, sent and dropped
         lines.append(f"outputs: {show.outputs.hud_line()}")
     lines += [f"{key}: {value}" for key, value in show.status.items()]

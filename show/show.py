@@ -4,6 +4,8 @@
                       look (morph, crossfade, recovery); this frame's values (modulation, the
                       audio speed boost, a burst)
     advance   (dt)    one swarm step (unless paused); the camera follows the swarm
+    latch     (now)   late latching: the audio and messages that came meanwhile, and the
+                      values again, so this frame's picture answers them
     draw      (target) cull and indirect draw into a framebuffer
 
 `Show` owns the swarm, the renderer, the camera and the lure, holds the inputs, and carries out
@@ -32,7 +34,10 @@ from swarm_instrument.control.musical_time.tempo import TapTempo, Tempo
 from swarm_instrument.control.parameters.modulation import Burst, Route, modulate, tempo_sources
 from swarm_instrument.control.parameters.registry import Params
 from swarm_instrument.show.cli.options import ShowOptions
+from swarm_instrument.show.frame_cpu import FrameCpu
+from swarm_instrument.show.governor import Governor
 from swarm_instrument.show.inputs.beat_clock import AudioTempo
+from swarm_instrument.show.inputs.input_poll import read_inputs
 from swarm_instrument.show.inputs.input_roles import MidiIn, OscIn, Recorder, WebIn
 from swarm_instrument.show.inputs.selection import Selection
 from swarm_instrument.show.look_state import Bank, Looks, Recovery
@@ -91,6 +96,9 @@ class Show:
         self.renderer: RendererRole = renderer_class(ctx, shader_dir=shaders)
         self.renderer.fixed_lag = options.reproducible
         self.renderer.stable_order = options.reproducible  # lists in agent order: same frames
+        # Real time on any GPU: the render scale, the post chain and the count lowered while
+        # frames are too slow (fed by whoever paces the frames: a live, paced show only).
+        self.governor = Governor(software=self.renderer.software)
         self.camera = OrbitCamera()
         self.lure = Lure(params["contain_radius"], flat=params["dimensions"] == 2)
         self._sim_timer = GpuTimer(ctx)
@@ -99,6 +107,7 @@ class Show:
                 "waits whenever the GPU is further behind")
         self.clock = FrameClock()  # ticked by the loop, read by the HUD and telemetry
         self.pace = Pace()  # the show's time against the clock's: ticked by the loop too
+        self.cpu = FrameCpu()  # the CPU time of each stage of the frame: stamped by the loop
         self.paused = False
         self.frame = 0
         self.now = 0.0  # the loop's time at the last update
@@ -111,6 +120,7 @@ class Show:
         self.speed_scale = 1.0  # the audio boost: 1 + level * audio_speed_boost
         self.status: dict[str, str] = {}  # extra HUD lines: shaders, a capped count, ...
         self.outputs: Any = None  # video out (show/video_outputs.py): the live run opens, ends it
+        self.collector: Any = None  # the live run's garbage collector (show/idle_gc.py)
         # More control surfaces (the control window, show/inputs/control_surface.py): each read once
         # a frame beside OSC and the web remote, its actions carried out as theirs; closed with the
         # show.
@@ -121,7 +131,7 @@ class Show:
         self.tap = TapTempo()
         self.tempo = Tempo([self.tap, AudioTempo(self.audio)])
         self._waiting: list[Action] = []  # the HUD reads it too
-        self._osc_said = 0  # refusals already said on the console
+        self.osc_said = 0  # refusals already said on the console
         self._notes: dict[str, float] = {}  # when each rate-limited note may be said again
 
     @property
@@ -148,30 +158,26 @@ class Show:
         self.audio.update(now)
         for message in self.audio.take_messages():
             log.info(f"audio: {message}")
-        if self.midi is not None:
-            before = self.params.as_dict()
-            actions = self.midi.update(now)  # knobs set their parameters as they turn
-            self.played({name for name, value in self.params.as_dict().items()
-                         if before[name] != value})
-            for action in actions:
-                self.act(action)
-        if self.osc is not None:
-            for action in self.osc.poll():
-                self.act(action)
-            self._say_osc_refusals()
-        if self.web is not None:  # the web remote: its actions, and the meters handed back
-            for action in self.web.poll():
-                self.act(action)
-            self.web.publish(self, now)
-        for surface in self.surfaces:
-            for action in surface.poll(self.params.as_dict()):
-                self.act(action)
-            surface.publish(self, now)
+        read_inputs(self, now)
         self._update_tempo(now)
         self.looks.update(self.show_time, now)
         if self.recorder is not None:  # on the show's clock, as an offline render replays it
             self.recorder.capture(self, self.show_time)
         self.speed_scale = speed_scale(self.audio.level, self.params["audio_speed_boost"])
+        self._values_now()
+
+    def latch(self, now: float) -> None:
+        """Late latching, just before the draw: the audio blocks and the messages that came
+        while the simulation stepped are read, and this frame's values made again from them,
+        so the picture answers them in this frame, not the next (the simulation stepped with
+        the update's)."""
+        self.now = now
+        fresh = self.audio.refresh(now)
+        if read_inputs(self, now, publish=False) or fresh:
+            self._values_now()
+
+    def _values_now(self) -> None:
+        """This frame's values: the registry's, modulated (audio, tempo), with any burst."""
         base = self.params.as_dict()
         sources = {**self.audio.sources(),
                    **tempo_sources(self.tempo.beat, self.tempo.bar_phase)}
@@ -202,20 +208,13 @@ class Show:
             if propose is not None:
                 propose(self.params["bpm"])
 
-    def _note(self, key: str, every: float) -> bool:
+    def note(self, key: str, every: float) -> bool:
         """True when the note `key` may be said now (at most once every `every` seconds of
         the loop's time): a flood must not flood the console."""
         if self.now < self._notes.get(key, -math.inf):
             return False
         self._notes[key] = self.now + every
         return True
-
-    def _say_osc_refusals(self) -> None:
-        osc = self.osc
-        if osc.rejected > self._osc_said and self._note("osc", 5.0):
-            log.info(f"osc: {osc.rejected - self._osc_said} message(s) refused, latest: "
-                     f"{osc.last_error}")
-            self._osc_said = osc.rejected
 
     def poll_shaders(self, now: float) -> None:
         """Shader hot reload (show/shader_reload.py): swarm and renderer, all or none."""
@@ -298,8 +297,8 @@ class Show:
     def respawn(self) -> None:
         """A fresh spawn (a new seed each time, so R gives a new start)."""
         self.respawns += 1
-        position, velocity = spawn_state(self.params["count"], self.params.as_dict(),
-                                         self.options.seed + self.respawns)
+        position, velocity = spawn_state(self.governor.count(self.params),
+                                         self.params.as_dict(), self.options.seed + self.respawns)
         self.swarm.set_state(position, velocity)
 
     def move_lure(self, point: Sequence[float]) -> None:
@@ -314,9 +313,11 @@ class Show:
 
     def advance(self, dt: float) -> None:
         """Simulate one step of `dt` (unless paused); the camera's clock moves either way."""
-        if self.swarm.count != self.params["count"]:
+        count = self.governor.count(self.params)
+        if self.swarm.count != count:
             self._cap_count()
-            self.swarm.resize(self.params["count"], self.params.as_dict())  # no stalled frame
+            count = self.governor.count(self.params)
+            self.swarm.resize(count, self.params.as_dict())  # no stalled frame
         self.show_time += dt
         self.frame_dt += dt
         values = self.values or self.params.as_dict()
@@ -339,7 +340,7 @@ class Show:
         if limit is None or asked <= limit:
             return
         self.params["count"] = limit
-        if self._note("count", 10.0):
+        if self.note("count", 10.0):
             log.info(f"count {asked:,}: more than this machine holds live; capped at {limit:,}")
         self.status["count"] = f"capped at {limit:,} (asked {asked:,})"
 
@@ -347,10 +348,12 @@ class Show:
              ) -> None:
         """Cull and draw into `framebuffer`, `size` pixels (default: its own size)."""
         values = self.values or self.params.as_dict()
-        self.renderer.render(self.swarm, self.camera, framebuffer, values,
-                             lure=self.lure_position(), time=self.show_time,
-                             show_lure=not self.lure.wandering, size=size,
-                             dt=self.frame_dt)
+        renderer, governor = self.renderer, self.governor
+        renderer.post_held = governor.post_held(self.params)
+        renderer.render(self.swarm, self.camera, framebuffer, values,
+                        lure=self.lure_position(), time=self.show_time,
+                        show_lure=not self.lure.wandering, size=size, dt=self.frame_dt,
+                        scale=governor.render_scale(self.params))
         self.frame += 1
 
     # ---- what the HUD and telemetry show ----------------------------------------------------

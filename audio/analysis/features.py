@@ -11,6 +11,7 @@ same chain on FFT band energies; onsets are spectral flux above an adaptive thre
 from __future__ import annotations
 
 import math
+import statistics
 from collections import deque
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -46,7 +47,7 @@ def peak_db(samples: np.ndarray) -> float:
     """Largest absolute sample in dBFS."""
     if samples.size == 0:
         return DB_FLOOR
-    return to_db(float(np.max(np.abs(samples))))
+    return to_db(max(float(samples.max()), -float(samples.min())))
 
 
 class Bands(NamedTuple):
@@ -69,7 +70,9 @@ class LevelSettings:
     dynamic_range_db: float = 24.0  # the span below the tracked peak that maps onto 0..1
     peak_fall_db_per_s: float = 2.0  # how fast the auto-gain forgets a loud past
     min_peak_db: float = -50.0  # the tracked peak never falls below this: room noise stays low
-    attack_s: float = 0.005  # rise time constant; 0 = instant
+    # rise time constant; 0 = instant: a hit shows in the frame that reads it, whatever the
+    # frame's dt (a late read in the same frame has dt 0), the release alone is smoothed
+    attack_s: float = 0.0
     release_s: float = 0.25  # fall time constant; 0 = instant
 
 
@@ -126,15 +129,22 @@ class BandAnalyzer:
         # one-sided power -> mean square of the windowed signal's band content
         self._power_scale = 2.0 / (fft_size * float(np.sum(self.window ** 2)))
         self._amplitude_scale = 2.0 / float(np.sum(self.window))
+        # magnitude^2 -> power: (magnitude / amplitude_scale)^2 x power_scale, as one factor
+        self._band_scale = self._power_scale / self._amplitude_scale ** 2
+        self._windowed = np.zeros(fft_size)
 
     def spectrum(self, samples: np.ndarray) -> np.ndarray:
         """Magnitude spectrum scaled so a full-scale sine's peak bin reads about 1."""
-        return np.abs(np.fft.rfft(samples[-self.fft_size:] * self.window)) * self._amplitude_scale
+        windowed = np.multiply(samples[-self.fft_size:], self.window, out=self._windowed)
+        magnitude = np.abs(np.fft.rfft(windowed))
+        magnitude *= self._amplitude_scale
+        return magnitude
 
     def band_db(self, magnitude: np.ndarray) -> tuple[float, ...]:
         """dBFS of each band, from a magnitude spectrum made by `spectrum`."""
-        power = (magnitude / self._amplitude_scale) ** 2 * self._power_scale
-        return tuple(10.0 * math.log10(max(float(np.sum(power[s])), 1e-12)) for s in self.slices)
+        scale = self._band_scale
+        return tuple(10.0 * math.log10(max(float(np.dot(magnitude[s], magnitude[s])) * scale,
+                                           1e-12)) for s in self.slices)
 
 
 @dataclass
@@ -185,16 +195,19 @@ class OnsetDetector:
             self._history = deque(self._history, maxlen=max(s.history_frames, 1))
         self._since_onset += max(dt, 0.0)
         self._time += max(dt, 0.0)
-        compressed = np.log1p(s.compression * gain * magnitude)
+        compressed = np.log1p(magnitude * (s.compression * gain))
         reference = None
+        old_enough = self._time - s.lag_s + 1e-9
         for when, past in self._past:  # the newest spectrum at least `lag_s` old
-            if when <= self._time - s.lag_s + 1e-9 and past.shape == compressed.shape:
+            if when <= old_enough and past.shape == compressed.shape:
                 reference = past
         self._past.append((self._time, compressed))
         if reference is None:
             return False
-        self.flux = float(np.mean(np.maximum(compressed - reference, 0.0)))
-        median = float(np.median(self._history)) if self._history else 0.0
+        rise = np.subtract(compressed, reference)
+        np.maximum(rise, 0.0, out=rise)
+        self.flux = float(rise.sum()) / rise.size
+        median = statistics.median(self._history) if self._history else 0.0
         self.threshold = s.ratio * median + s.delta
         self._history.append(self.flux)
         warm = len(self._history) > min(4, self._history.maxlen - 1)  # a threshold to trust
@@ -260,8 +273,9 @@ class Analyzer:
         clean[:] = 0.0
         clean[len(clean) - n:] = window[len(window) - n:]
         # a malformed or broken block must not poison the trackers with NaN
-        np.nan_to_num(clean, copy=False, nan=0.0, posinf=0.0, neginf=0.0)
-        np.clip(clean, -8.0, 8.0, out=clean)
+        if not np.isfinite(clean).all():
+            np.nan_to_num(clean, copy=False, nan=0.0, posinf=0.0, neginf=0.0)
+        clean.clip(-8.0, 8.0, out=clean)
 
         # the gain from before this frame: a loud hit must not turn itself down
         gain = 10.0 ** (-self.level_tracker.peak_db / 20.0)

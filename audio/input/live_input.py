@@ -315,6 +315,16 @@ class AudioInput(AudioFrameSource):
         self._ring.read_newest(self._window)
         return True
 
+    def refresh(self, now: float) -> bool:
+        """The blocks the worker wrote since `update` read and analysed (late latching)."""
+        if self.closed or not self._delivering or self._ring.blocks == self._seen_blocks:
+            return False
+        self._seen_blocks = self._ring.blocks
+        self._last_block_at = now
+        self._read()
+        self._analyse_again(now)
+        return True
+
     # -- the rest of the interface ---------------------------------------------------------------
     def wait_for_reopening(self, timeout: float = 5.0) -> bool:
         """Block until an opening in flight has reported (tests, and a clean exit)."""

@@ -28,7 +28,8 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("audio", ("audio_speed_boost",)),
     ("tempo", ("bpm", "tempo_source", "quantize")),
     ("presets", ("morph_seconds", "crossfade", "crossfade_a", "crossfade_b")),
-    ("engine", ("neighbor_cap", "lod_pixels")),
+    ("engine", ("neighbor_cap", "lod_pixels", "target_fps", "pin_render_scale", "pin_post",
+                "pin_count")),
 )
 
 

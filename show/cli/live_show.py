@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import logging
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +34,8 @@ from swarm_instrument.show.cli.options import (
     ShowOptions,
     options_from_args,
 )
+from swarm_instrument.show.cli.screen_plan import ScreenPlan, plan_screens
+from swarm_instrument.show.idle_gc import IdleCollector
 from swarm_instrument.show.inputs.control_surface import (
     ControlSurface,
     FrameTakers,
@@ -148,6 +149,7 @@ class LiveShow:
         self.show: Show | None = None
         self.loop: Loop | None = None
         self.progress: RunProgress | None = None  # a bounded run's (the no-display one's)
+        self._last_shown: float | None = None  # the window's last frame, for the governor
 
     def build(self, ctx, size: tuple[int, int], rate: float | None = None) -> Show:
         """The show on `ctx` once the machine can hold it, its inputs open, --record-control's
@@ -171,7 +173,9 @@ class LiveShow:
         self.show = show
         show.outputs = open_outputs(self.args, ctx, rate)  # video out: one more sink
         self.loop = Loop(show, WallClock(self.args.dt), after=self.each_frame,
-                         outputs=show.outputs)
+                         outputs=show.outputs, idle=self.idle)
+        show.collector = IdleCollector()  # no collection inside a frame from here on
+        show.collector.start()
         return show
 
     @property
@@ -187,6 +191,13 @@ class LiveShow:
         self.heartbeat.beat(now)
         if self.heartbeat.orphaned:
             self.stop.request("the supervisor is gone")
+        if self.progress is not None:
+            self.progress.frame(self.show.frame)
+
+    def idle(self) -> None:
+        """After a frame is shown, outside it: the telemetry files (once a second), the
+        console's status line (every 5 s), the garbage (show/idle_gc.py)."""
+        now = time.perf_counter()
         if self.latest is not None:
             self.latest.maybe_write(now, self.show.telemetry)
         if self.telemetry is not None:
@@ -194,17 +205,27 @@ class LiveShow:
             if self.telemetry.error:
                 log.info(self.telemetry.error)
                 self.telemetry = None
-        if self.progress is not None:
-            self.progress.frame(self.show.frame)
         if self.args.frames is None and now - self._last_report >= 5.0:
             self._last_report = now
             log.info(" | ".join(self.show.hud_lines()[:3]))
+        self.show.collector.idle()
 
     # ---- the window's performer -------------------------------------------------------------
 
     def frame(self, target, size: tuple[int, int]) -> list[str]:
         self.loop.frame(target, size)
         return self.show.hud_lines(compact=hud_layout(size).compact)  # a small window: fewer
+
+    def paced(self, start: float, worked: float, shown: float) -> float:
+        """The window's frame was shown: the governor (show/governor.py) watches the frames of
+        a live clock (not --dt's, which repeat); the period until the next frame."""
+        show = self.show
+        last, self._last_shown = self._last_shown, shown
+        if last is not None and self.args.dt is None:
+            show.governor.observe(shown, shown - last, worked - start, show.params,
+                                  show.renderer.post_active(show.values or show.params))
+        self.idle()
+        return 1.0 / show.governor.target_fps(show.params)
 
     def key(self, name: str, ctrl: bool, shift: bool) -> None:
         action = key_action(name, ctrl, shift, time.perf_counter())  # the loop's clock
@@ -222,6 +243,7 @@ class LiveShow:
     def finish(self, image: tuple[bytes, tuple[int, int]] | None) -> None:
         """Write the screenshot, state and last telemetry; report; release the show."""
         show, args = self.show, self.args
+        show.collector.stop()
         if self.progress is not None:
             self.progress.finish()
         if self.stopping:
@@ -267,61 +289,15 @@ def run_headless(live: LiveShow) -> None:
     log.info(f"headless: {show.swarm.count} agents, {args.neighbors} neighbours, "
              f"{size[0]}x{size[1]}, {ctx.info['GL_RENDERER']}, GL {show.backend} backend")
     # With video outputs a headless show plays in real time, at --fps (default 60) as a
-    # window would at its refresh rate; without, as fast as it renders.
+    # window would at its refresh rate, its frame rate held by the governor (unless --dt);
+    # without, as fast as it renders.
     cap = (args.fps or DEFAULT_RATE) if show.outputs else None
-    live.loop.run(sink, frames=args.frames, stop=lambda: live.stopping, cap=cap)
+    if cap:
+        show.governor.display_fps = cap
+    live.loop.run(sink, frames=args.frames, stop=lambda: live.stopping, cap=cap,
+                  govern=bool(cap) and args.dt is None)
     live.finish((sink.pixels(), sink.size) if args.screenshot else None)
     ctx.release()
-
-
-@dataclass(frozen=True)
-class ScreenPlan:
-    """Where the picture and the control window go: `output` and `control` are screen
-    numbers (control None: no control window); `separate`: on screens of their own, so the
-    picture has nothing over it. `notes`: what to tell the performer, one line each."""
-
-    output: int
-    control: int | None
-    separate: bool
-    notes: tuple[str, ...] = ()
-
-
-def plan_screens(sizes: list[str], screen: int, output_screen: int | None,
-                 control_screen: int | None) -> ScreenPlan:
-    """--screen, --output-screen and --control-screen against the screens there are
-    (`sizes`: their descriptions, in order). A number that names no screen is said and set
-    aside, never fatal: the picture falls back to --screen, the control window to another
-    screen, or to a window beside the picture (which keeps its HUD) when there is one."""
-    count = len(sizes)
-    listed = ", ".join(f"{i}: {size}" for i, size in enumerate(sizes))
-    notes = []
-    output = screen
-    if output_screen is not None:
-        if 0 <= output_screen < count:
-            output = output_screen
-        else:
-            notes.append(f"--output-screen {output_screen}: no such screen (screens: {listed});"
-                         f" the picture plays on screen {screen}")
-    if output_screen is None and control_screen is None:
-        return ScreenPlan(output, None, False, tuple(notes))
-    control = None
-    if control_screen is not None:
-        if 0 <= control_screen < count:
-            control = control_screen
-        else:
-            notes.append(f"--control-screen {control_screen}: no such screen (screens: "
-                         f"{listed}); the control window goes "
-                         + ("on another screen" if count > 1 else "in a window"))
-    if control is None:
-        control = next((i for i in range(count) if i != output), output)
-    separate = control != output
-    if separate:
-        notes.append(f"screens: the picture on screen {output} ({sizes[output]}) with nothing "
-                     f"over it, the control window on screen {control} ({sizes[control]})")
-    else:
-        notes.append("one screen for both: the picture and the control window side by side, "
-                     "neither over the other; the picture keeps its HUD (H toggles it)")
-    return ScreenPlan(output, control, separate, tuple(notes))
 
 
 def run_window(live: LiveShow) -> None:
@@ -346,6 +322,7 @@ def run_window(live: LiveShow) -> None:
         window.set_location(beside[0].x, beside[0].y)
     screen = LiveWindow(window, fps=args.fps, overlay=not plan.separate)
     show = live.build(screen.ctx, tuple(window.get_framebuffer_size()), rate=screen.fps)
+    show.governor.display_fps = screen.fps
     if plan.control is not None:
         open_control(live, screen, screens[plan.control], plan, beside[1] if beside else None)
     width, height = window.get_framebuffer_size()

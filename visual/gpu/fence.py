@@ -57,12 +57,22 @@ def _proc_loader():
 
 
 class Fences:
-    """glFenceSync / glClientWaitSync(timeout 0) / glDeleteSync of the current context."""
+    """glFenceSync / glClientWaitSync(timeout 0) / glDeleteSync of the current context.
+
+    Fences of one context signal in order, so each fence inserted here gets a serial and a
+    signalled one tells that the GPU has passed every earlier serial too (`passed`): whoever
+    only needs to know when earlier work is done (a GPU timer) waits for the next fence anyone
+    inserts (`issued + 1`) instead of inserting one of its own (`cover`)."""
 
     def __init__(self, fence_sync, client_wait_sync, delete_sync) -> None:
         self._fence_sync = fence_sync
         self._client_wait_sync = client_wait_sync
         self._delete_sync = delete_sync
+        self.issued = 0  # fences inserted so far
+        self.passed = 0  # the newest serial the GPU is known to have passed
+        self._serials: dict[int, int] = {}  # live token -> its serial
+        self._tokens: dict[int, int] = {}  # live serial -> its token, oldest first
+        self._own: deque[tuple[int, int]] = deque()  # (serial, token) inserted by `cover`
 
     @classmethod
     def for_current_context(cls) -> "Fences | None":
@@ -94,7 +104,12 @@ class Fences:
 
     def insert(self) -> int:
         """A fence after every command issued so far."""
-        return self._fence_sync(GL_SYNC_GPU_COMMANDS_COMPLETE, 0) or 0
+        token = self._fence_sync(GL_SYNC_GPU_COMMANDS_COMPLETE, 0) or 0
+        self.issued += 1
+        if token:
+            self._serials[token] = self.issued
+            self._tokens[self.issued] = token
+        return token
 
     def signalled(self, token: int) -> bool:
         """Whether the GPU has finished everything before `token`. Never waits; flushes, so a
@@ -105,11 +120,33 @@ class Fences:
         if not token:
             return True
         status = self._client_wait_sync(token, GL_SYNC_FLUSH_COMMANDS_BIT, 0)
-        return status in (GL_ALREADY_SIGNALED, GL_CONDITION_SATISFIED, GL_WAIT_FAILED)
+        done = status in (GL_ALREADY_SIGNALED, GL_CONDITION_SATISFIED, GL_WAIT_FAILED)
+        if done:
+            self.passed = max(self.passed, self._serials.get(token, 0))
+        return done
 
     def delete(self, token: int) -> None:
         if token:
+            self._tokens.pop(self._serials.pop(token, 0), None)
             self._delete_sync(token)
+
+    def has_passed(self, serial: int) -> bool:
+        """Whether the GPU has passed the fence of `serial`: asks the oldest live fence at or
+        after it (whoever owns it), and frees the fences `cover` made once they signal."""
+        while self._own and self.signalled(self._own[0][1]):
+            self.delete(self._own.popleft()[1])
+        if serial <= self.passed:
+            return True
+        for later, token in self._tokens.items():
+            if later >= serial:
+                return self.signalled(token)
+        return False
+
+    def cover(self, serial: int) -> None:
+        """Make sure a fence of `serial` or later exists: inserted here only when nobody has
+        inserted one since (a frame's own fence, the renderer's counts, usually has)."""
+        if self.issued < serial:
+            self._own.append((self.issued + 1, self.insert()))
 
 
 _BY_CONTEXT: "weakref.WeakKeyDictionary[moderngl.Context, Fences | None]" = \

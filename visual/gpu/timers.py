@@ -16,7 +16,8 @@ from swarm_instrument.visual.gpu.fence import fences_for
 class GpuTimer:
     """GL timer queries read once a fence says the GPU has finished them, so reading never
     stalls the frame (without fences: read a few frames late, which waits only when the GPU
-    is further behind than that).
+    is further behind than that). The fence is the next one anyone inserts (the renderer's,
+    once a frame: visual/gpu/fence.py `Fences.cover`), not one a query: each costs the CPU.
 
     `available` is False where the driver has no meaningful timer queries (software GL):
     `last_ms` then stays None and callers fall back to wall time around `ctx.finish()`.
@@ -45,20 +46,21 @@ class GpuTimer:
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        fences = self._fences
+        if fences is not None and self._pending:
+            fences.cover(self._pending[0][1])  # nobody fenced last time's query: we do
         if self._active is not None:
             self._active.__exit__(*exc)
-            self._pending.append((self._active, self._fences.insert() if self._fences else 0))
-        if self._fences is not None:
-            while self._pending and self._fences.signalled(self._pending[0][1]):
+            self._pending.append((self._active, fences.issued + 1 if fences else 0))
+        if fences is not None:
+            while self._pending and fences.has_passed(self._pending[0][1]):
                 self._read_oldest()
         elif not self._free and self._pending:
             self._read_oldest()  # a few frames old
 
     def _read_oldest(self) -> None:
-        query, fence = self._pending.popleft()
+        query, _ = self._pending.popleft()
         self.last_ms = query.elapsed / 1e6
-        if self._fences is not None:
-            self._fences.delete(fence)
         self._free.append(query)
 
     def flush(self) -> float | None:
@@ -69,8 +71,5 @@ class GpuTimer:
 
     def release(self) -> None:
         # moderngl's Query has no release(); dropping the references frees them.
-        if self._fences is not None:
-            for _, fence in self._pending:
-                self._fences.delete(fence)
         self._free.clear()
         self._pending.clear()

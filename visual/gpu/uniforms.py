@@ -86,6 +86,34 @@ class Block:
         self.size = _round_up(offset, 16)  # as GL_UNIFORM_BLOCK_DATA_SIZE reports it
         self.parameters = tuple(f.name for f in fields if not f.derived)
         self.derived = frozenset(f.name for f in fields if f.derived)
+        self._whole, self._plan = self._compile()
+
+    def _compile(self) -> tuple[struct.Struct, list[tuple[str, bool, str, int, int]]]:
+        """One struct for the whole block (std140's padding as pad bytes) and, field by field,
+        (name, derived, how its value flattens, components, array length): `pack` makes the
+        block in one call instead of one a field."""
+        layout, at = ["<"], 0
+        plan = []
+        for field, offset, stride, packer in self._writers:
+            _, size, code, components = _TYPES[field.glsl_type]
+            if offset > at:
+                layout.append(f"{offset - at}x")
+            element = f"{components}{code}" if field.glsl_type != "bool" else "1I"
+            if field.length:
+                padding = f"{stride - size}x" if stride > size else ""
+                layout.append((element + padding) * field.length)
+                at = offset + stride * field.length
+            else:
+                layout.append(element)
+                at = offset + size
+            how = ("mat4" if field.glsl_type == "mat4" else "bool" if field.glsl_type == "bool"
+                   else ("f" if code == "f" else "i") + ("1" if components == 1 else "n"))
+            plan.append((field.name, field.derived, how, components, field.length))
+        if self.size > at:
+            layout.append(f"{self.size - at}x")
+        whole = struct.Struct("".join(layout))
+        assert whole.size == self.size, (self.name, whole.size, self.size)
+        return whole, plan
 
     def glsl(self, binding: bool = True) -> str:
         """The declaration: `layout(std140, binding = N) uniform Name { ... } instance;`.
@@ -106,7 +134,55 @@ class Block:
     def pack(self, values: Mapping[str, Any], derived: Mapping[str, Any]) -> bytes:
         """The block's bytes: parameter fields from `values` (the frame's values by registry
         name; other names in it are ignored), derived fields from `derived`, which must hold
-        exactly those (a misspelled or missing name raises, naming it)."""
+        exactly those (a misspelled or missing name raises, naming it). One struct call for
+        the block; a value it cannot take is looked at field by field (`pack_fields`) for the
+        error that names it."""
+        if derived.keys() == self.derived:
+            try:
+                return self._whole.pack(*self._flat(values, derived))
+            except (KeyError, TypeError, ValueError, struct.error, IndexError):
+                pass
+        return self.pack_fields(values, derived)
+
+    def _flat(self, values: Mapping[str, Any], derived: Mapping[str, Any]) -> list:
+        """Every number of the block in order, as `_whole` takes them."""
+        flat: list = []
+        add, extend = flat.append, flat.extend
+        for name, is_derived, how, components, length in self._plan:
+            value = derived[name] if is_derived else values[name]
+            if how == "f1":
+                add(float(value))
+            elif how == "fn" and not length:
+                items = value.tolist() if isinstance(value, np.ndarray) else value
+                if len(items) != components:
+                    raise ValueError(name)
+                extend([float(v) for v in items])
+            elif how == "mat4":
+                extend(np.asarray(value, np.float64).reshape(4, 4).T.ravel().tolist())
+            elif how == "i1":
+                add(int(value))
+            elif how == "bool":
+                add(1 if value else 0)
+            elif not length:  # an int vector
+                items = value.tolist() if isinstance(value, np.ndarray) else value
+                if len(items) != components:
+                    raise ValueError(name)
+                extend([int(v) for v in items])
+            else:  # an array: each item's components, then zeros for the items not given
+                items = value.tolist() if isinstance(value, np.ndarray) else list(value)
+                if len(items) > length:
+                    raise ValueError(name)
+                cast = float if how[0] == "f" else int
+                for item in items:
+                    item = [item] if components == 1 else item
+                    if len(item) != components:
+                        raise ValueError(name)
+                    extend([cast(v) for v in item])
+                extend([cast(0)] * (components * (length - len(items))))
+        return flat
+
+    def pack_fields(self, values: Mapping[str, Any], derived: Mapping[str, Any]) -> bytes:
+        """`pack`, field by field: the same bytes, and an error that names the field."""
         unknown = set(derived) - self.derived
         missing = self.derived - set(derived)
         if unknown or missing:

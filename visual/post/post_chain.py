@@ -41,7 +41,6 @@ history (textures made per size and kept, remade on a size change).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,13 +57,13 @@ from swarm_instrument.visual.gpu.programs import (
 from swarm_instrument.visual.gpu.shaders import resolve_shader_dir
 from swarm_instrument.visual.gpu.timers import GpuTimer
 from swarm_instrument.visual.gpu.uniforms import POST_PARAMS, BlockBuffer
+from swarm_instrument.visual.post.feedback import feedback_step
 from swarm_instrument.visual.post.tonemap import HDR_MAX, TONEMAPS, clamp_finite
 
 ENCODINGS = ("srgb", "linear")
 HISTORY_MAX = 16.0     # the feedback history is read back clamped to this (HDR units)
 MAX_LEVELS = 6         # bloom levels: half resolution, then halved again ...
 MIN_LEVEL_PIXELS = 8   # ... while the smaller side of the next level keeps this many pixels
-MAX_FRAME_STEPS = 4.0  # a long frame moves the feedback at most this many 60 fps frames
 
 
 @dataclass(frozen=True)
@@ -100,34 +99,6 @@ class PostSettings:
     @property
     def feedback_on(self) -> bool:
         return clamp_finite(self.feedback, 0.0, 0.98) > 0.0
-
-
-@dataclass(frozen=True)
-class FeedbackStep:
-    """One frame's feedback warp: the previous image is read at
-    `matrix @ (uv - 0.5) + 0.5 + offset` and faded by `fade`."""
-
-    fade: float
-    matrix: tuple[float, float, float, float]  # column-major 2x2, as GLSL's mat2
-    offset: tuple[float, float]
-
-
-def feedback_step(settings: PostSettings, dt: float, size: tuple[int, int]) -> FeedbackStep:
-    """This frame's warp and fade: the per-60-fps-frame amounts raised to (or times) dt x 60,
-    so two frames of dt/2 move the image as one frame of dt does. The zoom and rotation turn
-    about the centre in square pixels (aspect corrected), as the eye sees them."""
-    steps = clamp_finite(dt * 60.0, 0.0, MAX_FRAME_STEPS)
-    fade = clamp_finite(settings.feedback, 0.0, 0.98) ** steps
-    scale = (1.0 + clamp_finite(settings.feedback_zoom, -0.1, 0.1)) ** steps
-    angle = clamp_finite(settings.feedback_rotate, -0.1, 0.1) * steps
-    aspect = size[0] / max(size[1], 1)
-    # Output uv -> the uv it came from: A^-1 R(-angle) A / scale, A = diag(aspect, 1).
-    cos, sin = math.cos(angle) / scale, math.sin(angle) / scale
-    matrix = (cos, -sin * aspect, sin / aspect, cos)  # columns (m00, m10), (m01, m11)
-    drift = settings.feedback_drift
-    offset = (-clamp_finite(drift[0], -0.05, 0.05) * steps,
-              -clamp_finite(drift[1], -0.05, 0.05) * steps)
-    return FeedbackStep(fade, matrix, offset)
 
 
 # ---- the tone maps in numpy (post_tonemap.glsl's): the background's inverse, tests ------------
@@ -244,8 +215,11 @@ class PostChain(ProgramOwner):
             "composite_bloom": (files["composite"], {"BLOOM": 1, "FEEDBACK": 0}),
             "composite_feedback": (files["composite"], {"BLOOM": 0, "FEEDBACK": 1}),
             "composite_both": (files["composite"], {"BLOOM": 1, "FEEDBACK": 1}),
-            "display": (files["display"], {"BLOOM": 0}),
-            "display_bloom": (files["display"], {"BLOOM": 1}),
+            "display": (files["display"], {"BLOOM": 0, "SCALED": 0}),
+            "display_bloom": (files["display"], {"BLOOM": 1, "SCALED": 0}),
+            # a render scale under 1: the scene sampled (bilinear) instead of texel for pixel
+            "display_scaled": (files["display"], {"BLOOM": 0, "SCALED": 1}),
+            "display_bloom_scaled": (files["display"], {"BLOOM": 1, "SCALED": 1}),
         }
         for name, (fragment, defines) in variants.items():
             program = self._compile(ctx, fragment, folder, {**common, **defines})
@@ -294,23 +268,28 @@ class PostChain(ProgramOwner):
     # ---- the frame ------------------------------------------------------------------------
 
     def run(self, hdr: moderngl.Texture, out: moderngl.Framebuffer, size: tuple[int, int],
-            settings: PostSettings, dt: float = 1 / 60) -> None:
+            settings: PostSettings, dt: float = 1 / 60,
+            scene_size: tuple[int, int] | None = None) -> None:
         """Post-process `hdr` (linear RGBA16F, `size` pixels, read pixel for pixel) into
         `out` (RGBA8 or a window's default framebuffer, drawn in its viewport), left bound.
-        `dt`: seconds since the last frame (the feedback's motion and fade follow it)."""
+        `dt`: seconds since the last frame (the feedback's motion and fade follow it).
+        `scene_size`: `hdr`'s size where it is smaller than `size` (the render scale): bloom
+        and feedback run at that size, and the display pass scales it up."""
         size = (int(size[0]), int(size[1]))
-        if min(size) < 1:  # a minimised window: nothing to draw
+        scene = size if scene_size is None else (int(scene_size[0]), int(scene_size[1]))
+        if min(size) < 1 or min(scene) < 1:  # a minimised window: nothing to draw
             out.use()
             return
+        scaled = "_scaled" if scene != size else ""
         with self._timer:
-            image, bloom = self._prepare(hdr, size, settings, dt, fold_bloom=True)
+            image, bloom = self._prepare(hdr, scene, settings, dt, fold_bloom=True)
             out.use()
             image.use(0)
             if bloom is not None:
                 bloom.use(1)
-                self._draw("display_bloom")
+                self._draw("display_bloom" + scaled)
             else:
-                self._draw("display")
+                self._draw("display" + scaled)
         self.gpu_ms = self._timer.last_ms
 
     def composite(self, hdr: moderngl.Texture, size: tuple[int, int], settings: PostSettings,

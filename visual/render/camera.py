@@ -34,20 +34,30 @@ def perspective(fov_y_degrees: float, aspect: float, near: float, far: float) ->
     return m
 
 
+def _cross(a: tuple[float, float, float], b: tuple[float, float, float]
+           ) -> tuple[float, float, float]:
+    return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
+
+
+def _unit(v: tuple[float, float, float]) -> tuple[float, float, float]:
+    length = math.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
+    return (v[0] / length, v[1] / length, v[2] / length)
+
+
 def look_at(eye, target, up=WORLD_UP) -> np.ndarray:
-    """The view matrix of a camera at `eye` looking at `target` (gluLookAt): world -> eye."""
-    eye = np.asarray(eye, float)
-    forward = np.asarray(target, float) - eye
-    forward /= np.linalg.norm(forward)
-    side = np.cross(forward, np.asarray(up, float))
-    if np.linalg.norm(side) < 1e-9:  # looking straight along `up`: any side will do
-        side = np.cross(forward, np.array([0.0, 0.0, 1.0]))
-    side /= np.linalg.norm(side)
-    true_up = np.cross(side, forward)
-    m = np.eye(4)
-    m[0, :3], m[1, :3], m[2, :3] = side, true_up, -forward
-    m[:3, 3] = -m[:3, :3] @ eye
-    return m
+    """The view matrix of a camera at `eye` looking at `target` (gluLookAt): world -> eye.
+    Plain floats on three numbers (numpy's cross and norm on 3-vectors cost ten times more)."""
+    ex, ey, ez = (float(v) for v in eye)
+    tx, ty, tz = (float(v) for v in target)
+    forward = _unit((tx - ex, ty - ey, tz - ez))
+    side = _cross(forward, tuple(float(v) for v in up))
+    if math.sqrt(side[0] ** 2 + side[1] ** 2 + side[2] ** 2) < 1e-9:
+        side = _cross(forward, (0.0, 0.0, 1.0))  # looking straight along `up`: any side
+    side = _unit(side)
+    true_up = _cross(side, forward)
+    rows = (side, true_up, (-forward[0], -forward[1], -forward[2]))
+    return np.array([[*row, -(row[0] * ex + row[1] * ey + row[2] * ez)] for row in rows]
+                    + [[0.0, 0.0, 0.0, 1.0]])
 
 
 def frustum_planes(view_projection: np.ndarray) -> np.ndarray:
@@ -197,14 +207,15 @@ class OrbitCamera:
         roll = math.radians(self.orbit_angle() * 0.5)  # half the orbit's pace
         return np.array([math.sin(roll), math.cos(roll), 0.0])
 
-    def view(self) -> np.ndarray:
-        return look_at(self.eye, self.look_at_point(), self.up)
+    def view(self, eye: np.ndarray | None = None) -> np.ndarray:
+        """The view matrix (`eye`: the camera's position, when already known)."""
+        return look_at(self.eye if eye is None else eye, self.look_at_point(), self.up)
 
     def projection(self, aspect: float) -> np.ndarray:
         return perspective(self.fov_y, aspect, self.near, self.distance + self.far_margin)
 
-    def view_projection(self, aspect: float) -> np.ndarray:
-        return self.projection(aspect) @ self.view()
+    def view_projection(self, aspect: float, eye: np.ndarray | None = None) -> np.ndarray:
+        return self.projection(aspect) @ self.view(eye)
 
     def frustum(self, aspect: float) -> np.ndarray:
         """The (6, 4) normalised planes the cull pass tests against."""

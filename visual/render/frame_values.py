@@ -14,7 +14,7 @@ import numpy as np
 
 from swarm_instrument.visual.post.post_chain import PostSettings
 from swarm_instrument.visual.post.tonemap import scene_color_for
-from swarm_instrument.visual.render.camera import OrbitCamera
+from swarm_instrument.visual.render.camera import OrbitCamera, frustum_planes
 from swarm_instrument.visual.render.counts import SumScales
 from swarm_instrument.visual.render.meshes import SHAPES, lod_distance
 from swarm_instrument.visual.render.palettes import (
@@ -93,18 +93,48 @@ def post_settings(p: Values, background: Sequence[float], on: bool) -> PostSetti
         background=tuple(background))
 
 
+class PostSwitch:
+    """Whether a renderer's frame runs bloom and feedback, and what the HUD says of it: `post`
+    (on, off, auto: on with a GPU), software GL, and the governor's hold (show/governor.py)."""
+
+    software: bool
+    post_on: bool
+    post_held: bool
+
+    def post_active(self, values: Mapping[str, Any]) -> bool:
+        """Whether bloom and feedback would run: `post` on, or auto on a GPU (not software
+        GL), whether or not the governor holds them off (`post_held`)."""
+        choice = values.get("post", "auto")
+        return choice == "on" or (choice == "auto" and not self.software)
+
+    def post_settings(self, p: Mapping[str, Any], background: Sequence[float]) -> PostSettings:
+        """This frame's post chain (bloom and feedback only where `post_active`)."""
+        self.post_on = on = self.post_active(p) and not self.post_held
+        return post_settings(p, background, on)
+
+    @property
+    def post_state(self) -> str:
+        """The HUD's and telemetry's word on the post chain."""
+        if self.post_on:
+            return "on"
+        if self.post_held:
+            return "held off by the governor (pin_post keeps it)"
+        return "off (software GL: post on turns it on)" if self.software else "off"
+
+
 def frame_block(p: Values, camera: OrbitCamera, size: tuple[int, int], lure: Sequence[float],
                 scales: SumScales, *, background: Sequence[float], telegraph: float,
                 far_base: int) -> dict[str, Any]:
     """FrameParams' derived fields for one frame (`background`: the scene's, linear)."""
     aspect = size[0] / max(size[1], 1)
-    eye = np.asarray(camera.eye, float)
+    eye = camera.eye  # worked out once: the matrix, the planes and the light share it
+    view_projection = camera.view_projection(aspect, eye)
     agent_size = float(p["agent_size"])
     stops = palette_stops(p)
     streak = p.get("shape") == "streak"
     return {
-        "view_projection": camera.view_projection(aspect),
-        "planes": camera.frustum(aspect),
+        "view_projection": view_projection,
+        "planes": frustum_planes(view_projection),
         "eye": eye,
         "light": light_direction(camera, eye),
         # A streak is a line several agent sizes long however small it is: a point would lose
@@ -138,11 +168,17 @@ def frame_block(p: Values, camera: OrbitCamera, size: tuple[int, int], lure: Seq
     }
 
 
-def light_direction(camera: OrbitCamera, eye: np.ndarray) -> np.ndarray:
-    """A light above and a little behind the camera's shoulder: lit faces face the viewer."""
-    back = eye - np.asarray(camera.target, float)
-    back /= np.linalg.norm(back)
-    side = np.cross(np.array([0.0, 1.0, 0.0]), back)
-    side = side / np.linalg.norm(side) if np.linalg.norm(side) > 1e-9 else np.array([1., 0, 0])
-    light = 0.55 * back + 0.75 * np.array([0.0, 1.0, 0.0]) + 0.35 * side
-    return light / np.linalg.norm(light)
+def light_direction(camera: OrbitCamera, eye: np.ndarray) -> tuple[float, float, float]:
+    """A light above and a little behind the camera's shoulder: lit faces face the viewer.
+    Plain floats (numpy on 3-vectors costs more than the arithmetic)."""
+    target = camera.target
+    back = [float(eye[k]) - float(target[k]) for k in range(3)]
+    length = math.sqrt(back[0] ** 2 + back[1] ** 2 + back[2] ** 2)
+    back = [v / length for v in back]
+    side = [back[2], 0.0, -back[0]]  # (0, 1, 0) x back
+    length = math.sqrt(side[0] ** 2 + side[2] ** 2)
+    side = [side[0] / length, 0.0, side[2] / length] if length > 1e-9 else [1.0, 0.0, 0.0]
+    light = [0.55 * back[0] + 0.35 * side[0], 0.55 * back[1] + 0.75,
+             0.55 * back[2] + 0.35 * side[2]]
+    length = math.sqrt(light[0] ** 2 + light[1] ** 2 + light[2] ** 2)
+    return (light[0] / length, light[1] / length, light[2] / length)

@@ -46,7 +46,7 @@ from swarm_instrument.visual.gpu.programs import (
 from swarm_instrument.visual.gpu.shaders import resolve_shader_dir
 from swarm_instrument.visual.gpu.timers import GpuTimer
 from swarm_instrument.visual.gpu.uniforms import FRAME_PARAMS, BlockBuffer
-from swarm_instrument.visual.post.post_chain import PostChain, PostSettings
+from swarm_instrument.visual.post.post_chain import PostChain
 from swarm_instrument.visual.render.camera import OrbitCamera
 from swarm_instrument.visual.render.counts import (
     DRAW_STATE_UINTS,
@@ -58,11 +58,11 @@ from swarm_instrument.visual.render.counts import (
 from swarm_instrument.visual.render.frame_values import (
     BACKGROUND,
     LURE_COLOR,
+    PostSwitch,
     Telegraph,
     agent_defines,
     frame_block,
     glsl_vec,
-    post_settings,
     scene_background,
 )
 from swarm_instrument.visual.render.meshes import BILLBOARDS, MeshSet
@@ -86,7 +86,7 @@ CULL_TO_DRAW_BARRIERS = (GL_COMMAND_BARRIER_BIT | GL_BUFFER_UPDATE_BARRIER_BIT
                          | GL_SHADER_STORAGE_BARRIER_BIT)
 
 
-class Renderer(CountsView, ProgramOwner):
+class Renderer(PostSwitch, CountsView, ProgramOwner):
     """Culls and draws a `Swarm` each frame; owns every GPU object it uses (`release()`).
 
     After `render`, `visible`, `near_lure`, `swarm_center` and `swarm_radius` hold what the
@@ -134,11 +134,13 @@ class Renderer(CountsView, ProgramOwner):
         # points).
         self.far_draw = FAR_DRAW if self._splat is not None else "points"
         self.post_on = False  # whether the last frame ran bloom and feedback (post_state)
+        self.post_held = False  # the governor holds bloom and feedback off (show/governor.py)
 
         self._cull_timer = GpuTimer(ctx)
         self._draw_timer = GpuTimer(ctx)
         self.gpu_ms: dict[str, float | None] = {"cull": None, "draw": None}
         self.last_size: tuple[int, int] | None = None  # the frame last drawn, in pixels
+        self.scene_size: tuple[int, int] | None = None  # ... drawn at this size, scaled up
         self._telegraph = Telegraph()
 
     @property
@@ -242,7 +244,8 @@ class Renderer(CountsView, ProgramOwner):
     def render(self, swarm: Any, camera: OrbitCamera, framebuffer: moderngl.Framebuffer,
                values: Mapping[str, Any], *, lure: Sequence[float] = (0.0, 0.0, 0.0),
                time: float | None = None, show_lure: bool = False,
-               size: tuple[int, int] | None = None, dt: float = 1 / 60) -> None:
+               size: tuple[int, int] | None = None, dt: float = 1 / 60,
+               scale: float = 1.0) -> None:
         """Cull, draw and present `swarm` (anything with `current` and `count`, as `Swarm`) as
         seen by `camera` into `framebuffer`, which is left bound.
 
@@ -252,12 +255,18 @@ class Renderer(CountsView, ProgramOwner):
         marker at the lure (while the mouse holds it). `size` is the size drawn, in pixels:
         `framebuffer.size` unless given (a window's detected framebuffer keeps the size it had
         when the context was made, so the window passes its own). `dt`: seconds since the
-        last frame (the feedback's motion and fade follow it).
+        last frame (the feedback's motion and fade follow it). `scale` (the render scale, at
+        most 1): the scene is drawn at that fraction of `size` and the post chain's display
+        pass scales it up (bilinear) onto `framebuffer`.
         """
         p = values
         ctx = self.ctx
-        size = tuple(size or framebuffer.size)
-        self.last_size = size
+        out_size = tuple(size or framebuffer.size)
+        self.last_size = out_size
+        scale = min(max(float(scale), 0.05), 1.0)
+        size = out_size if scale == 1.0 else (max(1, round(out_size[0] * scale)),
+                                               max(1, round(out_size[1] * scale)))
+        self.scene_size = size
         count = swarm.count
         self._ensure_capacity(count)
         self._set_shape(str(p.get("shape", "cone")))
@@ -308,8 +317,8 @@ class Renderer(CountsView, ProgramOwner):
 
         # 4. post onto the caller's framebuffer, and keep a copy of this frame's counts to read
         # once the GPU is done with it (a fence: reading never waits).
-        self._post.run(target.color_attachments[0], framebuffer, size,
-                       self.post_settings(p, background), dt)
+        self._post.run(target.color_attachments[0], framebuffer, out_size,
+                       self.post_settings(p, background), dt, scene_size=size)
         self._readback.push(self._draw_state, scales)
         self.gpu_ms = {"cull": self._cull_timer.last_ms, "draw": self._draw_timer.last_ms,
                        "post": self._post.gpu_ms}
@@ -335,23 +344,6 @@ class Renderer(CountsView, ProgramOwner):
     def scene_background(self, p: Mapping[str, Any]) -> tuple[float, float, float]:
         """The background as the HDR image holds it (visual/render/frame_values.py)."""
         return scene_background(self.background, p)
-
-    def post_active(self, values: Mapping[str, Any]) -> bool:
-        """Whether bloom and feedback run: `post` on, or auto on a GPU (not software GL)."""
-        choice = values.get("post", "auto")
-        return choice == "on" or (choice == "auto" and not self.software)
-
-    def post_settings(self, p: Mapping[str, Any], background: Sequence[float]) -> PostSettings:
-        """This frame's post chain (bloom and feedback only where `post_active`)."""
-        self.post_on = on = self.post_active(p)
-        return post_settings(p, background, on)
-
-    @property
-    def post_state(self) -> str:
-        """The HUD's and telemetry's word on the post chain."""
-        if self.post_on:
-            return "on"
-        return "off (software GL: post on turns it on)" if self.software else "off"
 
     def _write_params(self, p: Mapping[str, Any], camera: OrbitCamera,
                       size: tuple[int, int], lure: Sequence[float], scales: SumScales) -> None:

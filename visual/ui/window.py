@@ -9,7 +9,9 @@ the wheel to the performer by name. Main thread only (pyglet's event loop).
 
 from __future__ import annotations
 
+import math
 import time
+from collections import deque
 from typing import Protocol
 
 import moderngl
@@ -108,11 +110,59 @@ def display_rate(window, default: float = 60.0) -> float:
         return default
 
 
+# ---- when the next frame starts ---------------------------------------------------------------
+# As late as its work allows before the display shows it, so what it reads of the inputs (sound,
+# knobs, keys) is as new as it can be. A frame runs from `start` (the inputs read) to `worked`
+# (its commands done on the GPU, before the swap) to `shown` (the swap done). Where the swap
+# waits for the display's refresh (vsync: `LiveWindow.swap_waits`, measured once), the frame is
+# aimed at a refresh: it starts its longest recent work (and a margin) before the refresh after
+# the last one shown plus the period, so it is shown at that refresh and nothing it read waits
+# a frame in a queue (the window waits for each swap to finish: frames never queue up in the
+# driver). Where the swap does not wait (a virtual display, a compositor without vsync), frames
+# start at an even pace, one period apart; one late by more than a period starts at once,
+# without a burst of catching up.
+
+MARGIN_S = 0.001  # aimed this much earlier than the longest recent work needs
+WORKS_KEPT = 30  # the recent frames whose work sets how early a frame starts
+
+
+class FramePacer:
+    """When the window's next frame starts (see above). Pure timing: testable without a display."""
+
+    def __init__(self, refresh_s: float, swap_waits: bool = False) -> None:
+        self.refresh_s = refresh_s
+        self.swap_waits = swap_waits
+        self.works: deque[float] = deque(maxlen=WORKS_KEPT)
+        self._start: float | None = None
+        self._shown: float | None = None
+
+    def frame(self, start: float, worked: float, shown: float) -> None:
+        """A frame was drawn: its inputs read at `start`, its work done at `worked`, its swap
+        done at `shown` (one monotonic clock)."""
+        self.works.append(max(worked - start, 0.0))
+        self._start, self._shown = start, shown
+
+    def next_start(self, period: float, now: float) -> float:
+        """When the next frame should start, for frames `period` seconds apart."""
+        if self._start is None:
+            return now
+        if self.swap_waits and self._shown is not None:
+            refreshes = max(1, math.ceil(period / self.refresh_s - 0.05))
+            aim = self._shown + refreshes * self.refresh_s  # the refresh this frame is for
+            start = aim - max(self.works) - MARGIN_S
+            return max(start, now)
+        start = self._start + period
+        return now if start < now - period else start
+
+
 class Performer(Protocol):
     """What the window hands its events and frames to (show/cli/live_show.py wires the show in)."""
 
     def frame(self, target: moderngl.Framebuffer, size: tuple[int, int]) -> list[str]:
         """Play one frame into `target`, `size` pixels; the HUD's lines."""
+    def paced(self, start: float, worked: float, shown: float) -> float:
+        """The frame that started at `start` had its work done at `worked` and was shown at
+        `shown` (time.perf_counter); returns the period wanted until the next one."""
     def key(self, name: str, ctrl: bool, shift: bool) -> None:
         """A key the window does not keep for itself: "1".."9", "UP", "LEFT", "SPACE"..."""
     def pointer(self, x: float, y: float, width: int, height: int) -> None:
@@ -125,7 +175,10 @@ class Performer(Protocol):
 class LiveWindow:
     """A pyglet window playing a performer's frames until quit. The window keeps F
     (full-screen), H (the HUD) and Esc (twice to quit) for itself and hands every other key,
-    the mouse and the wheel on. pyglet's clock calls `on_draw` at the frame-rate cap."""
+    the mouse and the wheel on. pyglet's clock calls `_tick` when the pacer says
+    (FramePacer: as late as the frame's work allows before the refresh it is for);
+    each frame waits for its swap, so none waits in a queue, and the other windows (the
+    control window) draw after it."""
 
     def __init__(self, window, *, fps: float | None, overlay: bool = True) -> None:
         self.window = window
@@ -142,6 +195,8 @@ class LiveWindow:
         self.performer: Performer | None = None
         self._screen: moderngl.Framebuffer | None = None
         self.hud = Hud(window.width, window.height)
+        self.pacer = FramePacer(1.0 / display_rate(window))
+        self._worked = 0.0  # when the last frame's work was done (before its swap)
         window.push_handlers(self)
 
     # ---- events -----------------------------------------------------------------------------
@@ -196,6 +251,8 @@ class LiveWindow:
         if self.overlay:
             self.hud.draw(lines, "press Esc again to quit"
                           if self.escape.armed(time.monotonic()) else "")
+        self.ctx.finish()  # the frame's work done, GPU included: the pacer times it
+        self._worked = time.perf_counter()
         if self.performer.done():
             self.last_image = self.read_screen()
             self.quit()
@@ -223,7 +280,40 @@ class LiveWindow:
 
     def run(self, performer: Performer) -> None:
         self.performer = performer
-        pyglet.app.run(1.0 / self.fps)
+        self.pacer.swap_waits = self.swap_waits()
+        pyglet.clock.schedule_once(self._tick, 0.0)
+        pyglet.app.run(None)  # frames come from _tick, when the pacer says
+
+    def swap_waits(self, swaps: int = 5) -> bool:
+        """Whether a swap waits for the display's refresh (vsync that works): a few empty
+        frames swapped back to back take a refresh each where it does."""
+        self.window.switch_to()
+        times = []
+        for _ in range(swaps):
+            self.window.flip()
+            self.ctx.finish()
+            times.append(time.perf_counter())
+        gaps = sorted(b - a for a, b in zip(times, times[1:]))
+        return gaps[len(gaps) // 2] > 0.6 * self.pacer.refresh_s
+
+    def _tick(self, dt: float) -> None:
+        """One frame of the output window (its work, the HUD, the swap, waited for), then the
+        other windows; the next is scheduled when the pacer says."""
+        performer = self.performer
+        if performer is None or pyglet.app.event_loop.has_exit:
+            return
+        start = time.perf_counter()
+        self.window.draw(dt)  # on_draw (the frame), then the swap
+        self.ctx.finish()  # the swap done: shown (at the refresh, with vsync)
+        shown = time.perf_counter()
+        period = performer.paced(start, self._worked, shown)
+        self.pacer.frame(start, self._worked, shown)
+        for other in list(pyglet.app.windows):  # the control window, after the picture
+            if other is not self.window:
+                other.draw(dt)
+        now = time.perf_counter()
+        delay = self.pacer.next_start(period, now) - now
+        pyglet.clock.schedule_once(self._tick, max(delay, 0.0))
 
     def quit(self) -> None:
         pyglet.app.exit()

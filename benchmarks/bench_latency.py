@@ -1,0 +1,391 @@
+"""Sound and touch to light, end to end in the running show (issue 31): a stimulus sent at a
+known time, and the first picture that shows it, both stamped with one monotonic clock.
+
+    python benchmarks/bench_latency.py --trials 20 --json latency.json            # the window
+    python benchmarks/bench_latency.py --offscreen --fps 60 --trials 30 --json out.json
+
+The look is the default one (aurora) made dark (exposure 0.15) with the level routed to the
+exposure (+7.9), so a sound, a MIDI knob (CC 20 on channel 1, mapped to the exposure 0.15..8)
+or an OSC message (/swarm/exposure) turns the picture bright; a key (H) shows the HUD. A trial
+waits until the picture is dark again, then a random 50-250 ms (so the stimulus falls anywhere
+in a frame), sends the stimulus and watches for the picture to cross half-way from dark to
+bright. Latency is reported in milliseconds and in frames of the show's own pace (the median
+interval between the frames it drew while measuring).
+
+The window (the default; latency_window.py): `instrument.py` as a performer runs it, full
+screen on an Xvfb screen, audio from a JACK server with the dummy driver (a JACK client here
+plays a 1 kHz burst into the instrument's input ports; the stimulus time is the JACK cycle
+that carried its first sample), MIDI through a JACK MIDI port, OSC over UDP, keys through
+XTest; the screen read back (XGetImage, a band across its middle, or the HUD's corner) every
+half millisecond. Needs jackd, Xvfb and a display-capable GL: this machine, not the GPU one.
+
+`--offscreen` (the GPU machine: no audio, no display, EGL): the show in this process, its
+frames paced by the loop at --fps with the governor, each frame's picture read back (a band
+across its middle) once its work is done on the GPU, as a swap would be. The sound is a click
+written by the live input's own worker callback (audio/input/worker.py) into its ring, from a
+thread that delivers a 256-sample block every 5.33 ms as a 48 kHz sound card does; MIDI bytes
+are queued at the port as rtmidi's callback queues them; OSC comes over UDP to the real input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import random
+import socket
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+from latency_window import (  # run as a script: benchmarks/ is on the path
+    BRIGHT_EXPOSURE,
+    DARK_EXPOSURE,
+    MIDI_CC,
+    WindowRig,
+    osc_message,
+)
+
+from swarm_instrument.audio.input.live_input import AudioInput
+from swarm_instrument.control.looks.preset_bank import PresetBank
+from swarm_instrument.control.looks.presets import load_preset
+from swarm_instrument.control.midi.midi_in import Midi
+from swarm_instrument.control.osc.osc_input import OscInput
+from swarm_instrument.control.parameters.modulation import Route
+from swarm_instrument.control.parameters.registry import Params
+from swarm_instrument.show.cli.options import START_LOOK, ShowOptions
+from swarm_instrument.show.loop import Loop, Offscreen, WallClock
+from swarm_instrument.show.show import Show
+from swarm_instrument.visual.gpu.context import create_headless_context
+
+RATE, BLOCK = 48000, 256
+
+
+def latency_look() -> tuple[dict, list[Route]]:
+    """The default look, dark, with the level routed to the exposure."""
+    preset = load_preset(PresetBank().resolve(START_LOOK))
+    values = {**preset.values, "exposure": DARK_EXPOSURE}
+    return values, [*preset.routes, Route("level", "exposure", BRIGHT_EXPOSURE - 0.1)]
+
+
+def midi_mapping(path: Path) -> Path:
+    path.write_text(json.dumps({"bindings": [{"channel": 1, "controller": MIDI_CC,
+                                              "param": "exposure", "lo": DARK_EXPOSURE,
+                                              "hi": BRIGHT_EXPOSURE}]}))
+    return path
+
+
+def summary(latencies_s: list[float], frame_s: float, missed: int) -> dict:
+    ms = sorted(v * 1e3 for v in latencies_s)
+    if not ms:
+        return {"trials": 0, "missed": missed}
+    p90 = float(np.percentile(ms, 90))
+    frame_ms = frame_s * 1e3
+    return {"trials": len(ms), "missed": missed, "median_ms": round(statistics.median(ms), 2),
+            "p90_ms": round(p90, 2), "worst_ms": round(ms[-1], 2),
+            "median_frames": round(statistics.median(ms) / frame_ms, 2),
+            "p90_frames": round(p90 / frame_ms, 2), "worst_frames": round(ms[-1] / frame_ms, 2),
+            "frame_ms": round(frame_ms, 2), "all_ms": [round(v, 2) for v in ms]}
+
+
+def print_row(name: str, row: dict) -> None:
+    if not row.get("trials"):
+        print(f"{name:>6}: no trial saw the picture change ({row.get('missed')} missed)")
+        return
+    print(f"{name:>6}: {row['trials']:3d} trials ({row['missed']} missed), frame "
+          f"{row['frame_ms']:.1f} ms: median {row['median_ms']:6.1f} ms "
+          f"({row['median_frames']:.2f} frames), p90 {row['p90_ms']:6.1f} "
+          f"({row['p90_frames']:.2f}), worst {row['worst_ms']:6.1f} ({row['worst_frames']:.2f})",
+          flush=True)
+
+
+# ---- offscreen: the show in this process ------------------------------------------------------
+
+class ClockedDevice:
+    """sounddevice as the live input opens it in this process (audio/input/in_process.py):
+    one input whose stream thread delivers a block every BLOCK / RATE seconds to the worker's
+    callback, which writes it into the ring; `click()` makes the next block loud and stamps
+    when that block was delivered."""
+
+    class PortAudioError(Exception):
+        pass
+
+    def __init__(self) -> None:
+        self.default = SimpleNamespace(device=[0, -1])
+        self._armed = 0
+        self.clicked_at: float | None = None
+        self._stop = threading.Event()
+
+    def query_hostapis(self, index=None):
+        apis = [{"name": "clocked"}]
+        return apis if index is None else apis[index]
+
+    def query_devices(self, index=None):
+        devices = [{"name": "clocked input", "hostapi": 0, "max_input_channels": 1,
+                    "max_output_channels": 0, "default_samplerate": float(RATE), "index": 0}]
+        return devices if index is None else devices[index]
+
+    def _terminate(self) -> None:
+        pass
+
+    def _initialize(self) -> None:
+        pass
+
+    def InputStream(self, **kwargs):  # noqa: N802 - sounddevice's name
+        callback = kwargs["callback"]
+        loud = np.full((BLOCK, 1), 0.5, np.float32)
+        loud[::2] *= -1.0
+        quiet = np.zeros((BLOCK, 1), np.float32)
+
+        def deliver() -> None:
+            due = time.perf_counter()
+            while not self._stop.is_set():
+                due += BLOCK / RATE
+                wait = due - time.perf_counter()
+                if wait > 0:
+                    time.sleep(wait)
+                if self._armed:
+                    if self.clicked_at is None:
+                        self.clicked_at = time.perf_counter()
+                    self._armed -= 1
+                    callback(loud, BLOCK, None, None)
+                else:
+                    callback(quiet, BLOCK, None, None)
+
+        thread = threading.Thread(target=deliver, name="clocked-audio", daemon=True)
+        return SimpleNamespace(start=thread.start, abort=self._stop.set,
+                               close=self._stop.set)
+
+    def click(self, blocks: int = 19) -> None:
+        """About 100 ms of sound from the next block on."""
+        self.clicked_at = None
+        self._armed = blocks
+
+
+class QueuedPort:
+    """A MIDI input's side that Midi reads (control/midi/ports.py): bytes queued as rtmidi's
+    callback queues them, drained once a frame."""
+
+    def __init__(self) -> None:
+        self.queue: list[tuple[bytes, float]] = []
+
+    def poll(self, now: float) -> None:
+        pass
+
+    def drain(self) -> list[tuple[bytes, float]]:
+        taken, self.queue = self.queue, []
+        return taken
+
+    def status(self) -> dict:
+        return {"api": "bench", "ports_open": ["bench"], "waiting_for": [], "dropped": 0,
+                "problem": None, "state": "bench"}
+
+    def close(self) -> None:
+        pass
+
+
+class OffscreenRig:
+    """The show in this process, paced at `fps` with the governor; each frame's band read
+    back after its work is done. `frames` holds (done time, brightness) of every frame."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.size = args.size
+        values, routes = latency_look()
+        if args.count:
+            values["count"] = args.count
+        self.params = Params(values)
+        self.device = ClockedDevice()
+        self.port = QueuedPort()
+        self.ctx = create_headless_context()
+        mapping = midi_mapping(Path(args.workdir) / "latency-midi.json")
+        midi = Midi(self.params, self.port, mapping_path=mapping, save_path=None,
+                    report=lambda text: None)
+        self.osc = OscInput("127.0.0.1", 0)
+        self.sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        audio = AudioInput(sd=self.device, start_wait_s=5.0)
+        self.show = Show(self.ctx, self.params, ShowOptions(seed=1), audio=audio,
+                         routes=routes, midi=midi, osc=self.osc)
+        self.fps = args.fps
+        self.frames: list[tuple[float, float]] = []
+        self.done = threading.Event()
+        self.port.queue.append((bytes([0xB0, MIDI_CC, 0]), 0.0))  # the knob picked up
+
+    # the Sink protocol (show/loop.py): the frame's band read once its work is done
+    def target(self):
+        return self.sink.target()
+
+    def after(self, show: Show, index: int) -> None:
+        width, height = self.size
+        band = self.sink.framebuffer.read(viewport=(0, height // 2 - 24, width, 48),
+                                          components=3, alignment=1)
+        self.frames.append((time.perf_counter(), float(np.frombuffer(band, np.uint8).mean())))
+
+    def run(self, stimuli) -> None:
+        """Frames until the stimuli thread is done."""
+        self.sink = Offscreen(self.show, self.size)
+        self.show.params["target_fps"] = self.fps
+        worker = threading.Thread(target=stimuli, daemon=True)
+        worker.start()
+        Loop(self.show, WallClock()).run(self, stop=self.done.is_set, cap=self.fps, govern=True)
+        worker.join()
+
+    def watch(self, kind: str) -> None:
+        pass  # the band across the middle, for every kind
+
+    def brightness(self) -> float:
+        return self.frames[-1][1] if self.frames else 0.0
+
+    def sample(self, seconds: float) -> list[float]:
+        since = time.perf_counter()
+        time.sleep(seconds)
+        return [value for done, value in self.frames if done > since]
+
+    def first_change_after(self, t0: float, fraction, timeout: float) -> float | None:
+        """Seconds from `t0` to the end of the first frame done after it whose band is past
+        half-way, or None."""
+        deadline, seen = t0 + timeout, 0
+        while time.perf_counter() < deadline:
+            frames = self.frames[seen:]
+            seen += len(frames)
+            for done, value in frames:
+                if done > t0 and fraction(value) > 0.5:
+                    return done - t0
+            time.sleep(0.001)
+        return None
+
+    def send(self, kind: str, on: bool) -> float:
+        """Sends one stimulus (or its undoing); returns its time."""
+        value = BRIGHT_EXPOSURE if on else DARK_EXPOSURE
+        if kind == "sound":
+            if not on:
+                return time.perf_counter()
+            self.device.click()
+            while self.device.clicked_at is None:
+                time.sleep(0.0002)
+            return self.device.clicked_at
+        now = time.perf_counter()
+        if kind == "midi":
+            self.port.queue.append((bytes([0xB0, MIDI_CC, 127 if on else 0]), 0.0))
+        elif kind == "osc":
+            self.sender.sendto(osc_message("/swarm/exposure", value), ("127.0.0.1", self.osc.port))
+        return now
+
+    def frame_s(self) -> float:
+        times = [done for done, _ in self.frames]
+        return statistics.median(np.diff(times)) if len(times) > 2 else float("nan")
+
+    def close(self) -> None:
+        self.sender.close()
+        self.show.release()
+
+
+def calibrate(rig, kind: str) -> tuple[float, float]:
+    """The watched region's value with the stimulus off, and at its strongest on."""
+    rig.watch(kind)
+    rig.send(kind, False)
+    off = statistics.median(rig.sample(1.0)[-20:])
+    rig.send(kind, True)
+    on = max(rig.sample(0.6), key=lambda value: abs(value - off))
+    rig.send(kind, False)
+    time.sleep(0.8)
+    return off, on
+
+
+def trials(rig, kinds: list[str], count: int, results: dict) -> None:
+    """`count` trials of each kind: each waits for the picture to be back (at most 3 s), then
+    a random 50-250 ms, sends the stimulus and times the first picture past half-way."""
+    for kind in kinds:
+        off, on = calibrate(rig, kind)
+        print(f"# {kind}: the watched pixels' mean {off:.1f} off, {on:.1f} on", flush=True)
+        if abs(on - off) < 3.0:
+            results[kind] = {"trials": 0, "missed": count,
+                             "problem": f"the picture did not change ({off:.1f} -> {on:.1f})"}
+            print_row(kind, results[kind])
+            continue
+
+        def fraction(value: float) -> float:
+            return (value - off) / (on - off)
+
+        latencies, missed = [], 0
+        for _ in range(count):
+            deadline = time.perf_counter() + 3.0
+            while fraction(rig.brightness()) > 0.2 and time.perf_counter() < deadline:
+                time.sleep(0.005)
+            time.sleep(random.uniform(0.05, 0.25))
+            t0 = rig.send(kind, True)
+            latency = rig.first_change_after(t0, fraction, 2.0)
+            if latency is None:
+                missed += 1
+            else:
+                latencies.append(latency)
+            rig.send(kind, False)
+        results[kind] = summary(latencies, rig.frame_s(), missed)
+        print_row(kind, results[kind])
+
+
+def run_offscreen(args: argparse.Namespace) -> dict:
+    rig = OffscreenRig(args)
+    results: dict = {}
+
+    def stimuli() -> None:
+        try:
+            time.sleep(1.0)  # the governor and the level settle
+            trials(rig, ["sound", "midi", "osc"], args.trials, results)
+        finally:
+            rig.done.set()
+
+    try:
+        rig.run(stimuli)
+        renderer = rig.ctx.info["GL_RENDERER"]
+        governor = rig.show.governor.state(rig.params)
+    finally:
+        rig.close()
+    return {"mode": "offscreen", "renderer": renderer, "governor": governor, **results}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--offscreen", action="store_true",
+                        help="the show in this process, offscreen (EGL): the GPU machine")
+    parser.add_argument("--trials", type=int, default=20, help="trials of each input")
+    parser.add_argument("--fps", type=float, default=60.0,
+                        help="--offscreen: the frames' pace (default 60)")
+    parser.add_argument("--size", default=None,
+                        help="--offscreen: frame size (1920x1080); the window: the screen's "
+                             "(1280x720)")
+    parser.add_argument("--count", type=int, default=0, help="agents (default: the look's)")
+    parser.add_argument("--inputs", default="sound,midi,osc,key",
+                        help="the window's inputs to time (default all four)")
+    parser.add_argument("--workdir", default="/tmp", help="where the MIDI mapping is written")
+    parser.add_argument("--json", metavar="PATH")
+    args = parser.parse_args(argv)
+    default_size = "1920x1080" if args.offscreen else "1280x720"
+    args.size = tuple(int(v) for v in (args.size or default_size).lower().split("x"))
+    if args.trials < 1:
+        parser.error("--trials: at least 1")
+    started = time.strftime("%Y-%m-%d %H:%M:%S")
+    if args.offscreen:
+        print(f"# offscreen at {args.fps:g} fps, {args.size[0]}x{args.size[1]}", flush=True)
+        report = run_offscreen(args)
+    else:
+        kinds = [k for k in args.inputs.split(",") if k]
+        with WindowRig(args) as rig:
+            print(f"# the window on Xvfb {args.size[0]}x{args.size[1]}: {rig.describe()}",
+                  flush=True)
+            results: dict = {}
+            trials(rig, kinds, args.trials, results)
+            report = {"mode": "window", **rig.state(), **results}
+    if args.json:
+        Path(args.json).write_text(json.dumps({
+            "benchmark": "latency", "date": started, "python": platform.python_version(),
+            "trials_asked": args.trials, "size": args.size, **report}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

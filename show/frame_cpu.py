@@ -1,0 +1,70 @@
+"""What a frame costs the CPU, stage by stage: the main thread's own CPU time
+(`time.thread_time`: the show's Python work and what the GL driver does in its calls, not the
+time it waits for the GPU, nor other threads' work), so the figure means the same on a fast GPU
+and on software GL. The loop stamps each stage; telemetry, the HUD and benchmarks/bench_frame.py
+read the medians. Main thread only.
+
+    update    inputs: audio analysis, MIDI, OSC, web, keys; the look; this frame's values
+    advance   the simulation steps (their dispatches)
+    latch     the late read of the inputs, just before the draw (show/show.py Show.latch)
+    draw      cull, draw, post chain (their dispatches and uniform blocks)
+    after     video outputs, the frame clock, the governor, heartbeat and telemetry
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+STAGES = ("update", "advance", "latch", "draw", "after")
+KEEP = 600  # frames kept: ten seconds at 60 fps
+
+
+class FrameCpu:
+    """A ring of the last KEEP frames' CPU milliseconds per stage (preallocated: recording a
+    frame allocates nothing lasting)."""
+
+    def __init__(self, keep: int = KEEP,
+                 clock: Callable[[], float] = time.thread_time) -> None:
+        self.clock = clock
+        self._ms = np.zeros((keep, len(STAGES)))
+        self._row = 0
+        self.frames = 0  # frames recorded so far
+        self._medians: tuple[int, dict[str, float] | None] = (-1, None)  # (frames, medians)
+
+    def record(self, stamps: list[float]) -> None:
+        """One frame: `stamps` holds len(STAGES) + 1 readings of `clock`, before each stage and
+        after the last."""
+        row = self._ms[self._row]
+        for index in range(len(STAGES)):
+            row[index] = (stamps[index + 1] - stamps[index]) * 1000.0
+        self._row = (self._row + 1) % len(self._ms)
+        self.frames += 1
+
+    def recent(self) -> np.ndarray:
+        """The kept frames' rows (oldest first is not promised), milliseconds by stage."""
+        return self._ms[:min(self.frames, len(self._ms))]
+
+    def medians(self, every: int = 1) -> dict[str, float] | None:
+        """Each stage's median and the whole frame's ("frame"), in ms; None before a frame.
+        `every`: worked out again only once this many frames are new (the HUD reads it each
+        frame: a median of KEEP rows is not free)."""
+        done, cached = self._medians
+        if done >= 0 and self.frames - done < every:
+            return cached
+        rows = self.recent()
+        if not len(rows):
+            return None
+        medians = np.median(rows, axis=0)
+        result = {name: round(float(value), 4) for name, value in zip(STAGES, medians)}
+        result["frame"] = round(float(np.median(rows.sum(axis=1))), 4)
+        self._medians = (self.frames, result)
+        return result
+
+    def last_ms(self) -> float | None:
+        """The newest frame's CPU time, all stages, in ms."""
+        if not self.frames:
+            return None
+        return float(self._ms[(self._row - 1) % len(self._ms)].sum())

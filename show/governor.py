@@ -1,0 +1,239 @@
+"""The governor: real time on any GPU. It holds the target frame rate on a GPU too slow for the
+look by lowering, in this order, the render scale, the post chain and the count, and raises
+them back (in the reverse order) when there is room; the HUD and telemetry say what is
+lowered, and a performer can pin any of the three (the registry's pin_render_scale, pin_post,
+pin_count; its target_fps, 0: the display's rate, 30 on software GL). Main thread only.
+
+    render_scale  the picture drawn at SCALES of the window's size and scaled up
+    post          the post chain (bloom, feedback) held off where it would run
+    count         the agents halved, at most COUNT_STEPS times (never below MIN_AGENTS)
+
+Whoever paces the frames (the window, visual/ui/window.py; a headless show at its cap,
+show/loop.py) reports each frame's interval and work (the CPU's and the GPU's, up to the
+GPU's finish, without the wait for the display). Once the frames since the last change span
+SETTLE_S (and MIN_FRAMES):
+
+- the last change is judged first: a lever raised that left the frames too slow goes back
+  down and rests from raising (HOLD_S, doubling up to HOLD_MAX_S); a render scale or post
+  chain lowered that did not lighten the work (by NO_HELP) goes back up and rests from
+  lowering (it is not what makes the frame slow: the count will be);
+- too slow (the median interval over SLOW times the target's): the first lever in order that
+  can go lower goes lower, as far as the frames are too slow (the render scale by the square
+  root of the ratio, the count by its powers of two), by one step at least;
+- room: the last lever in order that is lowered and fits goes up one step. It fits where the
+  work it will add stays under FIT of the budget (its cost is learnt from how the work moved
+  when it last moved) or, its cost unknown, where the median work is under ROOM of the budget
+  (and every PROBE_S while there is that much room, whatever its cost said: costs change).
+
+The show never plays in slow motion because frames are slow: live, a slow frame steps the
+time it took (show/loop.py WallClock); renders and --dt keep their fixed step and nobody
+reports their frames here, so every lever stays up and runs repeat.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import statistics
+from collections import deque
+from collections.abc import Mapping
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+LEVERS = ("render_scale", "post", "count")
+PINS = {"render_scale": "pin_render_scale", "post": "pin_post", "count": "pin_count"}
+PARAMS = frozenset({"target_fps", *PINS.values()})  # machine settings, kept out of recalls
+SCALES = (1.0, 0.85, 0.7, 0.6, 0.5)  # the render scale's steps: 100, 72, 49, 36, 25 % pixels
+COUNT_STEPS = 4  # the count is halved at most this often: a sixteenth of the performer's
+MIN_AGENTS = 512
+SOFTWARE_FPS = 30.0  # software GL's default target
+SLOW = 1.1  # frames this much slower than the target's are too slow
+ROOM = 0.7  # work under this share of the budget: room to raise a lever of unknown cost
+FIT = 0.9  # a lever whose cost is known comes back when the work then stays under this share
+PROBE_S = 10.0  # one whose cost says no is tried anyway this often where there is ROOM
+NO_HELP = 0.95  # a lowering that left the work above this share of before did not help
+SETTLE_S = 0.5  # after a change, frames are watched this long (and MIN_FRAMES) first
+MIN_FRAMES = 4
+HOLD_S = 2.0  # a lever that failed rests this long, doubling each time, up to HOLD_MAX_S
+HOLD_MAX_S = 60.0
+
+
+class Governor:
+    """The levels of the three levers (0: as the performer set it) and how they move."""
+
+    def __init__(self, software: bool = False) -> None:
+        self.software = software
+        self.display_fps = 60.0  # the pacer's (the window's refresh rate or --fps)
+        self.level = dict.fromkeys(LEVERS, 0)
+        self.active = False  # frames are reported: a live, paced show
+        self.changes = 0
+        self.last_change = ""  # what the last change did, for telemetry
+        self._frames: deque[tuple[float, float]] = deque(maxlen=240)  # (interval, work)
+        self._since: float | None = None  # when the frames watched started
+        self._rest_lower = dict.fromkeys(LEVERS, -math.inf)
+        self._rest_raise = dict.fromkeys(LEVERS, -math.inf)
+        self._hold = dict.fromkeys(LEVERS, HOLD_S)
+        # The last change, judged by the frames after it: (lever, its level before, the work
+        # before, raised)
+        self._trial: tuple[str, int, float, bool] | None = None
+        # What a lever costs, learnt from the changes: seconds of work per unit of `_share`
+        self._cost: dict[str, float | None] = dict.fromkeys(LEVERS)
+        self._probe_at = dict.fromkeys(LEVERS, -math.inf)
+
+    # ---- what the frame uses --------------------------------------------------------------
+
+    def target_fps(self, params: Mapping[str, Any]) -> float:
+        """The frame rate held: target_fps, or the display's (software GL: at most 30)."""
+        asked = float(params["target_fps"])
+        if asked > 0.0:
+            return asked
+        return min(self.display_fps, SOFTWARE_FPS) if self.software else self.display_fps
+
+    def render_scale(self, params: Mapping[str, Any]) -> float:
+        return 1.0 if params["pin_render_scale"] else SCALES[self.level["render_scale"]]
+
+    def post_held(self, params: Mapping[str, Any]) -> bool:
+        """The post chain held off (where `post` would run it)."""
+        return bool(self.level["post"]) and not params["pin_post"]
+
+    def count(self, params: Mapping[str, Any]) -> int:
+        asked = int(params["count"])
+        if params["pin_count"]:
+            return asked
+        return max(asked >> self.level["count"], min(asked, MIN_AGENTS))
+
+    # ---- frames -------------------------------------------------------------------------------
+
+    def observe(self, now: float, interval: float, work: float, params: Mapping[str, Any],
+                post_runs: bool) -> str | None:
+        """One paced frame: `interval` seconds since the last, `work` of its own; `post_runs`:
+        whether the post chain runs now (or would, were it not held). Returns what changed
+        (also logged), or None. One change at most a decision, each judged by the frames
+        after it (`_trial`)."""
+        self.active = True
+        for lever in LEVERS:  # a pin takes the lever back to the performer's at once
+            if params[PINS[lever]] and self.level[lever]:
+                self._trial = None
+                return self._set(now, lever, 0, f"{lever} pinned")
+        if self._since is None:
+            self._since = now
+        self._frames.append((interval, work))
+        if now - self._since < SETTLE_S or len(self._frames) < MIN_FRAMES:
+            return None
+        budget = 1.0 / self.target_fps(params)
+        intervals = statistics.median(frame[0] for frame in self._frames)
+        works = statistics.median(frame[1] for frame in self._frames)
+        ratio = intervals / budget
+        slow = ratio > SLOW
+        trial, self._trial = self._trial, None
+        if trial is not None:
+            lever, before, work_before, raised = trial
+            moved = self._share(lever, before) - self._share(lever, self.level[lever])
+            if moved:  # what the lever's change did to the work: its cost
+                self._cost[lever] = max((work_before - works) / moved, 0.0)
+            if raised and slow:  # the raise did not fit: back down, and rest from raising
+                self._rest(self._rest_raise, lever, now)
+                return self._set(now, lever, before, f"frames {ratio:.1f}x the target's "
+                                                     "after it came back")
+            if not raised and lever != "count" and works > NO_HELP * work_before:
+                self._rest(self._rest_lower, lever, now)  # not what makes the frame slow
+                return self._set(now, lever, before, "lowering it did not lighten the frame")
+        if slow:
+            for lever in LEVERS:
+                if params[PINS[lever]] or now < self._rest_lower[lever]:
+                    continue
+                level = self._lower_to(lever, ratio, params, post_runs)
+                if level is not None:
+                    self._trial = (lever, self.level[lever], works, False)
+                    return self._set(now, lever, level, f"frames {ratio:.1f}x the target's")
+        else:
+            for lever in reversed(LEVERS):
+                level = self.level[lever]
+                if not level or params[PINS[lever]] or now < self._rest_raise[lever]:
+                    continue
+                cost = self._cost[lever]
+                room = works < ROOM * budget
+                fits = room  # its cost unknown: back where there is room, and see
+                if cost is not None:  # its cost learnt: back if the work it adds still fits
+                    grows = cost * (self._share(lever, level - 1) - self._share(lever, level))
+                    fits = works + grows < FIT * budget
+                    if not fits and room and now >= self._probe_at[lever]:
+                        fits = True  # the cost may have changed (a calmer passage): try
+                        self._probe_at[lever] = now + PROBE_S
+                if fits:
+                    self._trial = (lever, level, works, True)
+                    return self._set(now, lever, level - 1,
+                                     f"room: {works * 1000:.1f} ms of work in a "
+                                     f"{budget * 1000:.1f} ms frame")
+        self._since, self._frames = now, deque(maxlen=240)  # nothing to do: watch afresh
+        return None
+
+    @staticmethod
+    def _share(lever: str, level: int) -> float:
+        """How much of a lever's cost a level keeps: the count's fraction, the render scale's
+        pixels, the post chain's all or nothing."""
+        if lever == "count":
+            return 1.0 / (1 << level)
+        if lever == "render_scale":
+            return SCALES[level] ** 2
+        return 1.0 - level
+
+    def _lower_to(self, lever: str, ratio: float, params: Mapping[str, Any],
+                  post_runs: bool) -> int | None:
+        """The level `lever` goes down to for frames `ratio` times too slow, or None where it
+        cannot go lower (or lowering it would change nothing)."""
+        level = self.level[lever]
+        if lever == "post":
+            return 1 if level == 0 and post_runs else None
+        if lever == "count":
+            if level >= COUNT_STEPS or self.count(params) <= MIN_AGENTS:
+                return None
+            return min(level + max(1, round(math.log2(ratio))), COUNT_STEPS)
+        steps = list(range(level + 1, len(SCALES)))
+        if not steps:
+            return None
+        wanted = SCALES[level] / math.sqrt(ratio)
+        return next((k for k in steps if SCALES[k] <= wanted), steps[-1]) \
+            if SCALES[steps[0]] > wanted else steps[0]
+
+    def _rest(self, rests: dict[str, float], lever: str, now: float) -> None:
+        rests[lever] = now + self._hold[lever]
+        self._hold[lever] = min(self._hold[lever] * 2.0, HOLD_MAX_S)
+
+    def _set(self, now: float, lever: str, level: int, why: str) -> str:
+        self.level[lever] = level
+        self.changes += 1
+        self._since, self._frames = now, deque(maxlen=240)
+        what = {"render_scale": f"render scale {SCALES[level]:g}",
+                "post": "post chain " + ("held off" if level else "back"),
+                "count": f"count 1/{1 << level}" if level else "count back"}[lever]
+        self.last_change = f"{what} ({why})"
+        log.info(f"governor: {self.last_change}")
+        return self.last_change
+
+    # ---- what the HUD and telemetry say ---------------------------------------------------
+
+    def state(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """Telemetry's `governor` object."""
+        return {"active": self.active, "target_fps": round(self.target_fps(params), 3),
+                "render_scale": self.render_scale(params), "post_held": self.post_held(params),
+                "count": self.count(params), "count_asked": int(params["count"]),
+                "lowered": [lever for lever in LEVERS if self.level[lever]],
+                "pinned": [lever for lever in LEVERS if params[PINS[lever]]],
+                "changes": self.changes, "last_change": self.last_change}
+
+    def hud_line(self, params: Mapping[str, Any]) -> str | None:
+        """What is lowered to hold the frame rate (None: nothing is)."""
+        parts = []
+        if self.render_scale(params) < 1.0:
+            parts.append(f"render scale {self.render_scale(params):g}")
+        if self.post_held(params):
+            parts.append("post held off")
+        if self.count(params) < int(params["count"]):
+            parts.append(f"count {self.count(params):,} of {int(params['count']):,}")
+        if not parts:
+            return None
+        pinned = [lever for lever in LEVERS if params[PINS[lever]]]
+        return (f"governor ({self.target_fps(params):g} fps): " + ", ".join(parts)
+                + (f"  pinned: {', '.join(pinned)}" if pinned else ""))

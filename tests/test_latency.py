@@ -1,0 +1,185 @@
+"""Sound and touch to light within a frame (issue 31): the show reads its inputs again just
+before the draw (late latching, show/show.py Show.latch), so a knob turned, an OSC message
+sent or a sound that arrives while the simulation steps is in this frame's picture, not the
+next one's. The inputs here are the real ones with their device ends replaced (a MIDI port
+that queues bytes, an OSC input's queue, a sound device stream that delivers a block when the
+test says), and what counts is the picture the frame drew."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from swarm_instrument.audio.input.live_input import AudioInput
+from swarm_instrument.control.actions import Action
+from swarm_instrument.control.midi.midi_in import Midi
+from swarm_instrument.control.parameters.modulation import Route
+from swarm_instrument.control.parameters.registry import Params
+from swarm_instrument.show.cli.options import ShowOptions
+from swarm_instrument.show.loop import FixedStep, Loop, Offscreen
+from swarm_instrument.show.show import Show
+
+SIZE = (96, 54)
+DARK = {"count": 3000, "agent_size": 2.5, "exposure": 0.1, "glow": 2.0}
+
+
+def brightness(sink: Offscreen) -> float:
+    return float(np.frombuffer(sink.pixels(), np.uint8).mean())
+
+
+class Arrives:
+    """Runs `arrive()` in the middle of the frame's simulation step (the swarm's), once."""
+
+    def __init__(self, show: Show, arrive) -> None:
+        self.arrive, self.step = arrive, show.swarm.step
+        show.swarm.step = self
+
+    def __call__(self, *args, **kwargs):
+        self.step(*args, **kwargs)
+        if self.arrive is not None:
+            self.arrive()
+            self.arrive = None
+
+
+def play(show: Show, frames: int = 6) -> tuple[Loop, Offscreen]:
+    loop, sink = Loop(show, FixedStep(1 / 60)), Offscreen(show, SIZE)
+    for _ in range(frames):
+        loop.frame(*sink.target())
+    return loop, sink
+
+
+class QueuedOsc:
+    """An OSC input's side the show reads (control/osc/osc_input.py: poll once a frame)."""
+
+    def __init__(self) -> None:
+        self.queue: list[Action] = []
+        self.rejected, self.last_error = 0, None
+
+    def poll(self) -> list[Action]:
+        taken, self.queue = self.queue, []
+        return taken
+
+    def state(self) -> dict:
+        return {}
+
+    def close(self) -> None:
+        pass
+
+
+def test_an_osc_message_sent_while_the_swarm_steps_is_in_this_frame(ctx):
+    osc = QueuedOsc()
+    show = Show(ctx, Params(DARK), ShowOptions(seed=3), osc=osc)
+    try:
+        loop, sink = play(show)
+        dark = brightness(sink)
+        Arrives(show, lambda: osc.queue.append(Action("set", values={"exposure": 8.0})))
+        loop.frame(*sink.target())
+        assert show.values["exposure"] == 8.0
+        assert brightness(sink) > dark + 20, "the frame drew the exposure from before"
+    finally:
+        show.release()
+
+
+class QueuedPort:
+    """A MIDI input's side Midi reads (control/midi/ports.py MidiInput): bytes queued as
+    rtmidi queues them, drained once a frame."""
+
+    def __init__(self) -> None:
+        self.queue: list[tuple[bytes, float]] = []
+
+    def poll(self, now: float) -> None:
+        pass
+
+    def drain(self) -> list[tuple[bytes, float]]:
+        taken, self.queue = self.queue, []
+        return taken
+
+    def status(self) -> dict:
+        return {"api": "test", "ports_open": ["test"], "waiting_for": [], "dropped": 0,
+                "problem": None, "state": "test"}
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_knob_turned_while_the_swarm_steps_is_in_this_frame(ctx, tmp_path):
+    mapping = tmp_path / "knob.json"
+    mapping.write_text(json.dumps({"bindings": [
+        {"channel": 1, "controller": 20, "param": "exposure", "lo": 0.1, "hi": 8.0}]}))
+    params, port = Params(DARK), QueuedPort()
+    midi = Midi(params, port, mapping_path=mapping, save_path=None)
+    show = Show(ctx, params, ShowOptions(seed=3), midi=midi)
+    try:
+        port.queue.append((bytes([0xB0, 20, 0]), 0.0))  # the knob at the value: picked up
+        loop, sink = play(show)
+        dark = brightness(sink)
+        Arrives(show, lambda: port.queue.append((bytes([0xB0, 20, 127]), 0.0)))
+        loop.frame(*sink.target())
+        assert show.values["exposure"] == pytest.approx(8.0)
+        assert brightness(sink) > dark + 20
+    finally:
+        show.release()
+
+
+class BlockDevice:
+    """sounddevice as the live input opens it in this process (audio/input/in_process.py):
+    one input device whose stream delivers a block when the test calls `feed`."""
+
+    class PortAudioError(Exception):
+        pass
+
+    def __init__(self) -> None:
+        self.default = SimpleNamespace(device=[0, -1])
+        self.stream = None
+
+    def query_hostapis(self, index=None):
+        apis = [{"name": "test"}]
+        return apis if index is None else apis[index]
+
+    def query_devices(self, index=None):
+        devices = [{"name": "test mic", "hostapi": 0, "max_input_channels": 1,
+                    "max_output_channels": 0, "default_samplerate": 48000.0, "index": 0}]
+        return devices if index is None else devices[index]
+
+    def _terminate(self) -> None:
+        pass
+
+    def _initialize(self) -> None:
+        pass
+
+    def InputStream(self, **kwargs):  # noqa: N802 - sounddevice's name
+        self.stream = SimpleNamespace(start=lambda: None, abort=lambda: None,
+                                      close=lambda: None, callback=kwargs["callback"])
+        return self.stream
+
+    def feed(self, amplitude: float, blocks: int = 1) -> None:
+        for _ in range(blocks):
+            block = np.full((256, 1), amplitude, np.float32)
+            block[::2] *= -1.0  # a square wave at the Nyquist rate: loud, no DC
+            self.stream.callback(block, 256, None, None)
+
+
+def test_a_sound_that_arrives_while_the_swarm_steps_is_in_this_frame(ctx):
+    """The level (routed to the exposure) follows a block that reached the ring after the
+    frame's update: the latch analyses it before the draw."""
+    sd = BlockDevice()
+    audio = AudioInput(sd=sd, start_wait_s=5.0)
+    route = Route("level", "exposure", 7.9)
+    show = Show(ctx, Params(DARK), ShowOptions(seed=3), audio=audio, routes=[route])
+    try:
+        assert audio.state == "ok"
+        loop, sink = Loop(show, FixedStep(1 / 60)), Offscreen(show, SIZE)
+        for _ in range(40):  # quiet frames: the input delivers, the level settles low
+            sd.feed(0.0, blocks=3)
+            loop.frame(*sink.target())
+        dark = brightness(sink)
+        assert show.values["exposure"] < 1.0
+        Arrives(show, lambda: sd.feed(0.5, blocks=3))
+        loop.frame(*sink.target())
+        assert show.audio.level > 0.9 and show.values["exposure"] > 7.0
+        assert brightness(sink) > dark + 20
+    finally:
+        show.release()
