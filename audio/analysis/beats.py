@@ -47,6 +47,7 @@ from swarm_instrument.audio.analysis.tempo_estimate import TempoEstimator
 SILENCE_DB = -60.0  # a hop quieter than this (RMS, dBFS) is silence
 HOLD_S = 2.0  # no beat for this long (or 2.5 beats, if longer) and there is no tempo to tell
 TEMPO_RANGE = (70.0, 180.0)  # BPM: the default tempo range preference
+KICK_WEIGHT = 8.0  # the kick's part in the onset strength the tempo is read from
 LEVEL_S = 4.0  # the running means that weigh the kick and the high bands alike
 WINDOW_S = 6.0  # onset strength the tempo is estimated from
 FIRST_S = 1.5  # ... at least this much heard before the first estimate
@@ -58,7 +59,7 @@ SALIENCE_FLOOR, SALIENCE_FULL, SALIENCE_RATE = 0.5, 0.75, 0.2
 STEADY, UNSTEADY = 0.01, 0.04
 BAR_RATE = 0.3  # each bar's weight in the strength of the bar's four beats
 BAR_CLEAR = 1.25  # the strongest of the four over the mean of the others: the bar's start
-OFFSET_HOPS = 0.0  # where in its hop an onset's flux peaks (calibrated on click tracks)
+OFFSET_HOPS = -0.8  # where in its hop an onset's flux peaks (calibrated on click tracks)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +98,8 @@ class BeatTracker:
         self.fps = self._flux.fps
         self._estimator = TempoEstimator(self.fps)
         self._phase = BeatPhase()
-        self._onsets = History()  # every band: the tempo
+        self._onsets = History()  # every band: the tempo's level
+        self._tempo_line = History()  # every band and the kick: the tempo's family
         self._beatline = History()  # kick and high bands: where the beat falls
         self._low = History()  # the kick: where the bar starts
         self._means = np.full(2, 1e-3)  # running means of the kick and the high bands
@@ -114,6 +116,7 @@ class BeatTracker:
         self._steadiness = 0.0
         self._next: float | None = None  # the next beat (hop index, fractional)
         self._grid: float | None = None  # the last beat of the grid, heard or not (hop)
+        self._moving = 0  # hops the comb has placed the next beat off the grid
         self.beats = 0
         self.last_beat: float | None = None  # where the latest counted beat fell (samples)
         self._last_beat_hop: float | None = None
@@ -164,12 +167,14 @@ class BeatTracker:
     def _hop(self, full: float, high: float, kick: float, energy: float) -> None:
         index = self._hops
         self._hops += 1
-        self._onsets.push(full)
-        self._low.push(kick)
         if energy > self._silence:
             self._loud_hop = index
-            self._heard += 1
-            self._means += (np.array((kick, high)) - self._means) / (LEVEL_S * self.fps)
+            self._heard += 1  # the means run from the first hop heard, then over LEVEL_S
+            rate = max(1.0 / (LEVEL_S * self.fps), 1.0 / self._heard)
+            self._means += (np.array((kick, high)) - self._means) * rate
+        self._onsets.push(full)
+        self._tempo_line.push(full + kick / self._means[0] * KICK_WEIGHT)
+        self._low.push(kick)
         beat = kick / self._means[0] + high / self._means[1]
         self._beatline.push(beat)
         self._phase.push(beat)
@@ -183,17 +188,26 @@ class BeatTracker:
         if self._next is not None and index >= self._next:
             self._beat(self._next)
         ahead = self._phase.predict(self._grid)
-        if ahead is not None and self._grid is not None:  # at most half a period moved
+        if ahead is None:
+            return
+        if self._grid is not None:
+            expected = self._grid + period
+            if abs(ahead - expected) > period / 8:  # the grid moves only when the comb has
+                self._moving += 1  # said so for half a period, and by half a period at most
+                if self._moving < period / 2:
+                    ahead = expected
+            else:
+                self._moving = 0
             ahead = min(max(ahead, self._grid + 0.5 * period), self._grid + 1.5 * period)
-        if ahead is not None:
-            self._next = ahead
+        self._next = ahead
 
     def _estimate(self) -> None:
         if self._hops - 1 - self._loud_hop > self.fps:  # a second of silence: hold
             return
         size = min(self._onsets.count, int(WINDOW_S * self.fps))
         current = self._phase.period or None
-        found = self._estimator.estimate(self._onsets.last(size).astype(np.float64),
+        found = self._estimator.estimate(self._tempo_line.last(size).astype(np.float64),
+                                         self._onsets.last(size).astype(np.float64),
                                          *self.tempo_range, current)
         if found is None:
             return

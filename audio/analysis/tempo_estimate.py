@@ -2,11 +2,13 @@
 Pure numpy; the beat tracker (beats.py) calls it a few times a second on the main thread.
 
 Three steps, each chosen by measurement on the benchmark's songs (benchmarks/gm_songs.py):
-1. The family: the strongest Fourier component of the onset strength between 40 and 400 BPM
-   (a Fourier tempogram). A pattern that repeats every beat or bar has components only at
-   whole multiples of the bar's frequency, so the peak is the beat, the half-bar or the eighths
-   (or sixteenths), never 2/3 or 3/2 of the beat, where an autocorrelation peaks as often
-   (a drum and bass two-step read at 116 for 174, house at 83 for 124).
+1. The family: the strongest Fourier component of the onset strength between 40 and 360 BPM
+   (a Fourier tempogram), with the components at its half and quarter added. A pattern that
+   repeats every beat or bar has components only at whole multiples of the bar's frequency,
+   so the peak is the beat, the half-bar or the eighths (or sixteenths), never 2/3 or 3/2 of
+   the beat, where an autocorrelation peaks as often (a drum and bass two-step read at 116 for
+   174, house at 83 for 124). It is read from every band with the kick weighed up (techno's
+   syncopated rim and bass otherwise put it at 8/3 of the beat).
 2. The level: the family's binary relatives (x 2^k) inside the performer's tempo range. From the
    fastest, the next slower one is taken while its pulses are clearly more accented than the
    faster one's: `accent` (the best-phase mean of the onset strength on a grid, over its mean)
@@ -22,7 +24,8 @@ import math
 
 import numpy as np
 
-FAMILY_BPM = (40.0, 400.0)
+FAMILY_BPM = (40.0, 360.0)
+MARGIN = 1.03  # a level this close outside the range counts as inside (180.4 for 180)
 GRID_BPM = 1.0  # the tempogram's step; refined by the autocorrelation
 LEVEL_STEP = 1.25  # accent gained a level up that makes the slower level the beat
 HYSTERESIS = 0.08  # ... less (or more) of it to leave the level in use
@@ -53,22 +56,31 @@ class TempoEstimator:
         return bpms, np.abs(basis @ signal.astype(np.complex64))
 
     def family(self, signal: np.ndarray) -> tuple[float, float]:
-        """(bpm, strength): the tempogram's peak, interpolated between grid points, and its
-        height over the tempogram's mean (how clearly anything pulses)."""
+        """(bpm, strength): the tempogram's peak, with its half and quarter added (the beat
+        under eighths or sixteenths is there; a syncopated figure's 8/3 of the beat has
+        nothing under it), interpolated between grid points; and its height over the
+        tempogram's mean (how clearly anything pulses)."""
         bpms, magnitude = self._tempogram(signal - signal.mean())
-        peak = int(np.argmax(magnitude))
+        # two cycles in the window at least: slower ones leak from the window's edges
+        magnitude = np.where(bpms >= 120.0 * self.fps / len(signal), magnitude, 0.0)
+        summed = magnitude + sum(
+            np.interp(bpms / d, bpms, magnitude, left=0.0) for d in (2.0, 4.0))
+        peak = int(np.argmax(summed))
         mean = float(magnitude.mean())
         if 0 < peak < len(magnitude) - 1:
-            a, b, c = magnitude[peak - 1:peak + 2]
+            a, b, c = summed[peak - 1:peak + 2]
             shift = 0.5 * (a - c) / (a - 2 * b + c) if a - 2 * b + c < 0 else 0.0
         else:
             shift = 0.0
         return float(bpms[peak] + shift * GRID_BPM), float(magnitude[peak]) / max(mean, 1e-9)
 
-    def estimate(self, envelope: np.ndarray, tmin: float, tmax: float,
+    def estimate(self, envelope: np.ndarray, accents: np.ndarray, tmin: float, tmax: float,
                  current: float | None = None) -> tuple[float, float] | None:
-        """(period in hops, strength) of the beat in `envelope` (onset strength, oldest first)
-        within [tmin, tmax] BPM, or None when nothing pulses. `current` (hops), the period in
+        """(period in hops, strength) of the beat within [tmin, tmax] BPM, or None when nothing
+        pulses. `envelope`: the onset strength the family is read from (every band, the kick
+        weighed up: four to the floor with a syncopated rim is found at the beat then);
+        `accents`: the one the level is judged by (every band alike: a kick on 1 and 3 must
+        not make the half-bar the beat); both oldest first. `current` (hops), the period in
         use, is kept at its level unless the accents clearly say otherwise."""
         signal = prepare(envelope)
         if not signal.any():
@@ -76,7 +88,8 @@ class TempoEstimator:
         bpm, strength = self.family(signal)
         levels = binary_levels(bpm, tmin, tmax)
         periods = [60.0 * self.fps / b for b in levels]  # fastest first
-        smoothed = np.maximum(signal, np.maximum(np.roll(signal, 1), np.roll(signal, -1)))
+        level = prepare(accents)
+        smoothed = np.maximum(level, np.maximum(np.roll(level, 1), np.roll(level, -1)))
         chosen = periods[0]
         for slower in periods[1:]:
             gain = accent(smoothed, slower)[0] / max(accent(smoothed, chosen)[0], 1e-9)
@@ -99,7 +112,7 @@ def binary_levels(bpm: float, tmin: float, tmax: float) -> list[float]:
     """`bpm` times powers of two inside [tmin, tmax], fastest first; where none falls inside
     (a range narrower than an octave), the one nearest the range."""
     levels = [bpm * 2.0 ** k for k in range(-5, 6)]
-    inside = [b for b in levels if tmin <= b <= tmax]
+    inside = [b for b in levels if tmin / MARGIN <= b <= tmax * MARGIN]
     if inside:
         return sorted(inside, reverse=True)
     centre = math.sqrt(tmin * tmax)
