@@ -32,7 +32,7 @@ from swarm_instrument.control.musical_time.tempo import TapTempo, Tempo
 from swarm_instrument.control.parameters.modulation import Burst, Route, modulate, tempo_sources
 from swarm_instrument.control.parameters.registry import Params
 from swarm_instrument.show.cli.options import ShowOptions
-from swarm_instrument.show.inputs.beat_clock import AudioTempo
+from swarm_instrument.show.inputs.beat_clock import AudioTempo, move_tempo_range
 from swarm_instrument.show.inputs.input_roles import MidiIn, OscIn, Recorder, WebIn
 from swarm_instrument.show.inputs.selection import Selection
 from swarm_instrument.show.look_state import Bank, Looks, Recovery
@@ -145,6 +145,7 @@ class Show:
         self.now = now
         self.frame_dt = 0.0  # what advance() steps this frame: the feedback follows it
         self.poll_shaders(now)
+        self.audio.set_tempo_range(self.params["tempo_min"], self.params["tempo_max"])
         self.audio.update(now)
         for message in self.audio.take_messages():
             log.info(f"audio: {message}")
@@ -253,6 +254,9 @@ class Show:
                     propose(reading.bpm)
         elif kind == "downbeat":
             self.tempo.downbeat()
+        elif kind in ("tempo_half", "tempo_double"):
+            log.info(move_tempo_range(self.params, 0.5 if kind == "tempo_half" else 2.0))
+            self.played({"tempo_min", "tempo_max"})
         elif kind == "respawn":
             self.respawn()
         elif kind == "separation_burst":
