@@ -48,6 +48,7 @@ SILENCE_DB = -60.0  # a hop quieter than this (RMS, dBFS) is silence
 HOLD_S = 2.0  # no beat for this long (or 2.5 beats, if longer) and there is no tempo to tell
 TEMPO_RANGE = (70.0, 180.0)  # BPM: the default tempo range preference
 KICK_WEIGHT = 8.0  # the kick's part in the onset strength the tempo is read from
+FULL_PART = 0.3  # every band's part there: a click or a piano with no kick nor hats
 LEVEL_S = 4.0  # the running means that weigh the kick and the high bands alike
 WINDOW_S = 6.0  # onset strength the tempo is estimated from
 FIRST_S = 1.5  # ... at least this much heard before the first estimate
@@ -102,7 +103,7 @@ class BeatTracker:
         self._tempo_line = History()  # every band and the kick: the tempo's family
         self._beatline = History()  # kick and high bands: where the beat falls
         self._low = History()  # the kick: where the bar starts
-        self._means = np.full(2, 1e-3)  # running means of the kick and the high bands
+        self._means = np.full(3, 1e-3)  # running means of the kick, high and all bands
         self._silence = 10.0 ** (silence_db / 10.0)  # a hop's mean square
         self.tempo_range = tempo_range
         self._hops = 0  # hops analysed (or passed in a gap)
@@ -171,11 +172,11 @@ class BeatTracker:
             self._loud_hop = index
             self._heard += 1  # the means run from the first hop heard, then over LEVEL_S
             rate = max(1.0 / (LEVEL_S * self.fps), 1.0 / self._heard)
-            self._means += (np.array((kick, high)) - self._means) * rate
+            self._means += (np.array((kick, high, full)) - self._means) * rate
         self._onsets.push(full)
         self._tempo_line.push(full + kick / self._means[0] * KICK_WEIGHT)
         self._low.push(kick)
-        beat = kick / self._means[0] + high / self._means[1]
+        beat = kick / self._means[0] + high / self._means[1] + FULL_PART * full / self._means[2]
         self._beatline.push(beat)
         self._phase.push(beat)
         if self._heard >= FIRST_S * self.fps and (
@@ -267,7 +268,7 @@ class BeatTracker:
         self._off += (off - self._off) * SALIENCE_RATE
         total = self._on + self._off
         self.salience = self._on / total if total > 0.0 else 0.0
-        slot = (self.beats - 1) % 4  # the previous beat's place in the bar
+        slot = (self.beats - 2) % 4  # the previous beat (count beats - 1): its place
         self._bar[slot] += (near(low, beat) - self._bar[slot]) * BAR_RATE
         if slot == 3:
             self._bars_seen += 1
@@ -306,7 +307,12 @@ class BeatTracker:
         since = (self.position - last) / self.rate
         if since > max(self.hold_s, 150.0 / bpm):
             return None
-        # the count reaches the next whole beat when the beat comes, not before
-        beat = max(self.beats + min(since * bpm / 60.0, 0.999), self._reported)
+        if self._next is not None and self._last_beat_hop == self._grid:
+            # towards the predicted beat: the count is whole when it is due, not a hop later
+            span = (self._next - self._grid) * self.hop / self.rate
+            fraction = min(since / max(span, 1e-3), 1.25)
+        else:  # the next beat not placed yet: the count waits for it short of whole
+            fraction = min(since * bpm / 60.0, 0.999)
+        beat = max(self.beats + fraction, self._reported)
         self._reported = beat  # the count never moves back
         return BeatInfo(bpm, beat, at, self.confidence, self.bar_start)
