@@ -271,13 +271,16 @@ def run_offline(samples: np.ndarray, fps: float) -> list[tuple[float, BeatInfo |
 
 def test_offline_beats_land_on_the_song_and_repeat_exactly():
     """A render's tracker over a 128 BPM drum loop: on tempo and on the beats in song time,
-    the same at every frame rate (aubio's hops do not depend on how the samples came) and
-    in every run."""
+    the same at every frame rate (the tracker's hops do not depend on how the samples came)
+    and in every run."""
     samples, beats = drum_loop(128.0, 12.0)
     at_60, at_30 = run_offline(samples, 60.0), run_offline(samples, 30.0)
     assert at_60 == run_offline(samples, 60.0)  # deterministic: BeatInfo compares by value
     common = dict(at_60)
-    assert all(info == common[t] for t, info in at_30 if t in common)
+    # the same beats at 30 fps: the count moves towards the predicted beat, held where a
+    # prediction moved back, so frames see it within a hundredth of a beat
+    assert all(abs(info.beat - common[t].beat) < 0.01 and info.bpm == common[t].bpm
+               for t, info in at_30 if t in common and info is not None)
     late = [info for t, info in at_60 if t >= 8.0]
     assert late and all(info is not None and abs(info.bpm - 128.0) <= 1.0 for info in late)
     clicks = beats / RATE

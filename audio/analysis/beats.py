@@ -111,7 +111,8 @@ class BeatTracker:
         self._skipped = 0
         self._fed = 0
         self._loud_hop = -math.inf  # the latest hop louder than silence
-        self._heard = 0  # loud hops so far (the first estimate waits for FIRST_S of them)
+        self._heard = 0  # loud hops so far
+        self._first_heard = 0  # the first loud hop: the first estimate waits FIRST_S after it
         self._candidate: tuple[float, int] | None = None  # (period, times found)
         self._estimate_due = False  # the range changed: estimate at the next hop
         self._steadiness = 0.0
@@ -171,6 +172,8 @@ class BeatTracker:
         if energy > self._silence:
             self._loud_hop = index
             self._heard += 1  # the means run from the first hop heard, then over LEVEL_S
+            if self._heard == 1:
+                self._first_heard = index
             rate = max(1.0 / (LEVEL_S * self.fps), 1.0 / self._heard)
             self._means += (np.array((kick, high, full)) - self._means) * rate
         self._onsets.push(full)
@@ -179,7 +182,7 @@ class BeatTracker:
         beat = kick / self._means[0] + high / self._means[1] + FULL_PART * full / self._means[2]
         self._beatline.push(beat)
         self._phase.push(beat)
-        if self._heard >= FIRST_S * self.fps and (
+        if self._heard and index - self._first_heard >= FIRST_S * self.fps and (
                 self._estimate_due or index % max(1, round(ESTIMATE_S * self.fps)) == 0):
             self._estimate_due = False
             self._estimate()
