@@ -278,8 +278,9 @@ def test_offline_beats_land_on_the_song_and_repeat_exactly():
     assert at_60 == run_offline(samples, 60.0)  # deterministic: BeatInfo compares by value
     common = dict(at_60)
     # the same beats at 30 fps: the count moves towards the predicted beat, held where a
-    # prediction moved back, so frames see it within a hundredth of a beat
-    assert all(abs(info.beat - common[t].beat) < 0.01 and info.bpm == common[t].bpm
+    # prediction moved back, so frames see it within a hundredth of a beat (the tempo to
+    # float32 rounding: a frame's hops are analysed in one batch)
+    assert all(abs(info.beat - common[t].beat) < 0.01 and abs(info.bpm - common[t].bpm) < 1e-3
                for t, info in at_30 if t in common and info is not None)
     late = [info for t, info in at_60 if t >= 8.0]
     assert late and all(info is not None and abs(info.bpm - 128.0) <= 1.0 for info in late)
