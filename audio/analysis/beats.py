@@ -97,7 +97,7 @@ class BeatTracker:
         self._flux = OnsetFlux(rate)
         self.hop = self._flux.hop
         self.fps = self._flux.fps
-        self._estimator = TempoEstimator(self.fps)
+        self._estimator = TempoEstimator(self.fps, int(WINDOW_S * self.fps))
         self._phase = BeatPhase()
         self._onsets = History()  # every band: the tempo's level
         self._tempo_line = History()  # every band and the kick: the tempo's family

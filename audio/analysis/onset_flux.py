@@ -64,9 +64,12 @@ class OnsetFlux:
         self.long = LONG * self.hop
         freqs = np.fft.rfftfreq(self.long, 1.0 / self.rate)
         bins = np.flatnonzero((freqs >= KICK_HZ[0]) & (freqs <= KICK_HZ[1]))
-        t = np.arange(self.long)
-        self._kick_basis = (np.exp(-2j * np.pi * np.outer(t, bins) / self.long)
-                            * np.hanning(self.long)[:, None]).astype(np.complex64)
+        angle = 2 * np.pi * np.outer(np.arange(self.long), bins) / self.long
+        window = np.hanning(self.long)[:, None]
+        # cosines then sines, windowed: two real products (float32 BLAS), not a complex one
+        self._kick_basis = np.ascontiguousarray(
+            np.hstack([np.cos(angle) * window, np.sin(angle) * window]).astype(np.float32))
+        self._kick_bins = len(bins)
         self._buffer = np.zeros(self.long + 8 * self.hop, np.float32)
         self._filled = self.long - self.hop  # the window before the first hop is silence
         self._previous = np.zeros(BANDS, np.float32)
@@ -107,7 +110,9 @@ class OnsetFlux:
         energy = np.einsum("ij,ij->i", fresh, fresh) / self.hop
         spectrum = np.abs(np.fft.rfft(short * self._window, axis=1)).astype(np.float32)
         rise = self._rise(np.log1p(COMPRESSION * (spectrum @ self._matrix)), "_previous")
-        kick = self._rise(np.log1p(COMPRESSION * np.abs(frames @ self._kick_basis)),
+        parts = frames @ self._kick_basis
+        real, imaginary = parts[:, :self._kick_bins], parts[:, self._kick_bins:]
+        kick = self._rise(np.log1p(COMPRESSION * np.sqrt(real * real + imaginary * imaginary)),
                           "_previous_kick")
         used = count * self.hop
         keep = self._filled - used

@@ -40,20 +40,26 @@ def prepare(envelope: np.ndarray) -> np.ndarray:
 class TempoEstimator:
     """Holds the tempogram's basis for one hop rate and window length."""
 
-    def __init__(self, fps: float) -> None:
+    def __init__(self, fps: float, window: int) -> None:
         self.fps = fps
-        self._basis: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self.window = window  # hops: the longest signal asked about
+        self.bpms = np.arange(FAMILY_BPM[0], FAMILY_BPM[1] + GRID_BPM, GRID_BPM)
+        angle = 2 * np.pi * np.outer(self.bpms / 60.0, np.arange(window) / fps)
+        # cosines and sines, made once: a shorter signal uses their first columns (only the
+        # magnitude is read, so where time starts does not matter)
+        self._basis = np.ascontiguousarray(
+            np.vstack([np.cos(angle), np.sin(angle)]).astype(np.float32))
+        self._hann: dict[int, np.ndarray] = {}
 
     def _tempogram(self, signal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        size = len(signal)
-        if size not in self._basis:
-            bpms = np.arange(FAMILY_BPM[0], FAMILY_BPM[1] + GRID_BPM, GRID_BPM)
-            t = np.arange(size) / self.fps
-            window = np.hanning(size)
-            basis = np.exp(-2j * np.pi * np.outer(bpms / 60.0, t)) * window
-            self._basis = {size: (bpms, basis.astype(np.complex64))}
-        bpms, basis = self._basis[size]
-        return bpms, np.abs(basis @ signal.astype(np.complex64))
+        size = min(len(signal), self.window)
+        signal = signal[-size:]
+        if size not in self._hann:  # one kept: the window's length is steady once it is full
+            self._hann = {size: np.hanning(size).astype(np.float32)}
+        hann = self._hann[size]
+        parts = self._basis[:, :size] @ (signal * hann).astype(np.float32)
+        count = len(self.bpms)
+        return self.bpms, np.hypot(parts[:count], parts[count:])
 
     def family(self, signal: np.ndarray) -> tuple[float, float]:
         """(bpm, strength): the tempogram's peak, with its half and quarter added (the beat
