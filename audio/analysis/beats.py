@@ -53,6 +53,8 @@ LEVEL_S = 4.0  # the running means that weigh the kick and the high bands alike
 WINDOW_S = 6.0  # onset strength the tempo is estimated from
 FIRST_S = 1.5  # ... at least this much heard before the first estimate
 ESTIMATE_S = 0.17  # between estimates
+QUIET_S = 0.3  # silence this long, then sound: its first FRESH_HOPS are no accent
+FRESH_HOPS = 3
 CLOSE = 0.02  # an estimate within this fraction of the period moves it smoothly
 SMOOTHING = 0.3  # ... by this much of the difference
 CONFIRM = 2  # another tempo must be found this many times in a row
@@ -113,6 +115,7 @@ class BeatTracker:
         self._loud_hop = -math.inf  # the latest hop louder than silence
         self._heard = 0  # loud hops so far
         self._first_heard = 0  # the first loud hop: the first estimate waits FIRST_S after it
+        self._fresh = 0  # hops left of a sound's start after silence
         self._candidate: tuple[float, int] | None = None  # (period, times found)
         self._estimate_due = False  # the range changed: estimate at the next hop
         self._steadiness = 0.0
@@ -170,12 +173,17 @@ class BeatTracker:
         index = self._hops
         self._hops += 1
         if energy > self._silence:
+            if index - self._loud_hop > QUIET_S * self.fps:
+                self._fresh = FRESH_HOPS  # sound after silence: its first rise is no accent
             self._loud_hop = index
             self._heard += 1  # the means run from the first hop heard, then over LEVEL_S
             if self._heard == 1:
                 self._first_heard = index
             rate = max(1.0 / (LEVEL_S * self.fps), 1.0 / self._heard)
             self._means += (np.array((kick, high, full)) - self._means) * rate
+        if self._fresh:  # every band rises from nothing: left out of the tempo's view
+            self._fresh -= 1
+            full = kick = 0.0
         self._onsets.push(full)
         self._tempo_line.push(full + kick / self._means[0] * KICK_WEIGHT)
         self._low.push(kick)
