@@ -28,6 +28,7 @@ FAMILY_BPM = (40.0, 360.0)
 MARGIN = 1.03  # a level this close outside the range counts as inside (180.4 for 180)
 GRID_BPM = 1.0  # the tempogram's step; refined by the autocorrelation
 LEVEL_STEP = 1.25  # accent gained a level up that makes the slower level the beat
+SWITCH = 1.15  # another tempo must stand this much above the one in use
 HYSTERESIS = 0.08  # ... less (or more) of it to leave the level in use
 
 
@@ -61,17 +62,27 @@ class TempoEstimator:
         count = len(self.bpms)
         return self.bpms, np.hypot(parts[:count], parts[count:])
 
-    def family(self, signal: np.ndarray) -> tuple[float, float]:
+    def family(self, signal: np.ndarray, current: float | None = None) -> tuple[float, float]:
         """(bpm, strength): the tempogram's peak, with its half and quarter added (the beat
         under eighths or sixteenths is there; a syncopated figure's 8/3 of the beat has
         nothing under it), interpolated between grid points; and its height over the
-        tempogram's mean (how clearly anything pulses)."""
+        tempogram's mean (how clearly anything pulses). `current` (BPM), the tempo in use:
+        kept unless the peak is SWITCH times as high as the tempogram there (a tempo change
+        wins within about 3 s; a passing figure does not move the tempo)."""
         bpms, magnitude = self._tempogram(signal - signal.mean())
         # two cycles in the window at least: slower ones leak from the window's edges
         magnitude = np.where(bpms >= 120.0 * self.fps / len(signal), magnitude, 0.0)
         summed = magnitude + sum(
             np.interp(bpms / d, bpms, magnitude, left=0.0) for d in (2.0, 4.0))
         peak = int(np.argmax(summed))
+        if current is not None:
+            relatives = current * 2.0 ** np.arange(-4, 5)
+            near = relatives[np.argmin(np.abs(np.log(relatives / bpms[peak])))]
+            held = int(np.argmin(np.abs(bpms - near)))
+            low, high = max(held - 2, 0), min(held + 3, len(bpms))
+            held = low + int(np.argmax(summed[low:high]))  # its peak, within 2 BPM
+            if abs(near - bpms[peak]) > 2 * GRID_BPM and summed[peak] < SWITCH * summed[held]:
+                peak = held
         mean = float(magnitude.mean())
         if 0 < peak < len(magnitude) - 1:
             a, b, c = summed[peak - 1:peak + 2]
@@ -91,7 +102,8 @@ class TempoEstimator:
         signal = prepare(envelope)
         if not signal.any():
             return None
-        bpm, strength = self.family(signal)
+        bpm, strength = self.family(signal, None if current is None
+                                     else 60.0 * self.fps / current)
         levels = binary_levels(bpm, tmin, tmax)
         periods = [60.0 * self.fps / b for b in levels]  # fastest first
         level = prepare(accents)
