@@ -159,15 +159,15 @@ def test_half_and_double_move_the_range_an_octave():
 # -- a tempo change, a quiet intro, the bar ---------------------------------------------------
 
 def test_a_tempo_change_from_120_to_132_is_followed_within_3_s():
-    """The beats follow within 3 s; the BPM shown, within 5 s."""
+    """The beats follow within 2 s (the drift of the onsets against the beats moves the
+    period; the tempogram alone took 2.5); the BPM shown is within 2 % by 4 s."""
     samples, beats = song([(0, 120.0), (32, 132.0)], 16, ROCK)
     change = beats[32]
     frames = offline(samples)
     found = beat_times(frames)
-    after = beats[(beats >= change + 3.0)]
+    after = beats[(beats >= change + 2.0)]
     assert hits(found, after).all(), np.round(found[found > change] - change, 2)
-    # the tempo shown follows later: its estimate looks back 6 s and wants a new tempo twice
-    assert np.all(np.abs(tempi(frames, change + 5.0) - 132.0) < 132 * 0.02)
+    assert np.all(np.abs(tempi(frames, change + 4.0) - 132.0) < 132 * 0.02)
     assert hits(found, beats[(beats > 6.0) & (beats < change)]).all()  # before it too
 
 
