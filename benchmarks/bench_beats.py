@@ -4,7 +4,7 @@
 
 A synthetic drum loop at 128 BPM with noise under it goes through a ring (audio/input/ring.py) in
 10 ms blocks, as the audio callback writes it, and once a frame `RingBeatFeed.update` feeds
-aubio every sample since the last frame and reads the BeatInfo: the whole of the tracker's
+the tracker every sample since the last frame and reads the BeatInfo: the whole of the tracker's
 work on the main thread. Reports the median, 99th percentile and maximum per frame, in wall
 time and in the thread's CPU time (what the tracker costs, whatever else the machine runs;
 the tempo is estimated every 0.17 s, the heavier frames), and the tempo it found.

@@ -138,6 +138,21 @@ def test_a_ballad_at_72_with_sixteenth_hats_is_not_read_at_144():
     assert hits(beat_times(frames), beats[beats > 8.0]).all()
 
 
+HIP_HOP = {"kick": (0, 1.75, 2.5), "snare": (1, 3), "hat": tuple(k / 2 for k in range(8))}
+
+
+@pytest.mark.xfail(strict=True, reason="issue 30, not done: a straight (unswung) hip-hop beat "
+                   "at 90 reads 180: its accents gain 0.96-1.30 (median 1.21) from 180 to 90, "
+                   "under LEVEL_STEP 1.25, and the level in use holds; punk at 180 gains as much "
+                   "from 180 to 90, so no threshold on this gain parts them; the benchmark's "
+                   "swung hip-hop reads 90; tests/test_audio_beats.py's 90 BPM loop reads 180 too")
+def test_a_straight_hip_hop_beat_at_90_is_not_read_at_180():
+    samples, beats = song([(0, 90.0)], 8, HIP_HOP)
+    frames = offline(samples)
+    late = tempi(frames, 6.0)
+    assert len(late) and np.all(np.abs(late - 90.0) < 1.0), sorted(set(np.round(late)))
+
+
 def test_half_and_double_move_the_range_an_octave():
     from swarm_instrument.control.osc.osc_input import interpret
     from swarm_instrument.control.parameters.registry import Params
