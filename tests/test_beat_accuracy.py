@@ -196,6 +196,16 @@ def test_a_quiet_intro_is_tracked_on_the_beat_and_the_drums_taken_within_2_s():
     assert hits(found, beats[beats >= drums + 2.0]).all()
 
 
+def test_drums_from_the_start_are_pulsed_on_every_beat_within_2_s():
+    """The first estimate comes 1.5 s after the first sound; the count rises towards the
+    first beat it places, so that beat pulses too (a beat later without it: 2.5 s)."""
+    samples, beats = song([(0, 120.0)], 4, ROCK)
+    frames = offline(samples, fps=60.0)
+    assert hits(beat_times(frames), beats[beats >= beats[0] + 2.0]).all()
+    first = next(k for k, (_, info) in enumerate(frames) if info is not None)
+    assert frames[first][1].beat < 1.0  # the count starts short of the first beat
+
+
 def test_the_bars_first_beat_is_where_the_kick_is():
     samples, beats = song([(0, 120.0)], 10, KICK_ON_ONE)
     audio = OfflineAudio(samples, RATE, "song")

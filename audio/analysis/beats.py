@@ -355,11 +355,14 @@ class BeatTracker:
 
     def info(self, at: float) -> BeatInfo | None:
         """This frame's view, `at` being the time of the newest sample counted. None when there
-        is no tempo to tell: no beat yet, or none for `hold_s` (2.5 beats if longer), which is
-        what silence gives; the last tempo is the caller's to hold."""
+        is no tempo to tell: no tempo and first beat placed yet, or no beat for `hold_s` (2.5
+        beats if longer), which is what silence gives; the last tempo is the caller's to hold.
+        Before the first beat the count rises from 0 towards it."""
         bpm, last = self.bpm, self.last_beat
-        if last is None or bpm <= 0.0:
+        if bpm <= 0.0:
             return None
+        if last is None:
+            return self._before_first(at, bpm)
         since = (self.position - last) / self.rate
         if since > max(self.hold_s, 150.0 / bpm):
             return None
@@ -372,3 +375,13 @@ class BeatTracker:
         beat = max(self.beats + fraction, self._reported)
         self._reported = beat  # the count never moves back
         return BeatInfo(bpm, beat, at, self.confidence, self.bar_start)
+
+    def _before_first(self, at: float, bpm: float) -> BeatInfo | None:
+        """A tempo and the first beat placed, not come yet: the count rises from 0 towards
+        it, so the show pulses on the first beat too (and has the tempo a beat sooner)."""
+        if self._next is None or self._hops - 1 - self._loud_hop > self.fps:
+            return None
+        to_next = (self._position(self._next) - self.position) / self.rate
+        beat = max(min(1.0 - to_next * bpm / 60.0, 0.999), 0.0, self._reported)
+        self._reported = beat
+        return BeatInfo(bpm, beat, at, self.confidence, None)
