@@ -57,6 +57,8 @@ FULL_PART = 0.3  # every band's part there: a click or a piano with no kick nor 
 LEVEL_S = 4.0  # the running means that weigh the kick and the high bands alike
 WINDOW_S = 6.0  # onset strength the tempo is estimated from
 FIRST_S = 1.5  # ... at least this much heard before the first estimate
+EARLY_S = 4.0  # ... and until this much, each estimate free of the one in use (a short
+# window's first reading must not hold: the ballad's 94 BPM held until 4.1 s)
 ESTIMATE_S = 0.17  # between estimates
 QUIET_S = 0.3  # silence this long, then sound: its first FRESH_HOPS are no accent
 FRESH_HOPS = 3
@@ -235,9 +237,10 @@ class BeatTracker:
                 return
             size = since
         current = self._phase.period or None
+        early = self._hops - self._first_heard < EARLY_S * self.fps
         found = self._estimator.estimate(self._tempo_line.last(size).astype(np.float64),
                                          self._onsets.last(size).astype(np.float64),
-                                         *self.tempo_range, current)
+                                         *self.tempo_range, None if early else current)
         if found is None:
             return
         period = found[0]
