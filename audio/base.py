@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from swarm_instrument.audio.analysis.beat_feed import MAX_S, RingBeatFeed
-from swarm_instrument.audio.analysis.beats import BeatInfo, BeatTracker
+from swarm_instrument.audio.analysis.beats import TEMPO_RANGE, BeatInfo, BeatTracker
 from swarm_instrument.audio.analysis.features import DB_FLOOR, Analyzer, AudioFeatures, Bands
 from swarm_instrument.audio.input.ring import Ring
 
@@ -41,6 +41,7 @@ class AudioFrameSource:
     def __init__(self, rate: float = DEFAULT_RATE, device: str = "", state: str = "silence",
                  message: str = "") -> None:
         self.beat_info: BeatInfo | None = None
+        self._tempo_range = TEMPO_RANGE
         self._beats: BeatTracker | None = None
         self._ring_feed: RingBeatFeed | None = None
         self.device = device
@@ -71,13 +72,19 @@ class AudioFrameSource:
             self._beats = self._new_tracker()
 
     def _new_tracker(self) -> BeatTracker | None:
-        """A beat tracker at this rate; None (said once) where aubio cannot make one."""
+        """A beat tracker at this rate; None (said once) where one cannot be made."""
         try:
-            return BeatTracker(self.rate)
-        except Exception as exc:  # noqa: BLE001 - no aubio wheel, a rate it refuses
+            return BeatTracker(self.rate, tempo_range=self._tempo_range)
+        except Exception as exc:  # noqa: BLE001 - a rate it refuses: said, not raised
             self._pending.append(f"no beat tracking from the audio ({type(exc).__name__}: "
-                                 f"{exc}; pip install aubio-ledfx); tap the tempo instead")
+                                 f"{exc}); tap the tempo instead")
             return None
+
+    def set_tempo_range(self, low: float, high: float) -> None:
+        """The performer's tempo range (BPM): the beat tracker reads the tempo inside it."""
+        self._tempo_range = (float(low), float(high))
+        if self._beats is not None:
+            self._beats.set_range(low, high)
 
     def _track_beats(self, now: float) -> BeatInfo | None:
         """Feed the tracker the samples that arrived since the last update, in order, and give

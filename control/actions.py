@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # Actions a MIDI mapping may bind to a note or a program change, and a control track records.
-MAPPABLE = ("respawn", "separation_burst", "recall_preset", "tap", "downbeat")
+MAPPABLE = ("respawn", "separation_burst", "recall_preset", "tap", "downbeat", "tempo_half",
+            "tempo_double")
 KINDS = MAPPABLE + (
     "set",          # values: parameters to set at once (a knob already set its own)
     "learned",      # param: MIDI learn just bound a knob to it

@@ -110,7 +110,8 @@ def telemetry(show: Show) -> dict[str, Any]:
         "control": ([surface.state() for surface in show.surfaces]
                     if getattr(show, "surfaces", None) else None),
         "preset": show.looks.telemetry(show.show_time),
-        "tempo": show.tempo.state(),
+        "tempo": show.tempo.state() | {"range": [show.params["tempo_min"],
+                                               show.params["tempo_max"]]},
         "link": link_state(show),
         "look": look_state(show),
         "outputs": show.outputs.telemetry() if getattr(show, "outputs", None) else None,
@@ -195,7 +196,8 @@ def chosen_line(show: Show) -> str:
 
 
 def tempo_line(show: Show) -> str:
-    """BPM, where it comes from (held: no clock speaks), and the beat in the bar: [#...]."""
+    """BPM, where it comes from (held: no clock speaks; for the audio, how sure its tracker
+    is), the beat in the bar ([#...]) and the tempo range the audio's tempo is read in."""
     tempo = show.tempo
     step = int(tempo.bar_phase * 4) % 4
     meter = "".join("#" if k == step else "." for k in range(4))
@@ -205,7 +207,10 @@ def tempo_line(show: Show) -> str:
     link = link_state(show)
     peers = "" if link is None else \
         f"  link: {link['peers']} peer{'' if link['peers'] == 1 else 's'}"
-    return f"{tempo.bpm:6.1f} BPM ({source})  [{meter}]  beat {tempo.beats}{waiting}{peers}"
+    sure = f" {tempo.confidence:.0%} sure" if tempo.source == "audio" and not tempo.held else ""
+    span = f"  range {show.params['tempo_min']:g}-{show.params['tempo_max']:g}"
+    return (f"{tempo.bpm:6.1f} BPM ({source}{sure})  [{meter}]  beat {tempo.beats}{span}"
+            f"{waiting}{peers}")
 
 
 def look_line(show: Show) -> str:

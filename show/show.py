@@ -36,7 +36,7 @@ from swarm_instrument.control.parameters.registry import Params
 from swarm_instrument.show.cli.options import ShowOptions
 from swarm_instrument.show.frame_cpu import FrameCpu
 from swarm_instrument.show.governor import Governor
-from swarm_instrument.show.inputs.beat_clock import AudioTempo
+from swarm_instrument.show.inputs.beat_clock import AudioTempo, move_tempo_range
 from swarm_instrument.show.inputs.input_poll import read_inputs
 from swarm_instrument.show.inputs.input_roles import MidiIn, OscIn, Recorder, WebIn
 from swarm_instrument.show.inputs.selection import Selection
@@ -155,6 +155,7 @@ class Show:
         self.now = now
         self.frame_dt = 0.0  # what advance() steps this frame: the feedback follows it
         self.poll_shaders(now)
+        self.audio.set_tempo_range(self.params["tempo_min"], self.params["tempo_max"])
         self.audio.update(now)
         for message in self.audio.take_messages():
             log.info(f"audio: {message}")
@@ -252,6 +253,9 @@ class Show:
                     propose(reading.bpm)
         elif kind == "downbeat":
             self.tempo.downbeat()
+        elif kind in ("tempo_half", "tempo_double"):
+            log.info(move_tempo_range(self.params, 0.5 if kind == "tempo_half" else 2.0))
+            self.played({"tempo_min", "tempo_max"})
         elif kind == "respawn":
             self.respawn()
         elif kind == "separation_burst":

@@ -273,7 +273,7 @@ def test_file_falls_back_to_the_clock_when_the_output_fails(tmp_path):
 
 
 class RecordingTracker:
-    """Stands in for aubio: keeps what it is fed, in order."""
+    """Stands in for the beat tracker: keeps what it is fed, in order."""
 
     rate = float(RATE)
 
@@ -310,7 +310,7 @@ def test_every_sample_of_a_muted_file_reaches_the_beat_tracker_in_order(tmp_path
 
 def test_a_muted_files_tempo_is_the_same_at_any_frame_rate(tmp_path):
     """A 100 BPM drum loop played muted, frames of 1/10, 1/15, 1/20 and 1/60 s of the (fake)
-    clock: aubio hears the song as it is, the same tempo at each. Before every sample went to
+    clock: the tracker hears the song as it is, the same tempo at each. Before every sample went to
     it, 10, 15 and 20 fps read 117.2, 78.1 and 117.2 BPM (the samples of a frame longer than
     the analysis window were skipped, unheard)."""
     from swarm_instrument.audio.synth import drum_loop

@@ -1,2 +1,2 @@
-"""The analysis in numpy and aubio: levels, bands and onsets, and the beat tracker fed every
-sample in order."""
+"""The analysis in numpy: levels, bands and onsets, and the beat tracker fed every sample in
+order."""

@@ -11,8 +11,9 @@ Main thread only, once a frame, from a source's `update(now)` (audio/base.py). T
   samples went out (to the speakers, or by the clock when muted); each is fed from the file
   itself, so none is lost however long the frame was, the ring's size notwithstanding. Only a
   stall longer than FILE_MAX_S (a debugger, a suspended laptop: no frame rate) skips the older
-  part, counted. aubio takes about 5 ms of CPU a second of sound, so catching up a frame of
-  any length costs about 0.5 % of it.
+  part, counted. The tracker takes about 16 ms of CPU a second of sound (0.26 ms a 60 fps
+  frame, benchmarks/bench_beats.py), so catching up a frame of any length costs about 1.6 %
+  of it.
 
 The newest sample's time in the caller's clock is estimated from the frames' `now`: a sample
 cannot have arrived after the frame that first saw it, so `now - written / rate` over-states

@@ -1,72 +1,94 @@
-"""Beat tracking: aubio's `tempo` fed every sample of the input, in order, read once a frame.
+"""Beat tracking: every sample of the input, in order, turned into a tempo, a beat count and the
+bar's first beat, read once a frame. Causal: a beat is placed before it sounds.
 
 Main thread only. A source's `update(now)` feeds the samples that arrived since the last frame
 (`feed`, or `skip` for samples that were lost) and asks for this frame's `BeatInfo`
 (`info(at)`, `at` being the newest sample's time in the caller's clock). Never called from an
-audio callback: the callbacks only fill rings (audio/input/ring.py), and aubio's occasional heavier
-hop (its tempo estimate, every 1.4 s over the last 5.5 s) lands in a frame, not in the audio
-thread. Hops of 256 samples: at 48 kHz aubio's beats then fall within 3 ms of a click track's
-clicks, against 17 ms with 512, for 0.1 ms a frame more.
+audio callback: the callbacks only fill rings (audio/input/ring.py).
 
-How aubio is read:
-- a beat is a change of `get_last()` (the sample where aubio placed its latest beat), not a
-  nonzero return of the call: aubio returns the beat's fraction of a hop, which is 0 for a
-  beat on a hop boundary, and it moves `get_last()` in silence as well;
-- a lone beat more than a quarter beat off a steady grid (aubio now and then places one on an
-  off-beat ghost kick) is left out; a second in a row is the grid moving, and taken;
-- silence is ours to judge: aubio's own gate (-90 dB) is off, and a beat counts only while the
-  input was above SILENCE_DB within the last 1.5 beat periods (or 1 s);
-- confidence: aubio's `get_confidence()` (its tempo peak over the sum of its filter output)
-  was measured and found no guide: 0 until its context model locks (about 8 s), at its
-  no-rhythm floor (0.102, as for noise) for a drum loop under moderate noise that it tracks
-  perfectly, and anything (-25 .. 10) for random clicks. It stays readable as
-  `aubio_confidence`. `confidence` asks instead whether the beats land on the onsets: the
-  strongest rise in hop energy within 2 hops of each beat (`on`) against the mean of the
-  strongest around its three quarter points (`off`), averaged over the last ~5 beats:
-  salience = on / (on + off) reads 0.5 when beats fall anywhere (noise, a tone, random
-  clicks), 0.8 for drums even under noise, 1.0 for clicks; `confidence` =
-  clip((salience - 0.5) / 0.25, 0, 1), times the tempo's steadiness (1 while aubio's
-  estimate moves less than 1 % from one to the next, 0 at a 4 % move: a wandering tempo or
-  an octave jump).
+The pipeline, hop by hop (about 10 ms; chosen by the beat-accuracy benchmark,
+benchmarks/bench_beat_accuracy.py, where aubio's `tempo` read drum and bass at 116 for 174,
+punk at 120 for 180, a ballad at double time, techno on the off-beat and a tempo change 6.8 s
+late):
+- onset_flux.py: the spectral flux of 24 log-spaced bands (the tempo is read from it) and two
+  parts of it that place the beat, each over its running mean: the kick (20-70 Hz) and the
+  bands above 2 kHz (snare, claps, hats);
+- tempo_estimate.py, every ESTIMATE_S over the last WINDOW_S: the tempo's family from a Fourier
+  tempogram (never 2/3 or 3/2 of the beat), its level inside the performer's tempo range
+  (`set_range`, default 70-180 BPM) by how the accents fall, the period to a fraction of a
+  hop; a new estimate near the old one moves it smoothly, another level or tempo must be
+  found twice in a row;
+- beat_phase.py: a comb over the last beats' onsets that places the next beat, asked again
+  each hop until it comes;
+- a tempo change (`_follow`): when the strongest onset near each beat comes later (or earlier)
+  beat after beat, by more each time (DRIFT_BEATS beats, at least DRIFT_STEP of the period a
+  beat), the period takes the step at once and the estimates read only the beats since (the
+  benchmark's 120 to 132: locked 1.8 s after the change, from 3.6 s).
+Silence is ours to judge: a beat counts only while the input was above SILENCE_DB within the
+last 1.5 periods (or 1 s); beats hidden by silence are counted when the sound comes back, so
+the grid survives a break. The bar's first beat is the beat of the four whose low band (kick,
+bass) has been strongest over the last bars (`bar_start`), once it stands out.
 
-Tempo: aubio prefers tempi near 120 BPM (a Rayleigh prior it does not let Python move) and
-halves anything above ~225 BPM. A click track at 174 BPM reads 174; a drum loop at 174 with
-its snare on 2 and 4 locks to 87 once the context model takes over (after ~12 s), the beats
-then falling on every other click: drum and bass felt in half time.
+Confidence asks whether the beats land on the onsets: the onset strength within 2 hops of each
+beat (`on`) against the mean of the strongest around its three quarter points (`off`), over
+the last ~5 beats: salience = on / (on + off) reads 0.5 when beats fall anywhere (noise, a
+tone), near 0.8 for drums; confidence = clip((salience - 0.5) / 0.25, 0, 1), times the
+tempo's steadiness (1 while the period moves less than 1 % from one estimate to the next, 0 at
+a 4 % move: a wandering tempo, a change of level).
 """
 
 from __future__ import annotations
 
 import math
+from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
 
-HOP = 256  # samples between aubio's analyses: 5.3 ms at 48 kHz
-WINDOW = 1024  # aubio's FFT: its spectral flux sees 21 ms
+from swarm_instrument.audio.analysis.beat_phase import BeatPhase, History
+from swarm_instrument.audio.analysis.onset_flux import OnsetFlux
+from swarm_instrument.audio.analysis.tempo_estimate import TempoEstimator
+
 SILENCE_DB = -60.0  # a hop quieter than this (RMS, dBFS) is silence
 HOLD_S = 2.0  # no beat for this long (or 2.5 beats, if longer) and there is no tempo to tell
-SALIENCE_FLOOR = 0.5  # beats that fall anywhere
-SALIENCE_FULL = 0.75  # beats on the onsets (drums read 0.8)
-STEADY = 0.01  # a tempo estimate that moved less than this fraction is steady
-UNSTEADY = 0.04  # ... and one that moved this much is no estimate to trust
-SALIENCE_RATE = 0.2  # each beat's weight in the running salience (about the last 5 beats)
-STRAY = 0.25  # a beat further than this (in beats) off a steady grid is a stray
-FLUX_HOPS = 1024  # onset strengths kept: 5.5 s at hop 256 and 48 kHz
-_WRAP = 1 << 32  # aubio counts samples in 32 bits
+TEMPO_RANGE = (70.0, 180.0)  # BPM: the default tempo range preference
+KICK_WEIGHT = 8.0  # the kick's part in the onset strength the tempo is read from
+FULL_PART = 0.3  # every band's part there: a click or a piano with no kick nor hats
+LEVEL_S = 4.0  # the running means that weigh the kick and the high bands alike
+WINDOW_S = 6.0  # onset strength the tempo is estimated from
+FIRST_S = 1.5  # ... at least this much heard before the first estimate
+EARLY_S = 4.0  # ... and until this much, each estimate free of the one in use (a short
+# window's first reading must not hold: the ballad's 94 BPM held until 4.1 s)
+ESTIMATE_S = 0.17  # between estimates
+QUIET_S = 0.3  # silence this long, then sound: its first FRESH_HOPS are no accent
+FRESH_HOPS = 3
+DRIFT_BEATS = 3  # beats whose onsets drift the same way, more each time: the tempo moved
+DRIFT_STEP = 0.03  # ... by at least this share of the period a beat (less: the tempogram's)
+FOLLOWED_BEATS = 4  # after the drift moved the tempo, estimates read only what came since,
+# once this many beats of it have come (the window still holds the old tempo)
+DRIFT_ONSET = 0.5  # ... each an onset at least this share of the usual one on the beat
+CLOSE = 0.02  # an estimate within this fraction of the period moves it smoothly
+SMOOTHING = 0.3  # ... by this much of the difference
+CONFIRM = 2  # another tempo must be found this many times in a row
+SALIENCE_FLOOR, SALIENCE_FULL, SALIENCE_RATE = 0.5, 0.75, 0.2
+STEADY, UNSTEADY = 0.01, 0.04
+BAR_RATE = 0.3  # each bar's weight in the strength of the bar's four beats
+BAR_CLEAR = 1.25  # the strongest of the four over the mean of the others: the bar's start
+OFFSET_HOPS = -0.8  # where in its hop an onset's flux peaks (calibrated on click tracks)
 
 
 @dataclass(frozen=True, slots=True)
 class BeatInfo:
     """The tracker's view at time `at` (the newest sample's time, in the caller's clock):
-    `bpm`; `beat`, the beats counted since the first one at that moment, the fraction being
-    the time elapsed since the last beat at this tempo (so `beat % 1` is the phase); and
-    `confidence`, 0..1 (see the module's docstring)."""
+    `bpm`; `beat`, the beats counted since the first one at that moment (`beat % 1` is the
+    phase); `confidence`, 0..1 (see the module's docstring); `bar_start`, a beat count
+    (whole) on which a bar starts, from the kick and bass, or None while unclear."""
 
     bpm: float
     beat: float
     at: float
     confidence: float
+    bar_start: int | None = None
 
     def beat_at(self, now: float) -> float:
         """The beat count at `now`, extrapolated at this tempo."""
@@ -74,141 +96,247 @@ class BeatInfo:
 
 
 class BeatTracker:
-    """aubio's beat tracker over one stream of mono float32 samples at `rate`.
+    """The beat tracker over one stream of mono float32 samples at `rate`.
 
     Samples are counted from the first one fed; `skip(n)` counts n samples that never reach
-    aubio (a stall caught up by skipping, a dropout, the end of a song), so beat times stay
-    right after them. `beats` counts every beat since the first, those that silence or a
+    the analysis (a stall caught up by skipping, a dropout, the end of a song), so beat times
+    stay right after them. `beats` counts every beat since the first, those that silence or a
     dropout hid included (at the tempo of the time), so the grid survives a gap.
     """
 
-    def __init__(self, rate: float, hop: int = HOP, window: int = WINDOW,
-                 silence_db: float = SILENCE_DB, hold_s: float = HOLD_S) -> None:
-        import aubio  # noqa: PLC0415 - optional: a missing aubio wheel costs only the beat tracker
-
+    def __init__(self, rate: float, silence_db: float = SILENCE_DB, hold_s: float = HOLD_S,
+                 tempo_range: tuple[float, float] = TEMPO_RANGE) -> None:
         self.rate = float(rate)
-        self.hop = hop
         self.hold_s = hold_s
-        self._tempo = aubio.tempo("default", window, hop, int(round(rate)))
-        self._tempo.set_silence(-1000.0)  # silence is judged here (see the docstring)
-        self._silence_ms = hop * 10.0 ** (silence_db / 10.0)  # a hop's sum of squares
-        self._buffer = np.zeros(hop, np.float32)  # the start of a hop, until it is whole
-        self._filled = 0
-        self._hopped = 0  # samples aubio has had, in whole hops (unbounded: aubio's wraps)
-        self._skipped = 0  # samples counted but not fed
-        self._aubio_last = self._tempo.get_last()
-        self._loud_at = -math.inf  # the end of the latest hop louder than silence_db
-        self.beats = 0  # beats so far
-        self.last_beat: float | None = None  # where the latest one fell (samples)
-        self._strayed = False  # the beat before was a stray, left out
-        self._bpm = 0.0  # aubio's latest estimate ...
-        self._steadiness = 0.0  # ... and how little it moved from the one before
-        self._reported = -math.inf  # `beat` never goes back (see info)
-        self._energy = 0.0  # the last hop's mean square, for the flux
-        self._flux = np.zeros(FLUX_HOPS, np.float32)  # energy rises, by aubio's hop count
-        self._last_aubio: int | None = None  # the latest beat in aubio's count (its flux)
-        self._on = self._off = 0.0  # flux on the beats and between them, averaged
-        self.salience = 0.0  # on / (on + off): 0.5 = the beats fall anywhere
+        self._flux = OnsetFlux(rate)
+        self.hop = self._flux.hop
+        self.fps = self._flux.fps
+        self._estimator = TempoEstimator(self.fps, int(WINDOW_S * self.fps))
+        self._phase = BeatPhase()
+        self._onsets = History()  # every band: the tempo's level
+        self._tempo_line = History()  # every band and the kick: the tempo's family
+        self._beatline = History()  # kick and high bands: where the beat falls
+        self._low = History()  # the kick: where the bar starts
+        self._means = np.full(3, 1e-3)  # running means of the kick, high and all bands
+        self._silence = 10.0 ** (silence_db / 10.0)  # a hop's mean square
+        self.tempo_range = tempo_range
+        self._hops = 0  # hops analysed (or passed in a gap)
+        self._shift = 0.0  # samples: hop k ends at (k + 1) * hop + shift
+        self._skipped = 0
+        self._fed = 0
+        self._loud_hop = -math.inf  # the latest hop louder than silence
+        self._heard = 0  # loud hops so far
+        self._first_heard = 0  # the first loud hop: the first estimate waits FIRST_S after it
+        self._fresh = 0  # hops left of a sound's start after silence
+        self._candidate: tuple[float, int] | None = None  # (period, times found)
+        self._estimate_due = False  # the range changed: estimate at the next hop
+        self._steadiness = 0.0
+        self._next: float | None = None  # the next beat (hop index, fractional)
+        self._grid: float | None = None  # the last beat of the grid, heard or not (hop)
+        self._moving = 0  # hops the comb has placed the next beat off the grid
+        self._drifts: deque[float] = deque(maxlen=DRIFT_BEATS)  # onsets' offsets, by beat
+        self._followed = -(1 << 30)  # the hop at which the drift last moved the tempo
+        self.beats = 0
+        self.last_beat: float | None = None  # where the latest counted beat fell (samples)
+        self._last_beat_hop: float | None = None
+        self._reported = -math.inf
+        self._on = self._off = 0.0
+        self.salience = 0.0
+        self._bar = np.zeros(4)  # low-band strength of the bar's four beats (count % 4)
+        self._bars_seen = 0
+
+    # -- settings -------------------------------------------------------------------------
+    def set_range(self, low: float, high: float) -> None:
+        """The tempo range preference (BPM): the beat is chosen among the tempo's binary
+        levels (x 2, / 2) inside it; the next estimate (within ESTIMATE_S) applies it."""
+        low, high = sorted((float(low), float(high)))
+        if (low, high) != self.tempo_range:
+            self.tempo_range = (low, high)
+            self._candidate = None
+            self._estimate_due = True
 
     # -- feeding --------------------------------------------------------------------------
     @property
     def position(self) -> int:
         """Samples counted so far (fed or skipped): the newest one's index + 1."""
-        return self._hopped + self._filled + self._skipped
+        return self._fed + self._skipped
 
     def feed(self, samples: np.ndarray) -> None:
         """Every new sample, in order: any length; a partial hop waits for the next call."""
-        samples = np.ascontiguousarray(samples, np.float32)
-        hop, count, done = self.hop, len(samples), 0
-        if self._filled:
-            done = min(hop - self._filled, count)
-            self._buffer[self._filled:self._filled + done] = samples[:done]
-            self._filled += done
-            if self._filled < hop:
-                return
-            self._filled = 0
-            self._step(self._buffer)
-        while count - done >= hop:
-            self._step(samples[done:done + hop])
-            done += hop
-        rest = count - done
-        if rest:
-            self._buffer[:rest] = samples[done:]
-            self._filled = rest
+        samples = np.asarray(samples, np.float32)
+        self._fed += len(samples)
+        full, high, kick, energy = self._flux.push(samples)
+        for k in range(len(full)):
+            self._hop(float(full[k]), float(high[k]), float(kick[k]), float(energy[k]))
 
     def skip(self, count: int) -> None:
-        """Count `count` samples that were lost (not fed); a partial hop is dropped with them,
-        so aubio's hops stay whole pieces of sound."""
-        if count > 0:
-            self._skipped += count + self._filled
-            self._filled = 0
-
-    def _step(self, block: np.ndarray) -> None:
-        tempo = self._tempo
-        tempo(block)
-        self._hopped += self.hop
-        end = self._hopped + self._skipped
-        energy = float(np.dot(block, block))
-        if energy > self._silence_ms:
-            self._loud_at = end
-        # onset strength: the rise in log energy (bels) from the hop before
-        rise = math.log10(energy + 1e-9) - math.log10(self._energy + 1e-9)
-        self._flux[(self._hopped // self.hop - 1) % FLUX_HOPS] = max(rise, 0.0)
-        self._energy = energy
-        bpm = float(tempo.get_bpm())
-        if bpm != self._bpm:  # aubio's estimate is renewed every 2.7 s
-            if self._bpm > 0.0 and bpm > 0.0:
-                moved = abs(bpm - self._bpm) / bpm
-                self._steadiness = min(max((UNSTEADY - moved) / (UNSTEADY - STEADY), 0.0), 1.0)
-            self._bpm = bpm
-        last = tempo.get_last()
-        if last == self._aubio_last:
+        """Count `count` samples that were lost (not fed); a partial hop goes with them."""
+        if count <= 0:
             return
-        self._aubio_last = last
-        at = end - (self._hopped - last) % _WRAP  # within this hop
-        if bpm <= 0.0 or end - self._loud_at > self.rate * max(1.0, 90.0 / bpm):
-            return  # silence: aubio goes on predicting beats, none of them heard
-        beat_hop = (self._hopped - (self._hopped - last) % _WRAP) // self.hop
-        if self.last_beat is None:
+        lost = count + self._flux.pending
+        self._fed -= self._flux.pending
+        self._skipped += lost
+        self._flux.reset_window()
+        hops, rest = divmod(lost, self.hop)
+        self._shift += rest
+        for _ in range(min(hops, 2 * self._onsets.size)):
+            self._hop(0.0, 0.0, 0.0, 0.0)
+        self._hops += max(0, hops - 2 * self._onsets.size)  # a long gap: the history is empty
+
+    def _hop(self, full: float, high: float, kick: float, energy: float) -> None:
+        index = self._hops
+        self._hops += 1
+        if energy > self._silence:
+            if index - self._loud_hop > QUIET_S * self.fps:
+                self._fresh = FRESH_HOPS  # sound after silence: its first rise is no accent
+            self._loud_hop = index
+            self._heard += 1  # the means run from the first hop heard, then over LEVEL_S
+            if self._heard == 1:
+                self._first_heard = index
+            rate = max(1.0 / (LEVEL_S * self.fps), 1.0 / self._heard)
+            self._means += (np.array((kick, high, full)) - self._means) * rate
+        if self._fresh:  # every band rises from nothing: left out of the tempo's view
+            self._fresh -= 1
+            full = kick = 0.0
+        self._onsets.push(full)
+        self._tempo_line.push(full + kick / self._means[0] * KICK_WEIGHT)
+        self._low.push(kick)
+        beat = kick / self._means[0] + high / self._means[1] + FULL_PART * full / self._means[2]
+        self._beatline.push(beat)
+        self._phase.push(beat)
+        if self._heard and index - self._first_heard >= FIRST_S * self.fps and (
+                self._estimate_due or index % max(1, round(ESTIMATE_S * self.fps)) == 0):
+            self._estimate_due = False
+            self._estimate()
+        period = self._phase.period
+        if period <= 0.0:
+            return
+        if self._next is not None and index >= self._next:
+            self._beat(self._next)
+        ahead = self._phase.predict(self._grid)
+        if ahead is None:
+            return
+        if self._grid is not None:
+            expected = self._grid + period
+            if abs(ahead - expected) > period / 8:  # the grid moves only when the comb has
+                self._moving += 1  # said so for half a period, and by half a period at most
+                if self._moving < period / 2:
+                    ahead = expected
+            else:
+                self._moving = 0
+            ahead = min(max(ahead, self._grid + 0.5 * period), self._grid + 1.5 * period)
+        self._next = ahead
+
+    def _estimate(self) -> None:
+        if self._hops - 1 - self._loud_hop > self.fps:  # a second of silence: hold
+            return
+        size = min(self._onsets.count, int(WINDOW_S * self.fps))
+        since = self._hops - self._followed  # the drift moved the tempo this many hops ago
+        if since < size:
+            if since < FOLLOWED_BEATS * self._phase.period:
+                return
+            size = since
+        current = self._phase.period or None
+        early = self._hops - self._first_heard < EARLY_S * self.fps
+        found = self._estimator.estimate(self._tempo_line.last(size).astype(np.float64),
+                                         self._onsets.last(size).astype(np.float64),
+                                         *self.tempo_range, None if early else current)
+        if found is None:
+            return
+        period = found[0]
+        if current is not None and abs(period - current) <= CLOSE * current:
+            self._candidate = None
+            self._set_period(current + SMOOTHING * (period - current))
+            return
+        if self._candidate is not None and abs(self._candidate[0] - period) <= CLOSE * period:
+            self._candidate = (period, self._candidate[1] + 1)
+        else:
+            self._candidate = (period, 1)
+        if current is None or self._candidate[1] >= CONFIRM:
+            self._candidate = None
+            self._set_period(period)
+
+    def _set_period(self, period: float) -> None:
+        old = self._phase.period
+        if old > 0.0:
+            moved = abs(period - old) / old
+            self._steadiness = min(max((UNSTEADY - moved) / (UNSTEADY - STEADY), 0.0), 1.0)
+        self._phase.set_period(period)
+
+    def _position(self, hop: float) -> float:
+        """A hop index (fractional) as a sample position in the stream."""
+        return (hop + OFFSET_HOPS) * self.hop + self._shift
+
+    def _beat(self, hop: float) -> None:
+        """The grid's beat at `hop` has come: counted if the input was heard lately."""
+        self._grid, self._next = hop, None
+        period = self._phase.period
+        recent = max(1.0 * self.fps, 1.5 * period)
+        if hop - self._loud_hop > recent:
+            return  # silence: the grid goes on, no beat heard
+        if self._last_beat_hop is None:
             self.beats = 1
         else:
-            elapsed = (at - self.last_beat) / self.rate * bpm / 60.0
-            stray = abs(elapsed - round(elapsed)) > STRAY and self._steadiness > 0.0
-            if stray and not self._strayed:  # a lone beat off a steady grid: not a beat
-                self._strayed = True
-                return
-            self._strayed = False  # on the grid, or a second one off it: the grid moved
-            self.beats += max(1, round(elapsed))  # beats hidden by silence counted too
-            if round(elapsed) == 1 and self._last_aubio is not None:
-                self._weigh(self._last_aubio, beat_hop)
-        self.last_beat = at
-        self._last_aubio = beat_hop
+            elapsed = (hop - self._last_beat_hop) / period
+            self.beats += max(1, round(elapsed))
+            if round(elapsed) == 1:
+                self._weigh(self._last_beat_hop, period)
+        self._last_beat_hop = hop
+        self.last_beat = self._position(hop)
 
-    def _weigh(self, first: int, second: int) -> None:
-        """How the onsets fell over the beat from hop `first` to hop `second`: the strongest
-        within 2 hops of the first beat against the strongest around its quarters."""
-        hops = self._hopped // self.hop
-        if not 4 < second - first < FLUX_HOPS - 8 or hops - first > FLUX_HOPS - 4:
-            return
-        flux = self._flux
+    def _weigh(self, beat: float, period: float) -> None:
+        """The previous beat's onsets (now all heard): its salience, and its low band for the
+        bar's start."""
+        onsets, low = self._beatline, self._low
 
-        def near(hop: float) -> float:
+        def near(history: History, hop: float) -> float:
             centre = int(round(hop))
-            return float(max(flux[i % FLUX_HOPS] for i in range(centre - 2, centre + 3)))
+            return max(history.at(i) for i in range(centre - 2, centre + 3))
 
-        period = second - first
-        on = near(first)
-        off = (near(first + period / 4) + near(first + period / 2)
-               + near(first + 3 * period / 4)) / 3.0
+        on = near(onsets, beat)
+        off = sum(near(onsets, beat + period * q) for q in (0.25, 0.5, 0.75)) / 3.0
         self._on += (on - self._on) * SALIENCE_RATE
         self._off += (off - self._off) * SALIENCE_RATE
         total = self._on + self._off
         self.salience = self._on / total if total > 0.0 else 0.0
+        self._follow(onsets, beat, period, on)
+        slot = (self.beats - 2) % 4  # the previous beat (count beats - 1): its place
+        self._bar[slot] += (near(low, beat) - self._bar[slot]) * BAR_RATE
+        if slot == 3:
+            self._bars_seen += 1
+
+    def _follow(self, onsets: History, beat: float, period: float, on: float) -> None:
+        """A tempo that moves: the strongest onset within a quarter period of each beat is
+        found later (or earlier) beat after beat, by more each time: the period takes the
+        step at once (the tempogram, looking back 6 s, would take 3 s) and the grid may jump
+        to the onsets."""
+        low, high = int(round(beat - period / 4)), int(round(beat + period / 4))
+        values = [onsets.at(i) for i in range(low, high + 1)]
+        strongest = int(np.argmax(values))
+        drifts = self._drifts
+        if values[strongest] < DRIFT_ONSET * self._on:  # no onset to follow: start over
+            drifts.clear()
+            return
+        drifts.append(low + strongest - beat)
+        if len(drifts) < DRIFT_BEATS:
+            return
+        signs = {np.sign(d) for d in drifts}
+        steps = np.diff(list(drifts))
+        step = float(np.mean(steps))
+        even = np.all(np.abs(steps - step) <= 0.5 * abs(step) + 1.0)  # a steady drift
+        if len(signs) == 1 and abs(drifts[-1]) >= 2 and np.all(steps * drifts[-1] > 0) and even \
+                and abs(step) >= DRIFT_STEP * period:
+            self._set_period(period + step)
+            self._candidate = None
+            self._followed = self._hops  # the tempogram still sees the old tempo: let it be
+            self._moving = int(period)  # the next beat may move to the onsets at once
+            drifts.clear()
 
     # -- reading --------------------------------------------------------------------------
     @property
     def bpm(self) -> float:
-        return self._bpm
+        period = self._phase.period
+        return 60.0 * self.fps / period if period > 0.0 else 0.0
 
     @property
     def confidence(self) -> float:
@@ -217,20 +345,46 @@ class BeatTracker:
         return min(max(mapped, 0.0), 1.0) * self._steadiness
 
     @property
-    def aubio_confidence(self) -> float:
-        """aubio's own `get_confidence()`, raw (see the module's docstring)."""
-        return float(self._tempo.get_confidence())
+    def bar_start(self) -> int | None:
+        """A beat count on which a bar starts (the latest such beat), or None while the
+        low band does not single one of the four out."""
+        if self._bars_seen < 2:
+            return None
+        strongest = int(np.argmax(self._bar))
+        others = (self._bar.sum() - self._bar[strongest]) / 3.0
+        if self._bar[strongest] <= BAR_CLEAR * others:
+            return None
+        return self.beats - ((self.beats - 1 - strongest) % 4)
 
     def info(self, at: float) -> BeatInfo | None:
         """This frame's view, `at` being the time of the newest sample counted. None when there
-        is no tempo to tell: no beat yet, or none for `hold_s` (2.5 beats if longer), which is
-        what silence gives; the last tempo is the caller's to hold."""
-        bpm, last = self._bpm, self.last_beat
-        if last is None or bpm <= 0.0:
+        is no tempo to tell: no tempo and first beat placed yet, or no beat for `hold_s` (2.5
+        beats if longer), which is what silence gives; the last tempo is the caller's to hold.
+        Before the first beat the count rises from 0 towards it."""
+        bpm, last = self.bpm, self.last_beat
+        if bpm <= 0.0:
             return None
+        if last is None:
+            return self._before_first(at, bpm)
         since = (self.position - last) / self.rate
         if since > max(self.hold_s, 150.0 / bpm):
             return None
-        beat = max(self.beats + since * bpm / 60.0, self._reported)
-        self._reported = beat  # a beat placed early by aubio must not move the count back
-        return BeatInfo(bpm, beat, at, self.confidence)
+        if self._next is not None and self._last_beat_hop == self._grid:
+            # towards the predicted beat: the count is whole when it is due, not a hop later
+            span = (self._next - self._grid) * self.hop / self.rate
+            fraction = min(since / max(span, 1e-3), 1.25)
+        else:  # the next beat not placed yet: the count waits for it short of whole
+            fraction = min(since * bpm / 60.0, 0.999)
+        beat = max(self.beats + fraction, self._reported)
+        self._reported = beat  # the count never moves back
+        return BeatInfo(bpm, beat, at, self.confidence, self.bar_start)
+
+    def _before_first(self, at: float, bpm: float) -> BeatInfo | None:
+        """A tempo and the first beat placed, not come yet: the count rises from 0 towards
+        it, so the show pulses on the first beat too (and has the tempo a beat sooner)."""
+        if self._next is None or self._hops - 1 - self._loud_hop > self.fps:
+            return None
+        to_next = (self._position(self._next) - self.position) / self.rate
+        beat = max(min(1.0 - to_next * bpm / 60.0, 0.999), 0.0, self._reported)
+        self._reported = beat
+        return BeatInfo(bpm, beat, at, self.confidence, None)

@@ -33,7 +33,10 @@ class TempoReading:
     that moment (the phase is beat % 1). `confidence` 0..1; `running` False for a clock that
     is stopped (MIDI stop): its tempo holds, its beats do not move. `bars` True for a clock that
     knows where the bar is: its beat 0 starts a bar (Link's quantum, a DAW's start or song
-    position), so the show's bars follow it instead of the performer's downbeat."""
+    position), so the show's bars follow it instead of the performer's downbeat. `bar_start`: a
+    beat count of the clock's that the music marks as a bar's first (the audio's kick on one);
+    taken when it first comes and whenever it moves, so the performer's downbeat (D) stands
+    until the music says otherwise."""
 
     bpm: float
     beat: float
@@ -42,6 +45,7 @@ class TempoReading:
     confidence: float = 1.0
     running: bool = True
     bars: bool = False
+    bar_start: float | None = None
 
     def beat_at(self, now: float) -> float:
         """The beat count at `now`, extrapolated at this tempo."""
@@ -112,6 +116,7 @@ class Tempo:
         self._reading: TempoReading | None = None
         self._offset = 0.0  # beats added to the source's count (downbeat, source changes)
         self._downbeat = 0.0  # the beat count that starts a bar
+        self._bar_place: float | None = None  # the clock's bar start (mod 4) last taken
         self.beat = 0.0
         self._last_beat = 0.0
         self.crossed_beat = False
@@ -147,6 +152,11 @@ class Tempo:
                     self._offset += 1
             if reading.bars and reading.running:
                 self._downbeat = self._offset  # the clock's beat 0 starts a bar
+            elif reading.bar_start is not None:
+                place = reading.bar_start % BEATS_A_BAR
+                if place != self._bar_place:  # new, or moved: the music's bar is taken
+                    self._bar_place = place
+                    self._downbeat = reading.bar_start + self._offset
             self._reading = reading
             self.bpm, self.source, self.confidence = reading.bpm, reading.source, \
                 reading.confidence

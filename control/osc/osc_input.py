@@ -9,6 +9,8 @@ sets parameters and triggers what the MIDI pads trigger.
     /swarm/burst [x]            a separation burst, x in 0..1 (default 1)
     /swarm/tap                  tap tempo (four taps set the tempo and the phase)
     /swarm/downbeat             this beat is the first of the bar
+    /swarm/tempo/half           the audio's tempo read at half (tempo_min, tempo_max halved)
+    /swarm/tempo/double         ... at double (the range doubled), as DJ software's buttons
 
 Every datagram is hostile until parsed, and the parser is strict OSC 1.0: every size a multiple
 of four inside the datagram; padding after the address, the type tags, strings and blobs all
@@ -154,6 +156,11 @@ def interpret(address: str, args: list[Any]) -> Action:
             raise OscError(f"{printable(address)}: takes no arguments, got "
                            f"{', '.join(_show(a) for a in args)}")
         return Action(path)
+    if path in ("tempo/half", "tempo/double"):
+        if args:
+            raise OscError(f"{printable(address)}: takes no arguments, got "
+                           f"{', '.join(_show(a) for a in args)}")
+        return Action("tempo_" + path.partition("/")[2])
     if path == "burst":
         strength = _number(address, args[0]) if args else 1.0
         if len(args) > 1 or not 0.0 <= strength <= 1.0:
@@ -179,7 +186,8 @@ def interpret(address: str, args: list[Any]) -> Action:
     spec = BY_NAME.get(name)
     if spec is None or suffix not in ("", "norm"):
         raise _unknown(address, f"parameters: {PREFIX}<name>, {PREFIX}<name>/norm; "
-                                "also preset, respawn, burst, tap, downbeat, outputs")
+                                "also preset, respawn, burst, tap, downbeat, tempo/half, "
+                                "tempo/double, outputs")
     if suffix == "norm":  # a fader over the performance range, on the parameter's curve
         if spec.kind == "color":
             raise OscError(f"{printable(address)}: /norm takes one number; '{name}' is a colour")

@@ -26,7 +26,7 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
                  "feedback_drift_y")),
     ("camera", ("camera", "camera_distance", "orbit_speed")),
     ("audio", ("audio_speed_boost",)),
-    ("tempo", ("bpm", "tempo_source", "quantize")),
+    ("tempo", ("bpm", "tempo_min", "tempo_max", "tempo_source", "quantize")),
     ("presets", ("morph_seconds", "crossfade", "crossfade_a", "crossfade_b")),
     ("engine", ("neighbor_cap", "lod_pixels", "target_fps", "pin_render_scale", "pin_post",
                 "pin_count")),

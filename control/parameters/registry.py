@@ -246,6 +246,11 @@ REGISTRY: tuple[Param, ...] = (
           "audio's beats) or one of them", choices=("auto", "link", "midi clock", "tap", "audio")),
     _f("bpm", 120, 20, 400, "a tempo to propose (a knob): tap tempo takes it, and a Link "
        "session is asked for it; the tempo in use is the leading clock's", (60, 200)),
+    _f("tempo_min", 70, 20, 400, "the audio's beat tracker reads the tempo at or above this "
+       "(BPM): drum and bass as 174 with 70-180, as 87 with 40-100; half/double buttons move "
+       "the range by an octave", (40, 200)),
+    _f("tempo_max", 180, 20, 400, "... and at or below this (BPM); keep the range an octave "
+       "wide at least (the narrower one takes the tempo nearest it)", (60, 400)),
     Param("boundary", "sphere", "choice",
           "sphere: pushed back inside contain_radius; wrap: a box that wraps around",
           choices=("sphere", "wrap")),

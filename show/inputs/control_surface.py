@@ -50,6 +50,7 @@ ACTIVE_SECONDS = 0.3  # MIDI or OSC lit this long after a message
 THUMBNAIL_SIZE = (192, 108)
 SLOTS_CHECK_SECONDS = 1.0  # how often the slot files are looked at for a save
 BUTTON_ADDRESSES = {"tap": "/swarm/tap", "downbeat": "/swarm/downbeat",
+                    "half": "/swarm/tempo/half", "double": "/swarm/tempo/double",
                     "respawn": "/swarm/respawn", "burst": "/swarm/burst"}
 
 

@@ -33,7 +33,7 @@ from swarm_instrument.visual.ui.control_layout import (
 )
 from swarm_instrument.visual.ui.param_rows import ParamColumns, Widgets
 
-BUTTONS = ("save", "tap", "downbeat", "respawn", "burst")
+BUTTONS = ("save", "tap", "downbeat", "half", "double", "respawn", "burst")
 METERS = ("level", "low", "mid", "high", "onset")
 LINES = ("tempo", "beats", "midi", "osc", "frame", "agents")
 HINT = ("drag or wheel (Shift: x10)  |  right-click, Ctrl+click or Enter: type a value  |  "
