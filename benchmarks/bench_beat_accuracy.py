@@ -5,10 +5,10 @@ against aubio alone and librosa.
         [--methods ours,aubio,librosa] [--json out.json]
 
 Needs Debian's fluidsynth and fluid-soundfont-gm, and the `bench` extra (mir_eval, librosa):
-`pip install -e '.[bench]'`. The songs (benchmarks/gm_songs.py: hip-hop, house, techno, rock,
+`pip install -e '.[bench]'`. The songs (benchmarks/music/gm_songs.py: hip-hop, house, techno, rock,
 pop, drum and bass, swing, a ballad, punk, a tempo change, a quiet intro, a break) are written
 as General MIDI and rendered by FluidSynth at 48 kHz into --songs-dir (kept between runs);
-each is cut half a beat after its last beat. benchmarks/beat_scores.py says how each tracker
+each is cut half a beat after its last beat. benchmarks/music/beat_scores.py says how each tracker
 runs and how it is scored. Prints one row per song and tracker and checks the targets of
 issue 30: F >= 0.95 on every song, the right tempo (error under 4 %), live within 0.05 of
 offline, lock within 2 s of the anchor (the song's start, the drums entering, a tempo
@@ -26,8 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.beat_scores import Score, run_aubio, run_librosa, run_live, run_offline, score
-from benchmarks.gm_songs import SONGS, Song
+from benchmarks.music.beat_scores import Score, run_aubio, run_librosa, run_live, run_offline, score
+from benchmarks.music.gm_songs import SONGS, Song
 from swarm_instrument.audio.files.decode import read_audio
 
 RATE = 48000

@@ -13,7 +13,7 @@ loop's own stamps, show/frame_cpu.py), with the HUD's lines and drawing timed th
 The HUD is drawn with pyglet in a hidden headless window where pyglet can open one (else
 left out, and said). `--profile N` prints cProfile's N costliest functions of the timed frames
 of each count (CPU inside GL calls shows under the moderngl method that made them). `--split`
-runs as many frames again with every moderngl call timed (benchmarks/gl_calls.py): the frame's
+runs as many frames again with every moderngl call timed (probes/gl_calls.py): the frame's
 CPU split into the driver's (inside GL calls, by method) and the show's own Python.
  `--backend 4.3,4.1` times both
 backends' frames side by side (default: both where the driver has compute shaders, else 4.1),
@@ -45,7 +45,7 @@ from pathlib import Path
 
 import numpy as np
 from bench_swarm import scaled_params  # run as a script: benchmarks/ is on the path
-from gl_calls import GlCalls
+from probes.gl_calls import GlCalls
 
 from swarm_instrument.show.cli.options import ShowOptions
 from swarm_instrument.show.frame_cpu import STAGES

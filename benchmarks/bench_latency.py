@@ -12,7 +12,7 @@ in a frame), sends the stimulus and watches for the picture to cross half-way fr
 bright. Latency is reported in milliseconds and in frames of the show's own pace (the median
 interval between the frames it drew while measuring).
 
-The window (the default; latency_window.py): `instrument.py` as a performer runs it, full
+The window (the default; probes/latency_window.py): `instrument.py` as a performer runs it, full
 screen on an Xvfb screen, audio from a JACK server with the dummy driver (a JACK client here
 plays a 1 kHz burst into the instrument's input ports; the stimulus time is the JACK cycle
 that carried its first sample), MIDI through a JACK MIDI port, OSC over UDP, keys through
@@ -42,7 +42,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
-from latency_window import (  # run as a script: benchmarks/ is on the path
+from probes.latency_window import (  # run as a script: benchmarks/ is on the path
     BRIGHT_EXPOSURE,
     DARK_EXPOSURE,
     MIDI_CC,

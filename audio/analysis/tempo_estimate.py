@@ -1,7 +1,7 @@
 """The beat period from the last few seconds of onset strength: which tempo, at which level.
 Pure numpy; the beat tracker (beats.py) calls it a few times a second on the main thread.
 
-Three steps, each chosen by measurement on the benchmark's songs (benchmarks/gm_songs.py):
+Three steps, each chosen by measurement on the benchmark's songs (benchmarks/music/gm_songs.py):
 1. The family: the strongest Fourier component of the onset strength between 40 and 360 BPM
    (a Fourier tempogram), with the components at its half and quarter added. A pattern that
    repeats every beat or bar has components only at whole multiples of the bar's frequency,
