@@ -5,7 +5,8 @@ with `--no-supervisor --heartbeat-fd N`. The child writes one byte to that pipe 
 second from its frame loop. When the child exits non-zero, is killed, or sends no heartbeat
 for `hang_seconds`, the supervisor writes a crash report (the child's last stderr lines, a
 traceback among them, and its last telemetry record) to a rotating log, and starts it again
-with `--resume`, after a delay that doubles while crashes follow each other quickly. A resumed
+with `--resume`: at once the first time (and after a show that played a while), then after a
+delay that doubles while crashes follow each other quickly. A resumed
 show that dies again within `QUICK_S` starts fresh (the default look) instead: a state that
 keeps killing the show is not resumed again. Three crashes within a minute and the next start
 is in `--safe-mode` (no audio, no MIDI, the bundled shaders). Exit code 0 from the child (Esc
@@ -44,7 +45,10 @@ HANG_S = 5.0
 QUICK_CRASHES = 3  # this many within CRASH_WINDOW_S: start the next one in safe mode
 CRASH_WINDOW_S = 60.0
 QUICK_S = 20.0  # a show that dies sooner than this after its start died "quickly"
-FIRST_DELAY_S = 0.5  # restart delays: 0.5 s, doubling while crashes are quick, at most 30 s
+# A show that died is started again at once (the picture back as soon as a new process can
+# draw: bench_start.py measures it); only when it dies quickly again does the next start wait,
+# 0.5 s, doubling while such crashes follow each other, at most 30 s.
+FIRST_DELAY_S = 0.5
 MAX_DELAY_S = 30.0
 STOP_GRACE_S = 30.0  # after a stop was passed on, the child is killed if still there
 
@@ -250,8 +254,10 @@ class Supervisor:
                     resume, fresh = False, True
                 elif not fresh:
                     resume = True
-                delay = min(delay * 2.0, MAX_DELAY_S) if quick and self.restarts > 1 \
-                    else FIRST_DELAY_S
+                if not quick or self.restarts == 1:
+                    delay = 0.0
+                else:
+                    delay = min(delay * 2.0, MAX_DELAY_S) if delay else FIRST_DELAY_S
                 how = (" in --safe-mode" if safe else "") + \
                       (" from the default look (the resumed state died again)"
                        if fresh and not resume else "")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import swarm_instrument.show.supervisor as supervisor_module
 from swarm_instrument.show.supervisor import Supervisor, crash_logger
 
 from conftest import ROOT, wait_for
@@ -69,9 +70,9 @@ def test_the_show_comes_back_after_sigkill_and_a_hang(supervised):
 
 @pytest.mark.posix  # the supervisor: POSIX pipes and process groups (not on Windows)
 def test_repeated_crashes_back_off_stop_resuming_and_end_in_safe_mode(tmp_path):
-    """A show that dies at once, again and again: the second start resumes; the resumed state
-    died quickly too, so the third starts fresh (the default look) and so does the fourth, in
-    --safe-mode. The delays between starts double."""
+    """A show that dies at once, again and again: the second start resumes, at once; the
+    resumed state died quickly too, so the third starts fresh (the default look) and so does
+    the fourth, in --safe-mode. The delays between them double from 0.5 s."""
     starts = tmp_path / "starts.txt"
     crasher = ("import sys, time; open(sys.argv[1], 'a').write(f'{time.monotonic()} ' + "
                "' '.join(sys.argv[2:]) + '\\n'); "
@@ -88,8 +89,26 @@ def test_repeated_crashes_back_off_stop_resuming_and_end_in_safe_mode(tmp_path):
     assert (tmp_path / "crash.log").read_text().count("exited with code 3") == 3
     times = [float(line.split()[0]) for line in lines]
     gaps = [b - a for a, b in zip(times, times[1:])]
-    assert gaps[0] >= 0.5 and gaps[1] >= 1.0 and gaps[2] >= 2.0  # backing off
+    assert gaps[1] >= 0.5 and gaps[2] >= 1.0  # backing off after the first, at once
+    assert [line.split("restarting in ")[1][:5] for line in said] == ["0.0 s", "0.5 s", "1.0 s"]
     assert "from the default look" in said[1]
+
+
+@pytest.mark.posix  # the supervisor: POSIX pipes and process groups (not on Windows)
+def test_a_show_that_played_a_while_comes_back_at_once(tmp_path, monkeypatch):
+    """A crash after the show played longer than QUICK_S is a stage accident, not a show that
+    cannot start: each is started again without waiting (the delays are for quick crashes
+    that follow each other)."""
+    monkeypatch.setattr(supervisor_module, "QUICK_S", 0.0)  # every run "played a while"
+    starts = tmp_path / "starts.txt"
+    crasher = ("import sys; open(sys.argv[1], 'a').write('x'); "
+               "sys.exit(3 if len(open(sys.argv[1]).read()) < 3 else 0)")
+    said: list[str] = []
+    supervisor = Supervisor([], state_dir=tmp_path, say=said.append,
+                            program=[sys.executable, "-c", crasher, str(starts)])
+    assert supervisor.run() == 0
+    assert starts.read_text() == "xxx"
+    assert [line.split("restarting in ")[1][:5] for line in said] == ["0.0 s", "0.0 s"], said
 
 
 def test_the_crash_log_rotates(tmp_path):
