@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-import av
 import numpy as np
 
 MAX_FILE_BYTES = 2 * 1024 ** 3
@@ -177,6 +176,7 @@ def _audio_stream(container: Any, path: Path) -> _Sound:
 
 
 def _probe(file: IO[bytes], path: Path, wav: bool) -> AudioFileInfo:
+    import av  # noqa: PLC0415 - PyAV takes about a second to import: only when a file is coded
     try:
         with av.open(file) as container:
             sound = _audio_stream(container, path)
@@ -201,6 +201,7 @@ def _blocks(frames: list, sound: _Sound) -> list[np.ndarray]:
 
 
 def _decode(file: IO[bytes], path: Path, wav: bool) -> tuple[np.ndarray, int]:
+    import av  # noqa: PLC0415 - PyAV takes about a second to import: only when a file is coded
     chunks: list[np.ndarray] = []
     try:
         with av.open(file) as container:

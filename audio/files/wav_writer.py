@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import os
 
-import av
 import numpy as np
 
 
 def write_wav(path: str | os.PathLike, samples: np.ndarray, rate: int) -> None:
     """Write samples (frames,) or (frames, 1 or 2 channels), clipped to -1..1 as a sound card
     would play them, as a float32 WAV file at `rate` Hz."""
+    import av  # noqa: PLC0415 - PyAV takes about a second to import: only when a file is coded
     samples = np.asarray(samples, np.float32)
     if samples.ndim == 1:
         samples = samples[:, None]

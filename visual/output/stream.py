@@ -27,7 +27,6 @@ from fractions import Fraction
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-import av
 import numpy as np
 
 from swarm_instrument.visual.output.frame_output import OutputFailed
@@ -102,6 +101,7 @@ class H264Writer:
 
     def __init__(self, target: Any, size: tuple[int, int], rate: float,
                  bitrate: int | None = None) -> None:
+        import av  # noqa: PLC0415 - PyAV takes about a second to import: only when a file is coded
         self.size = (int(size[0]), int(size[1]))
         self.rate = fps_fraction(rate)
         codec, _ = choose_codec()
@@ -130,6 +130,7 @@ class H264Writer:
         self._pts = -1
 
     def write(self, frame: np.ndarray, seconds: float) -> None:
+        import av  # noqa: PLC0415 - PyAV takes about a second to import: only when a file is coded
         video = av.VideoFrame.from_ndarray(frame, format="rgba")
         video = video.reformat(format=PIXEL_FORMAT, dst_colorspace="ITU709")
         self._pts = max(round(seconds * float(self.rate)), self._pts + 1)

@@ -25,7 +25,6 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-import av
 import numpy as np
 
 from swarm_instrument.visual.output.video_files import (
@@ -105,6 +104,7 @@ class VideoEncoder:
                  preset: str = DEFAULT_PRESET,
                  audio: tuple[np.ndarray, int] | None = None, queue_frames: int = 6,
                  blocking: bool = True, threads: int | None = None) -> None:
+        import av  # noqa: PLC0415 - PyAV takes about a second to import: only when a file is coded
         self.path = Path(path)
         self.size = (int(size[0]), int(size[1]))
         self.rate = fps_fraction(fps)
@@ -237,6 +237,7 @@ class VideoEncoder:
 
     # -- encoder thread -------------------------------------------------------------------------
     def _encode_loop(self) -> None:
+        import av  # noqa: PLC0415 - PyAV takes about a second to import: only when a file is coded
         width, height = self.size
         while True:
             item = self._queue.get()
@@ -278,6 +279,7 @@ class VideoEncoder:
 
     def _write_audio(self, until: Fraction, final: bool = False) -> None:
         """Encode the song's samples up to time `until` (seconds) not yet encoded."""
+        import av  # noqa: PLC0415 - PyAV takes about a second to import: only when a file is coded
         end = min(int(until * self._audio_rate), self._samples.shape[1])
         start = self._audio_done
         if end > start:

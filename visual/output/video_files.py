@@ -12,7 +12,6 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-import av
 import numpy as np
 
 DEFAULT_CODEC = "libx264"
@@ -32,6 +31,7 @@ class VideoProblem(ValueError):
 
 
 def codec_available(name: str) -> bool:
+    import av  # noqa: PLC0415 - PyAV takes about a second to import: only when a file is coded
     try:
         av.codec.Codec(name, "w")
     except Exception:  # noqa: BLE001 - PyAV raises several kinds for an unknown codec
@@ -42,6 +42,7 @@ def codec_available(name: str) -> bool:
 def choose_codec(requested: str | None = None) -> tuple[str, str | None]:
     """(codec name, a message to show or None). A codec asked for by name must exist; the
     default falls back along FALLBACK_CODECS, saying so."""
+    import av  # noqa: PLC0415 - PyAV takes about a second to import: only when a file is coded
     if requested and requested != DEFAULT_CODEC:
         if not codec_available(requested):
             raise VideoProblem(f"video codec '{requested}' is not in this FFmpeg build (PyAV "
@@ -114,6 +115,7 @@ def fps_fraction(fps: float) -> Fraction:
 def video_info(path: str | os.PathLike) -> dict[str, Any]:
     """What a video file holds, for tests and the end-of-render report: frames, size, codec,
     rate and duration of the video, codec, rate and duration of the audio (None if absent)."""
+    import av  # noqa: PLC0415 - PyAV takes about a second to import: only when a file is coded
     with av.open(str(path)) as container:
         info: dict[str, Any] = {"duration": (container.duration or 0) / av.time_base}
         video = container.streams.video[0] if container.streams.video else None
@@ -136,6 +138,7 @@ def video_info(path: str | os.PathLike) -> dict[str, Any]:
 
 def decode_frames(path: str | os.PathLike) -> np.ndarray:
     """Every video frame as RGB (frames, h, w, 3) uint8: for tests and checks."""
+    import av  # noqa: PLC0415 - PyAV takes about a second to import: only when a file is coded
     with av.open(str(path)) as container:
         frames = [frame.to_ndarray(format="rgb24") for frame in container.decode(video=0)]
     return np.stack(frames) if frames else np.zeros((0, 0, 0, 3), np.uint8)
