@@ -1,0 +1,198 @@
+"""The song's sections live: causal, told each beat as it ends, never looking ahead.
+
+Main thread only; pure numpy. `FormFollower.beat(start, end, features)` takes a beat that has
+just ended (its features from audio/form/beat_features.py, in their fixed units) and answers
+a `Change` when the beat two before it began a new section; the change takes effect at the
+next bar's downbeat (`at`, one beat after `end`, four beats after the section began). So a
+new section is announced one bar after it started, on a downbeat, and a section lasts at
+least MIN_BARS.
+
+How a beat is judged as a section's first: the mean features of it and the next beat against
+the section's recent past (the last four bars of it, at most), and against the straight line
+through the section's bars carried on (a build keeps rising, an outro keeps fading: neither
+is new); the smaller distance counts, weighted by where the beat falls on the phrase grid
+(counted from the latest section's start; no grid before the first change): a phrase's first
+beat whole, a bar's 1/ON_BAR, another beat 1/OFF_GRID. Above NOVELTY, above the beat before
+and near the beat after (LEAD), it is a new section.
+
+Labels live can only compare with what was heard: the first section is the intro; a section
+without drums is a break; one as loud as the loudest yet and well above the one before is a
+drop; else a groove; a section whose energy has climbed RISE over two bars or more becomes a
+build (a `Change` with the same start, `relabel` True).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from swarm_instrument.audio.form.beat_features import NAMES
+from swarm_instrument.audio.form.sections import (
+    BEATS_PER_BAR,
+    DRUMS_DB,
+    MIN_BARS,
+    PHRASE_BARS,
+    RISE,
+    energy_of,
+    scaled,
+)
+
+NOVELTY = 1.2  # units: a bar this far from what the section led to expect starts a new one
+ON_BAR = 1.3
+OFF_GRID = 2.0
+PAST_BARS = 4  # the past a bar is compared with
+LOUDEST_MARGIN = 0.5  # units: "as loud as the loudest yet"
+DROP_STEP = 1.0  # units above the section before: a drop
+# A section's first beat scores about as high as the next (both windows hold new sound only),
+# the beat before it half as high: the earlier of two near-equal scores is the start.
+LEAD = 0.8
+
+
+@dataclass(frozen=True)
+class Change:
+    """A new section (or a section found to be a build): it began at `start` (s), the show
+    hears of it at `at` (s, a downbeat), `label` says what it is."""
+
+    at: float
+    start: float
+    label: str
+    relabel: bool = False
+
+
+class FormFollower:
+    """Follows the sections of a stream beat by beat (see the module's docstring)."""
+
+    def __init__(self) -> None:
+        self.starts: list[float] = []  # each beat's start (s)
+        self.rows: list[np.ndarray] = []  # each beat's features, in units
+        self.section = 0  # the first beat of the current section
+        self.origin = 0  # the phrase grid's first beat
+        self.label = "intro"
+        self.section_start = 0.0
+        self.energies: list[float] = []  # each past section's mean energy
+        self.loudest = -np.inf  # the loudest bar's energy heard so far
+        self.found = False  # a section change found: the phrase grid counts from it
+        self._scores: list[float] = []  # each beat's score as a section's first (see beat)
+
+    def beat(self, start: float, end: float, features: np.ndarray) -> Change | None:
+        """A beat from `start` to `end` (s) has ended, with these features (raw, as
+        beat_features gives them). The candidate is the beat two before this one: its
+        score (its first two beats against the section's past) must pass NOVELTY, stand above
+        the beat before it and reach LEAD of the beat after it (whose two beats end now)."""
+        self.starts.append(float(start))
+        self.rows.append(scaled(features))
+        rows = np.asarray(self.rows)
+        last = len(rows) - 1
+        self._scores.append(self._score(rows, last - 1))  # the score of beat last - 1
+        change = None
+        candidate = last - 2
+        if candidate >= 1 and len(self._scores) >= 3:
+            before, here, after = self._scores[-3], self._scores[-2], self._scores[-1]
+            if here > NOVELTY and here > before and here >= LEAD * after:
+                change = self._new_section(rows, candidate, end + (end - start))
+                self._scores[-1] = 0.0  # scored against the section before: no start
+        if change is None and (last + 1 - self.origin) % BEATS_PER_BAR == 0:
+            change = self._maybe_build(rows, end)
+        if last + 1 >= BEATS_PER_BAR:
+            self.loudest = max(self.loudest, float(energy_of(rows[-BEATS_PER_BAR:].mean(0))))
+        return change
+
+    def _score(self, rows: np.ndarray, first: int) -> float:
+        """Beats `first` and `first + 1` against the section's past, weighted by where
+        `first` falls on the phrase grid (no grid before the first section change: the
+        first beat heard need not be a downbeat). 0 within MIN_BARS of the section's start."""
+        if first < 0 or first + 1 >= len(rows) or first - self.section < MIN_BARS * \
+                BEATS_PER_BAR:
+            return 0.0
+        weight = 1.0
+        if self.found:
+            place = (first - self.origin) % BEATS_PER_BAR
+            weight = (1.0 if (first - self.origin) % (BEATS_PER_BAR * PHRASE_BARS) == 0
+                      else 1.0 / ON_BAR if place == 0 else 1.0 / OFF_GRID)
+        return weight * self._distance(rows, first, rows[first:first + 2].mean(axis=0))
+
+    def _distance(self, rows: np.ndarray, first: int, new: np.ndarray) -> float:
+        """`new` (beats first and first + 1) against the same two beats of each bar of the
+        section's recent past (a hip-hop bar's halves differ: the pattern is no change),
+        flat and along its trend."""
+        bars = min(PAST_BARS, (first - self.section) // BEATS_PER_BAR)
+        if bars < 1:
+            return 0.0
+        past = np.array([rows[first - BEATS_PER_BAR * k:first - BEATS_PER_BAR * k + 2]
+                         .mean(axis=0) for k in range(bars, 0, -1)])
+        flat = float(np.sqrt(np.mean((new - past.mean(axis=0)) ** 2)))
+        if bars < 3:
+            return flat
+        x = np.column_stack([np.ones(bars), np.arange(bars)])
+        coef = np.linalg.lstsq(x, past, rcond=None)[0]
+        expected = coef[0] + coef[1] * bars
+        return min(flat, float(np.sqrt(np.mean((new - expected) ** 2))))
+
+    def _new_section(self, rows: np.ndarray, first: int, at: float) -> Change:
+        bar = rows[first:first + BEATS_PER_BAR - 1].mean(axis=0)
+        energy = float(energy_of(bar))
+        self.energies.append(float(energy_of(rows[self.section:first]).mean()))
+        punch = bar[NAMES.index("punch")] * 1.0  # punch's unit is 1 dB
+        before = self.energies[-1]
+        if punch < DRUMS_DB:
+            label = "break"
+        elif energy >= self.loudest - LOUDEST_MARGIN and energy > before + DROP_STEP:
+            label = "drop"
+        else:
+            label = "groove"
+        self.section = self.origin = first
+        self.found = True
+        self.label = label
+        self.section_start = self.starts[first]
+        return Change(float(at), self.section_start, label)
+
+    def _maybe_build(self, rows: np.ndarray, end: float) -> Change | None:
+        """The section's energy has climbed RISE over two bars or more: a build."""
+        if self.label == "build":
+            return None
+        count = len(rows) - self.section
+        bars = count // BEATS_PER_BAR
+        if bars < 2 or (len(rows) - self.origin) % BEATS_PER_BAR:
+            return None
+        energy = energy_of(rows[len(rows) - bars * BEATS_PER_BAR:])
+        energy = energy[-bars * BEATS_PER_BAR:].reshape(bars, BEATS_PER_BAR).mean(axis=1)
+        slope = np.polyfit(np.arange(bars), energy, 1)[0]
+        if slope * (bars - 1) >= RISE and energy[-1] - energy[0] >= RISE:
+            self.label = "build"
+            return Change(float(end), self.section_start, "build", relabel=True)
+        return None
+
+
+class LiveGrid:
+    """A live beat grid from a tracker's beats as they come: a beat closer than half a period
+    to the one before is a stray and left out; a gap longer than 1.5 periods (a break without
+    drums) is filled at the last period, as the time passes. `ticks(now, reported)` hands out
+    each beat start known by `now`, in order."""
+
+    def __init__(self) -> None:
+        self.last: float | None = None
+        self.period: float | None = None
+
+    def ticks(self, now: float, reported: list[float]) -> list[float]:
+        out = []
+        for beat in sorted(reported):
+            out += self._fill(beat)
+            if self.last is not None and self.period and beat - self.last < 0.5 * self.period:
+                continue
+            if self.last is not None:
+                interval = beat - self.last
+                self.period = interval if self.period is None else \
+                    0.8 * self.period + 0.2 * interval if interval < 1.5 * self.period \
+                    else self.period
+            self.last = beat
+            out.append(beat)
+        out += self._fill(now)
+        return out
+
+    def _fill(self, until: float) -> list[float]:
+        out = []
+        while self.last is not None and self.period and until - self.last > 1.5 * self.period:
+            self.last += self.period
+            out.append(self.last)
+        return out
