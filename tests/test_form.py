@@ -1,6 +1,6 @@
-"""The song's form (audio/form/): the steady grid, a steady song as one section, and the live
-frames equal to the offline ones. (Sections found on a synthesised song with a known form:
-not yet, see the branch's report.)
+"""The song's form (audio/form/): sections found offline on the phrase grid and labelled,
+live causally one bar after they start; the steady grid; the live frames equal to the
+offline ones.
 
 The music is synthesised here in numpy (a kick and hats on a 120 BPM grid, a sustained chord,
 a snare roll): seconds of CPU, no FluidSynth. benchmarks/bench_form.py measures the real
@@ -16,6 +16,7 @@ from swarm_instrument.audio.form.beat_features import (
     frame_features,
     steady_grid,
 )
+from swarm_instrument.audio.form.form_live import FormFollower
 from swarm_instrument.audio.form.sections import find_sections
 
 RATE = 16000
@@ -63,6 +64,22 @@ def song(form: list[tuple[str, int]], seed: int = 0) -> np.ndarray:
     return out[:int(bars * 4 * BEAT * RATE)].astype(np.float32)
 
 
+FORM = [("pad", 8), ("groove", 8), ("roll", 8), ("drop", 8), ("pad", 8), ("drop", 8)]
+STARTS = np.cumsum([0] + [n for _, n in FORM[:-1]]) * 4 * BEAT
+
+
+def test_sections_offline_start_on_the_bars_where_the_music_changes_and_are_named():
+    audio = song(FORM)
+    duration = len(audio) / RATE
+    grid = np.arange(0.0, duration, BEAT) + 0.004  # a tracker's beats, a little late
+    times, frames = frame_features(audio, RATE)
+    sections = find_sections(grid, beat_features(times, frames, grid), duration)
+    found = np.array([s.start for s in sections])
+    assert len(found) == len(STARTS), [(s.start, s.label) for s in sections]
+    assert np.all(np.abs(found[1:] - STARTS[1:]) < 0.02)
+    assert [s.label for s in sections] == ["intro", "groove", "build", "drop", "break", "drop"]
+
+
 def test_a_grid_stands_on_a_trackers_beats_despite_a_stray_and_a_gap():
     duration = 90.0
     beats = np.arange(0.0, duration, BEAT) + 0.004
@@ -96,3 +113,19 @@ def test_live_frames_are_the_offline_frames_whatever_the_blocks():
         got_f.append(f)
     assert np.array_equal(np.concatenate(got_t), times)
     assert np.allclose(np.vstack(got_f), frames, atol=1e-9)
+
+
+def test_live_changes_come_a_bar_after_each_start_on_a_downbeat_and_only_then():
+    audio = song(FORM)
+    grid = np.arange(0.0, len(audio) / RATE, BEAT)
+    times, frames = frame_features(audio, RATE)
+    rows = beat_features(times, frames, grid)
+    follower = FormFollower()
+    changes = [c for start, end, row in zip(grid[:-1], grid[1:], rows)
+               if (c := follower.beat(start, end, row)) is not None]
+    news = [c for c in changes if not c.relabel]
+    assert [round(c.start, 3) for c in news] == list(STARTS[1:]), changes
+    for change, start in zip(news, STARTS[1:]):
+        assert abs(change.at - (start + 4 * BEAT)) < 1e-6  # heard of on the next downbeat
+    assert any(c.relabel and c.label == "build" for c in changes)  # the roll, while it rises
+    assert news[0].label == "groove" and news[2].label == "drop" and news[3].label == "break"

@@ -16,9 +16,10 @@ beat whole, a bar's 1/ON_BAR, another beat 1/OFF_GRID. Above NOVELTY, above the 
 and near the beat after (LEAD), it is a new section.
 
 Labels live can only compare with what was heard: the first section is the intro; a section
-without drums is a break; one as loud as the loudest yet and well above the one before is a
-drop; else a groove; a section whose energy has climbed RISE over two bars or more becomes a
-build (a `Change` with the same start, `relabel` True).
+without drums is a break; one after a build, or as loud as the loudest yet and well above
+the one before once drums were heard, is a drop; else a groove; a section whose loudness has
+climbed RISE over two bars or more becomes a build (a `Change` with the same start, `relabel`
+True). The loudest yet leaves builds out (a roll's peak is no measure of a drop).
 """
 
 from __future__ import annotations
@@ -45,8 +46,11 @@ PAST_BARS = 4  # the past a bar is compared with
 LOUDEST_MARGIN = 0.5  # units: "as loud as the loudest yet"
 DROP_STEP = 1.0  # units above the section before: a drop
 # A section's first beat scores about as high as the next (both windows hold new sound only),
-# the beat before it half as high: the earlier of two near-equal scores is the start.
-LEAD = 0.8
+# the beat before it half as high (a release tail of what went before can hold the first
+# one down a little): the earlier of two near-equal scores is the start.
+LEAD = 0.65
+IN_BUILD = 3.0  # in a build, a change off the phrase grid needs this much more
+DROP_DUE = 1.5  # ... and one on it this much less: the drop is due there
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,7 @@ class FormFollower:
         self.section_start = 0.0
         self.energies: list[float] = []  # each past section's mean energy
         self.loudest = -np.inf  # the loudest bar's energy heard so far
+        self.drums = False  # a section with drums heard (the first is a groove, not a drop)
         self.found = False  # a section change found: the phrase grid counts from it
         self._scores: list[float] = []  # each beat's score as a section's first (see beat)
 
@@ -94,7 +99,7 @@ class FormFollower:
                 self._scores[-1] = 0.0  # scored against the section before: no start
         if change is None and (last + 1 - self.origin) % BEATS_PER_BAR == 0:
             change = self._maybe_build(rows, end)
-        if last + 1 >= BEATS_PER_BAR:
+        if last + 1 >= BEATS_PER_BAR and self.label != "build":
             self.loudest = max(self.loudest, float(energy_of(rows[-BEATS_PER_BAR:].mean(0))))
         return change
 
@@ -110,6 +115,8 @@ class FormFollower:
             place = (first - self.origin) % BEATS_PER_BAR
             weight = (1.0 if (first - self.origin) % (BEATS_PER_BAR * PHRASE_BARS) == 0
                       else 1.0 / ON_BAR if place == 0 else 1.0 / OFF_GRID)
+            if self.label == "build":  # a build changes all along, and ends on a phrase
+                weight = weight * DROP_DUE if weight == 1.0 else weight / IN_BUILD
         return weight * self._distance(rows, first, rows[first:first + 2].mean(axis=0))
 
     def _distance(self, rows: np.ndarray, first: int, new: np.ndarray) -> float:
@@ -137,10 +144,12 @@ class FormFollower:
         before = self.energies[-1]
         if punch < DRUMS_DB:
             label = "break"
-        elif energy >= self.loudest - LOUDEST_MARGIN and energy > before + DROP_STEP:
+        elif self.label == "build" or (self.drums and energy >= self.loudest - LOUDEST_MARGIN
+                                       and energy > before + DROP_STEP):
             label = "drop"
         else:
             label = "groove"
+        self.drums = self.drums or punch >= DRUMS_DB
         self.section = self.origin = first
         self.found = True
         self.label = label
@@ -148,15 +157,15 @@ class FormFollower:
         return Change(float(at), self.section_start, label)
 
     def _maybe_build(self, rows: np.ndarray, end: float) -> Change | None:
-        """The section's energy has climbed RISE over two bars or more: a build."""
+        """The section's loudness has climbed RISE over two bars or more: a build."""
         if self.label == "build":
             return None
         count = len(rows) - self.section
         bars = count // BEATS_PER_BAR
         if bars < 2 or (len(rows) - self.origin) % BEATS_PER_BAR:
             return None
-        energy = energy_of(rows[len(rows) - bars * BEATS_PER_BAR:])
-        energy = energy[-bars * BEATS_PER_BAR:].reshape(bars, BEATS_PER_BAR).mean(axis=1)
+        loud = rows[len(rows) - bars * BEATS_PER_BAR:, NAMES.index("loud")]
+        energy = loud.reshape(bars, BEATS_PER_BAR).mean(axis=1)
         slope = np.polyfit(np.arange(bars), energy, 1)[0]
         if slope * (bars - 1) >= RISE and energy[-1] - energy[0] >= RISE:
             self.label = "build"
@@ -165,10 +174,13 @@ class FormFollower:
 
 
 class LiveGrid:
-    """A live beat grid from a tracker's beats as they come: a beat closer than half a period
-    to the one before is a stray and left out; a gap longer than 1.5 periods (a break without
-    drums) is filled at the last period, as the time passes. `ticks(now, reported)` hands out
-    each beat start known by `now`, in order."""
+    """A live beat grid from a tracker's beats as they come: a beat closer than STRAY of a
+    period to the one before is a stray and left out (an off-beat ghost would halve the
+    grid); the period follows intervals within 25 % of it; a gap longer than 1.5 periods (a
+    break without drums) is filled at the period, as the time passes. `ticks(now,
+    reported)` hands out each beat start known by `now`, in order."""
+
+    STRAY = 0.75
 
     def __init__(self) -> None:
         self.last: float | None = None
@@ -178,13 +190,14 @@ class LiveGrid:
         out = []
         for beat in sorted(reported):
             out += self._fill(beat)
-            if self.last is not None and self.period and beat - self.last < 0.5 * self.period:
-                continue
             if self.last is not None:
                 interval = beat - self.last
-                self.period = interval if self.period is None else \
-                    0.8 * self.period + 0.2 * interval if interval < 1.5 * self.period \
-                    else self.period
+                if self.period is None:
+                    self.period = interval
+                elif interval < self.STRAY * self.period:
+                    continue
+                elif abs(interval / self.period - 1.0) < 0.25:
+                    self.period += 0.2 * (interval - self.period)
             self.last = beat
             out.append(beat)
         out += self._fill(now)

@@ -7,17 +7,18 @@ Pure numpy; main thread only. The song arrives as a steady beat grid and each be
 1. novelty a beat: the distance between the mean features of the two bars after it and the
    two bars before it (a checkerboard on beat-synchronous features, as Foote's segmentation
    but with a diagonal kernel: every change of texture shows, however long the sections);
-2. the bar's first beat is the phase (of four) where novelty adds up most: sections start on
-   downbeats; the phrase (four bars) likewise among bar starts;
+2. the bar's first beat is the phase (of four) where novelty's peaks add up most: sections
+   start on downbeats; the phrase (four bars) likewise among bar starts;
 3. boundaries are picked greedily among novelty's peaks, strongest first, above NOVELTY
    units, a phrase grid start preferred (a bar start needs ON_BAR times more, another beat
-   OFF_GRID times), none within MIN_BARS of another;
-4. two neighbours that one straight line explains (a build's rise cut in two, an outro's fade)
-   are one section;
-5. labels by each section's energy against the song's (loudness, flux and punch) and its
-   trend: the loudest are drops, a rise that leads into something louder a build, the
-   quietest in the middle breaks, a quiet start an intro, a quiet end an outro; the rest
-   grooves.
+   OFF_GRID times), none within CLOSEST_BARS of another;
+4. two neighbours that one straight line explains (an outro's fade) or that both rise (a
+   build cut where its roll doubles) are one section; then a section shorter than MIN_BARS
+   joins the neighbour it makes the straighter whole with;
+5. labels by each section's energy against the song's (loudness, flux, punch and the high
+   bands) and its rise in loudness: the loudest are drops, a rise that leads into something
+   louder a build, a quiet start an intro, a quiet end an outro; in the middle, no drums is
+   a break and drums a groove.
 
 No library does this here: librosa's segmentation (agglomerative or Laplacian) was not tried,
 being a large dependency for an optional path; this stays numpy alone and is measured by
@@ -40,8 +41,9 @@ NOVELTY = 1.0  # units (3 dB a unit): a boundary's least novelty on the phrase g
 ON_BAR = 1.3  # a boundary on a bar start off the phrase grid needs this much more
 OFF_GRID = 2.0  # ... and one off the bar starts this much
 MIN_BARS = 4  # no section shorter (a phrase)
+CLOSEST_BARS = 2  # candidates this close are one change (before merging and MIN_BARS)
 STRAIGHT = 0.6  # units: two neighbours a line fits this well are one section
-RISE = 2.0  # units over a section: a build's rise in energy
+RISE = 2.0  # units over a section: a build's rise in loudness (6 dB)
 DRUMS_DB = 0.5  # a section whose mean punch is under this has no drums to speak of
 ENERGY = {"loud": 0.5, "flux": 1.0, "punch": 0.5, "high": 0.5, "air": 0.5}  # what "energy" weighs
 
@@ -49,7 +51,7 @@ ENERGY = {"loud": 0.5, "flux": 1.0, "punch": 0.5, "high": 0.5, "air": 0.5}  # wh
 @dataclass(frozen=True)
 class Section:
     """One section: its start and end (s), first beat (index in the grid), bars, label,
-    energy (0..1 within the song) and rise (units of energy from its start to its end)."""
+    energy (0..1 within the song) and rise (units of loudness from its start to its end)."""
 
     start: float
     end: float
@@ -88,9 +90,14 @@ def novelty(units: np.ndarray, window: int = WINDOW_BEATS) -> np.ndarray:
     return out
 
 
-def best_phase(values: np.ndarray, period: int, offset: int = 0) -> int:
-    """The phase (0..period-1, counted from `offset`) where `values` add up most."""
-    totals = [values[offset + phase::period].sum() for phase in range(period)]
+def best_phase(values: np.ndarray, period: int) -> int:
+    """The phase (0..period-1) where the peaks of `values` (each at least its neighbours)
+    add up most: a change's novelty rises and falls over a window either side of it, only
+    its peak says where it is."""
+    padded = np.concatenate([[-np.inf], values, [-np.inf]])
+    peaks = (values >= padded[:-2]) & (values >= padded[2:])
+    votes = np.where(peaks, values, 0.0) ** 2  # the clear changes decide
+    totals = [votes[phase::period].sum() for phase in range(period)]
     return int(np.argmax(totals))
 
 
@@ -110,7 +117,7 @@ def boundaries(units: np.ndarray) -> tuple[list[int], int]:
     scores = [(weighted[beat], beat) for beat in range(1, count - 1)
               if weighted[beat] >= weighted[beat - 1] and weighted[beat] >= weighted[beat + 1]]
     chosen: list[int] = []
-    span = MIN_BARS * BEATS_PER_BAR
+    span = CLOSEST_BARS * BEATS_PER_BAR
     for score, beat in sorted(scores, reverse=True):
         if score < NOVELTY:
             break
@@ -121,16 +128,41 @@ def boundaries(units: np.ndarray) -> tuple[list[int], int]:
     return sorted(chosen), bar
 
 
-def merge_straight(units: np.ndarray, starts: list[int]) -> list[int]:
-    """Section starts less those between two sections one straight line explains (each
-    feature linear in time over both, RMS residual under STRAIGHT units), weakest first."""
+def at_least_a_phrase(units: np.ndarray, starts: list[int]) -> list[int]:
+    """Section starts less those that leave a section shorter than MIN_BARS: a short section
+    joins the neighbour with which it makes the straighter whole (a build's quiet first bars
+    join the rest of the build, not the groove before it)."""
     starts = list(starts)
+    while True:
+        edges = [0, *starts, len(units)]
+        short = [k for k in range(len(edges) - 1)
+                 if edges[k + 1] - edges[k] < MIN_BARS * BEATS_PER_BAR]
+        if not short or not starts:
+            return starts
+        k = short[0]
+        options = []  # (residual of the joined block, the start that goes)
+        if k > 0:
+            options.append((_line_residual(units[edges[k - 1]:edges[k + 1]]), edges[k]))
+        if k + 1 < len(edges) - 1:
+            options.append((_line_residual(units[edges[k]:edges[k + 2]]), edges[k + 1]))
+        starts.remove(min(options)[1])
+
+
+def merge_straight(units: np.ndarray, starts: list[int]) -> list[int]:
+    """Section starts less those between two sections that are one: a straight line explains
+    both (each feature linear in time, RMS residual under STRAIGHT units: an outro's fade),
+    or both rise (a build cut where its roll doubles); the weakest first."""
+    starts = list(starts)
+    loud = units[:, NAMES.index("loud")]
     while True:
         edges = [0, *starts, len(units)]
         worst, where = STRAIGHT, None
         for k in range(1, len(edges) - 1):
             block = units[edges[k - 1]:edges[k + 1]]
             residual = _line_residual(block)
+            if (_rise(loud[edges[k - 1]:edges[k]]) >= RISE / 2
+                    and _rise(loud[edges[k]:edges[k + 1]]) >= RISE / 2):
+                residual = 0.0
             if residual < worst:
                 worst, where = residual, k - 1
         if where is None:
@@ -152,8 +184,8 @@ def _line_residual(block: np.ndarray) -> float:
 
 def label_sections(energies: list[float], rises: list[float], punches: list[float]
                    ) -> list[str]:
-    """Labels from each section's mean energy (units), its rise (units over it) and its
-    punch (dB: drums or not). By energy against the song's range: the loudest are drops, a
+    """Labels from each section's mean energy (units), its rise (loudness, units over it)
+    and its punch (dB: drums or not). By energy against the song's range: the loudest are drops, a
     rise into something louder a build, a quiet start an intro, a quiet end an outro; in the
     middle, no drums is a break and drums a groove."""
     count = len(energies)
@@ -188,13 +220,14 @@ def find_sections(beats: np.ndarray, features: np.ndarray, duration: float) -> l
     units = scaled(features)
     starts, _ = boundaries(units)
     starts = merge_straight(units, starts)
+    starts = merge_straight(units, at_least_a_phrase(units, starts))  # joined: judge again
     edges = [0, *starts, len(beats)]
     energy = energy_of(units)
     punch = features[:, NAMES.index("punch")]
     energies, rises, punches = [], [], []
     for first, last in zip(edges[:-1], edges[1:]):
         energies.append(float(energy[first:last].mean()))
-        rises.append(_rise(energy[first:last]))
+        rises.append(_rise(units[first:last, NAMES.index("loud")]))
         punches.append(float(punch[first:last].mean()))
     labels = label_sections(energies, rises, punches)
     low, high = min(energies), max(energies)
@@ -208,9 +241,9 @@ def find_sections(beats: np.ndarray, features: np.ndarray, duration: float) -> l
     return sections
 
 
-def _rise(energy: np.ndarray) -> float:
-    """How much a straight line through a section's energy climbs from its start to its end."""
-    if len(energy) < 2:
+def _rise(values: np.ndarray) -> float:
+    """How much a straight line through `values` climbs from the first to the last."""
+    if len(values) < 2:
         return 0.0
-    slope = np.polyfit(np.arange(len(energy)), energy, 1)[0]
-    return float(slope * (len(energy) - 1))
+    slope = np.polyfit(np.arange(len(values)), values, 1)[0]
+    return float(slope * (len(values) - 1))
