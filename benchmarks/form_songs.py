@@ -252,6 +252,9 @@ SONGS = {
     "rock-120": lambda: Song("rock-120", "rock", 120.0, [
         ("intro", 4), ("groove", 8), ("drop", 8), ("groove", 8), ("drop", 8), ("break", 8),
         ("drop", 8), ("outro", 4)], seed=4),
+    "short-128": lambda: Song("short-128", "house", 128.0, [
+        ("intro", 4), ("groove", 4), ("build", 4), ("drop", 4), ("break", 4), ("drop", 4)],
+        seed=7),
     "dnb-172": lambda: Song("dnb-172", "dnb", 172.0, [
         ("intro", 16), ("build", 8), ("drop", 16), ("break", 8), ("build", 8), ("drop", 16),
         ("outro", 8)], seed=5),

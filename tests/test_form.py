@@ -24,10 +24,14 @@ BPM = 120.0
 BEAT = 60.0 / BPM
 
 
-def _hit(length: float, freq: float, decay: float, noise: float, rng) -> np.ndarray:
+def _hit(length: float, freq: float, decay: float, noise: float, rng,
+         drop: float = 0.0) -> np.ndarray:
+    """A drum: a sine falling from freq * (1 + drop) to freq (a kick's pitch drop) mixed with
+    noise (a snare's, a hat's), decaying."""
     t = np.arange(int(length * RATE)) / RATE
-    tone = np.sin(2 * np.pi * freq * t) * (1 - noise) + rng.normal(0, 1, len(t)) * noise
-    return tone * np.exp(-t / decay)
+    pitch = freq * (1.0 + drop * np.exp(-t / 0.03))
+    tone = np.sin(2 * np.pi * np.cumsum(pitch) / RATE) * (1 - noise)
+    return (tone + rng.normal(0, 1, len(t)) * noise) * np.exp(-t / decay)
 
 
 def song(form: list[tuple[str, int]], seed: int = 0) -> np.ndarray:
@@ -36,7 +40,7 @@ def song(form: list[tuple[str, int]], seed: int = 0) -> np.ndarray:
     rng = np.random.default_rng(seed)
     bars = sum(n for _, n in form)
     out = np.zeros(int(bars * 4 * BEAT * RATE) + RATE)
-    kick, hat, snare = (_hit(0.2, 55, 0.08, 0.0, rng), _hit(0.05, 0, 0.01, 1.0, rng),
+    kick, hat, snare = (_hit(0.2, 55, 0.08, 0.1, rng, drop=3.0), _hit(0.05, 0, 0.01, 1.0, rng),
                         _hit(0.15, 200, 0.05, 0.7, rng))
     t = np.arange(len(out)) / RATE
     chord = sum(np.sin(2 * np.pi * f * t) for f in (220.0, 277.2, 329.6)) / 3
@@ -50,7 +54,7 @@ def song(form: list[tuple[str, int]], seed: int = 0) -> np.ndarray:
             hits = []
             if kind in ("groove", "drop"):
                 hits += [(b, kick, 0.8) for b in range(4)]
-                hits += [(b + 0.5, hat, 0.3) for b in range(4)]
+                hits += [(b + 0.5, hat, 0.1) for b in range(4)]
             if kind == "drop":
                 hits += [(b, snare, 0.6) for b in (1, 3)] + [(b + 0.25, hat, 0.2)
                                                            for b in np.arange(0, 4, 0.5)]

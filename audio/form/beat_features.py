@@ -150,9 +150,9 @@ def steady_grid(beats: np.ndarray, duration: float) -> np.ndarray:
             break
         period, origin = np.polyfit(index[on], beats[on], 1)
         period, origin = float(period), float(origin)
-    first = -np.floor(origin / period)
+    first = -np.floor(origin / period + 0.25)  # a beat a little before 0 is the song's first
     last = np.floor((duration - origin) / period - 0.25)
-    return origin + period * np.arange(first, last + 1)
+    return np.maximum(origin + period * np.arange(first, last + 1), 0.0)
 
 
 def tracker_beats(samples: np.ndarray, rate: float, block: int = 1024) -> np.ndarray:

@@ -27,6 +27,7 @@ benchmarks/bench_form.py.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,6 +44,8 @@ OFF_GRID = 2.0  # ... and one off the bar starts this much
 MIN_BARS = 4  # no section shorter (a phrase)
 CLOSEST_BARS = 2  # candidates this close are one change (before merging and MIN_BARS)
 STRAIGHT = 0.6  # units: two neighbours a line fits this well are one section
+RISING_STRAIGHT = 1.5  # ... or this well when both rise (a build whose roll doubles)
+JUMP = 2.5  # ... unless fitted apart they leave this many times less: a step between them
 RISE = 2.0  # units over a section: a build's rise in loudness (6 dB)
 DRUMS_DB = 0.5  # a section whose mean punch is under this has no drums to speak of
 ENERGY = {"loud": 0.5, "flux": 1.0, "punch": 0.5, "high": 0.5, "air": 0.5}  # what "energy" weighs
@@ -151,20 +154,25 @@ def at_least_a_phrase(units: np.ndarray, starts: list[int]) -> list[int]:
 def merge_straight(units: np.ndarray, starts: list[int]) -> list[int]:
     """Section starts less those between two sections that are one: a straight line explains
     both (each feature linear in time, RMS residual under STRAIGHT units: an outro's fade),
-    or both rise (a build cut where its roll doubles); the weakest first."""
+    or both rise and a line fits them less well (under RISING_STRAIGHT: a build cut where its
+    roll doubles); never where the two fitted apart leave JUMP times less (a step, however
+    small next to a line through both, is a change); the weakest first."""
     starts = list(starts)
     loud = units[:, NAMES.index("loud")]
     while True:
         edges = [0, *starts, len(units)]
-        worst, where = STRAIGHT, None
+        worst, where = math.inf, None
         for k in range(1, len(edges) - 1):
-            block = units[edges[k - 1]:edges[k + 1]]
-            residual = _line_residual(block)
-            if (_rise(loud[edges[k - 1]:edges[k]]) >= RISE / 2
-                    and _rise(loud[edges[k]:edges[k + 1]]) >= RISE / 2):
-                residual = 0.0
-            if residual < worst:
-                worst, where = residual, k - 1
+            first, middle, last = edges[k - 1], edges[k], edges[k + 1]
+            joined = _line_residual(units[first:last])
+            apart = math.sqrt((_line_residual(units[first:middle]) ** 2 * (middle - first)
+                               + _line_residual(units[middle:last]) ** 2 * (last - middle))
+                              / (last - first))
+            rising = (_rise(loud[first:middle]) >= RISE / 2
+                      and _rise(loud[middle:last]) >= RISE / 2)
+            one = joined < (RISING_STRAIGHT if rising else STRAIGHT) and joined < JUMP * apart
+            if one and joined < worst:
+                worst, where = joined, k - 1
         if where is None:
             return starts
         del starts[where]
