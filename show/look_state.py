@@ -83,8 +83,15 @@ class Looks:
         except PresetError as exc:
             self._problem(str(exc))
             return False
-        self.morph = Morph(self.params.as_dict(), preset, self.params["morph_seconds"],
-                           start_routes=self.routes, keep=self.kept)
+        self.go_to(preset, self.params["morph_seconds"], now)
+        log.info(f"preset: slot {slot}, {preset.name}")
+        return True
+
+    def go_to(self, preset: Preset, seconds: float, now: float) -> None:
+        """Blend to `preset` over `seconds` (0: a cut), as a recall does: the autopilot's
+        looks come this way too."""
+        self.morph = Morph(self.params.as_dict(), preset, seconds, start_routes=self.routes,
+                           keep=self.kept)
         if self.recorder is not None:
             self.recorder.record_preset(now, preset.name, preset.values, preset.routes)
         self._morph_started = now
@@ -92,8 +99,6 @@ class Looks:
         self.problem = None
         self._step_morph(now)
         self.pick_up()
-        log.info(f"preset: slot {slot}, {preset.name}")
-        return True
 
     def save(self, slot: int) -> None:
         """Ctrl+number: the current look into the user's slot file (the old one kept)."""

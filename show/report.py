@@ -99,6 +99,8 @@ def telemetry(show: Show) -> dict[str, Any]:
         "control": ([surface.state() for surface in show.surfaces]
                     if getattr(show, "surfaces", None) else None),
         "preset": show.looks.telemetry(show.show_time),
+        "autopilot": (show.autopilot.telemetry(show.now)
+                      if getattr(show, "autopilot", None) is not None else {"on": False}),
         "tempo": show.tempo.state(),
         "link": link_state(show),
         "look": look_state(show),

@@ -110,6 +110,7 @@ class Show:
         self.modulated: dict[str, Any] = {}  # those modulation and bursts moved this frame
         self.speed_scale = 1.0  # the audio boost: 1 + level * audio_speed_boost
         self.status: dict[str, str] = {}  # extra HUD lines: shaders, a capped count, ...
+        self.autopilot: Any = None  # --autopilot (show/autopilot/autopilot.py), set by a render
         self.outputs: Any = None  # video out (show/video_outputs.py): the live run opens, ends it
         # More control surfaces (the control window, show/inputs/control_surface.py): each read once
         # a frame beside OSC and the web remote, its actions carried out as theirs; closed with the

@@ -115,6 +115,9 @@ def build_parser() -> argparse.ArgumentParser:
     swarm.add_argument("--preset", metavar="NAME|PATH",
                        help="start from a preset: a bundled or saved one by name or slot "
                             "number, or a .json file")
+    swarm.add_argument("--autopilot", action="store_true",
+                       help="with --render: the looks follow the song's form (intro, groove, "
+                            "build, drop, break, outro), chosen from the tagged presets")
     swarm.add_argument("--obstacle", type=obstacle, action="append", default=[],
                        metavar="X,Y,Z,R",
                        help=f"a sphere the swarm avoids (up to {MAX_OBSTACLES})")

@@ -1,0 +1,215 @@
+"""The autopilot (show/autopilot/): looks chosen by the song's sections from tagged presets, a
+morph over a build, a cut with a burst on a drop's downbeat, never the same look twice in a
+row, the same choices for the same song and seed; tags read and refused when damaged; the
+render through the command line with its telemetry; a recorded track's autopilot events."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from test_form import BEAT, RATE, song
+
+from swarm_instrument.audio.files.wav_writer import write_wav
+from swarm_instrument.control.looks.preset_bank import BUNDLED_DIR, preset_files
+from swarm_instrument.control.looks.presets import (
+    TAGS,
+    Preset,
+    PresetError,
+    load_preset,
+    parse_preset,
+)
+from swarm_instrument.control.parameters.registry import Params
+from swarm_instrument.control.tracks.control_track import ControlTrack, ControlTrackError
+from swarm_instrument.control.tracks.track_recorder import ControlRecorder
+from swarm_instrument.show.autopilot.autopilot import Autopilot, autopilot_looks
+from swarm_instrument.show.autopilot.choreography import Cue, Look, plan
+from swarm_instrument.visual.output.video_files import decode_frames
+
+from conftest import ROOT
+
+LOOKS = [Look("still", ("calm",)), Look("mist", ("calm",)), Look("walk", ("groove",)),
+         Look("run", ("groove",)), Look("rise", ("build",)), Look("spiral", ("build",)),
+         Look("blast", ("peak",)), Look("storm", ("peak",))]
+SECTIONS = [(0.0, 16.0, "intro"), (16.0, 32.0, "groove"), (32.0, 48.0, "build"),
+            (48.0, 64.0, "drop"), (64.0, 72.0, "break"), (72.0, 88.0, "drop"),
+            (88.0, 96.0, "drop"), (96.0, 104.0, "outro")]
+WANTED = {"intro": "calm", "break": "calm", "outro": "calm", "groove": "groove",
+          "build": "build", "drop": "peak"}
+
+
+# ---- tags ---------------------------------------------------------------------------------
+
+def test_tags_are_read_and_written():
+    preset = parse_preset({"name": "x", "tags": ["calm", "build"]}, "x.json")
+    assert preset.tags == ("calm", "build")
+    assert parse_preset({"name": "x"}, "x.json").tags == ()
+
+
+@pytest.mark.parametrize("tags, said", [
+    ("calm", r"x.json: 'tags' must be a list of words from calm, groove, build, peak, got "
+             r"'calm'"),
+    (["calm", 3], r"'tags' must be a list of words"),
+    (["pek"], r"x.json: tags: unknown tag 'pek' \(did you mean 'peak'\?\); a look's tags are"),
+    (["calm", "calm"], r"names a tag twice"),
+])
+def test_damaged_tags_are_refused_in_one_line_naming_the_file(tags, said):
+    with pytest.raises(PresetError, match=said) as caught:
+        parse_preset({"name": "x", "tags": tags}, "x.json")
+    assert "\n" not in str(caught.value)
+
+
+def test_every_bundled_look_is_tagged_and_every_tag_has_two_looks():
+    presets = [load_preset(path) for path in preset_files(BUNDLED_DIR)]
+    assert all(p.tags for p in presets), [p.name for p in presets if not p.tags]
+    for tag in TAGS:
+        assert sum(tag in p.tags for p in presets) >= 2, tag  # never the same twice in a row
+
+
+def test_a_damaged_user_preset_is_left_out_with_one_line(tmp_path, caplog):
+    (tmp_path / "slot-1.json").write_text(json.dumps({"name": "mine", "tags": ["peek"]}))
+    (tmp_path / "slot-2.json").write_text(json.dumps({"name": "ours", "tags": ["peak"]}))
+    (tmp_path / "slot-3.json").write_text(json.dumps({"name": "plain"}))  # untagged: not chosen
+    with caplog.at_level(logging.INFO):
+        presets = autopilot_looks([BUNDLED_DIR, tmp_path])
+    names = [p.name for p in presets]
+    assert "ours" in names and "mine" not in names and "plain" not in names
+    said = [r.getMessage() for r in caplog.records if "slot-1.json" in r.getMessage()]
+    assert len(said) == 1 and "unknown tag 'peek'" in said[0] and "left out" in said[0]
+
+
+# ---- choices ------------------------------------------------------------------------------
+
+def test_each_section_gets_a_look_of_its_kind_never_the_same_twice_in_a_row():
+    for seed in range(20):
+        cues = plan(SECTIONS, LOOKS, seed, bar_seconds=2.0)
+        tags = {look.name: look.tags for look in LOOKS}
+        assert [c.section for c in cues] == [label for *_, label in SECTIONS]
+        assert all(WANTED[c.section] in tags[c.look] for c in cues)
+        assert all(a.look != b.look for a, b in zip(cues, cues[1:]))
+
+
+def test_a_build_morphs_over_itself_a_drop_cuts_with_a_burst():
+    cues = {c.section: c for c in plan(SECTIONS[:4], LOOKS, 0, bar_seconds=2.0)}
+    assert cues["build"].morph == 16.0 and not cues["build"].burst
+    assert cues["drop"].morph == 0.0 and cues["drop"].burst and cues["drop"].t == 48.0
+    assert cues["intro"].morph == 4.0 and cues["groove"].morph == 2.0
+
+
+def test_the_same_seed_chooses_the_same_looks_another_seed_others():
+    first = plan(SECTIONS, LOOKS, 7, 2.0)
+    assert plan(SECTIONS, LOOKS, 7, 2.0) == first
+    assert any(plan(SECTIONS, LOOKS, seed, 2.0) != first for seed in range(8, 12))
+
+
+class FakeLooks:
+    def __init__(self):
+        self.went = []
+
+    def go_to(self, preset, seconds, now):
+        self.went.append((preset.name, seconds, now))
+
+
+class FakeShow:
+    def __init__(self):
+        self.looks, self.acts, self.show_time, self.recorder = FakeLooks(), [], 0.0, None
+
+    def act(self, action):
+        self.acts.append((action.kind, action.value))
+
+
+def test_cues_play_on_the_frame_at_or_after_their_time():
+    presets = [Preset(name, {}) for name in ("a", "b")]
+    pilot = Autopilot([Cue(0.0, "intro", "a", 4.0, False), Cue(8.0, "drop", "b", 0.0, True)],
+                      presets, bar_seconds=2.0)
+    show = FakeShow()
+    for now in np.arange(0.0, 9.0, 1 / 30):
+        show.show_time = float(now)
+        pilot.update(show, float(now))
+    assert [name for name, *_ in show.looks.went] == ["a", "b"]
+    assert show.looks.went[1][1] == 0.0 and 8.0 <= show.looks.went[1][2] < 8.0 + 1 / 30
+    assert show.acts == [("separation_burst", 1.0)]
+    state = pilot.telemetry(9.0)
+    assert state["section"] == "drop" and state["look"] == "b" and state["next"] is None
+    assert state["phrase"] == {"bar": 1, "beat": 3.0} and state["control"] == "autopilot"
+
+
+# ---- the record ---------------------------------------------------------------------------
+
+def test_autopilot_events_are_recorded_and_read_back(tmp_path):
+    path = tmp_path / "set.jsonl"
+    recorder = ControlRecorder(path, params=Params())
+    recorder.record_autopilot(15.0, "drop", "lure-rush")
+    recorder.close(20.0)
+    events = [e for e in ControlTrack.load(path).events if e.kind == "autopilot"]
+    assert [(e.t, e.get("section"), e.get("look")) for e in events] == [
+        (15.0, "drop", "lure-rush")]
+    lines = path.read_text().splitlines()
+    bad = [json.loads(lines[0]), {"t": 1.0, "kind": "autopilot", "section": "chorus",
+                                  "look": "x"}]
+    path.write_text("\n".join(json.dumps(x) for x in bad) + "\n")
+    with pytest.raises(ControlTrackError, match="autopilot \"section\" must be one of intro"):
+        ControlTrack.load(path)
+
+
+# ---- the render ---------------------------------------------------------------------------
+
+FORM = [("pad", 4), ("groove", 4), ("drop", 4)]
+SMALL = ("--fps", "8", "--size", "160x90", "--count", "1500", "--seed", "3")
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory):
+    """The same song rendered twice with --autopilot through the command line."""
+    folder = tmp_path_factory.mktemp("autopilot")
+    wav = folder / "song.wav"
+    write_wav(wav, song(FORM)[:, None], RATE)
+    outs = []
+    for name in ("a", "b"):
+        out = folder / f"{name}.mp4"
+        result = subprocess.run(
+            [sys.executable, str(ROOT / "instrument.py"), "--render", str(wav), "--autopilot",
+             "--out", str(out), "--telemetry", str(folder / f"{name}.jsonl"), *SMALL],
+            capture_output=True, text=True, timeout=300, cwd=ROOT, check=False)
+        assert result.returncode == 0, result.stdout + result.stderr
+        outs.append((out, folder / f"{name}.jsonl", result.stdout + result.stderr))
+    return outs
+
+
+def test_a_render_follows_the_songs_sections(rendered):
+    _, telemetry, said = rendered[0]
+    records = [json.loads(line) for line in telemetry.read_text().splitlines()]
+    bar = 4 * BEAT
+    sections = {r["autopilot"]["section"] for r in records if r["song_time"] < 4 * bar - 0.5}
+    assert sections == {"intro"}
+    groove = [r for r in records if 4 * bar + 0.5 < r["song_time"] < 8 * bar]
+    drop = [r for r in records if r["song_time"] > 8 * bar + 0.5]
+    assert {r["autopilot"]["section"] for r in groove} == {"groove"}
+    assert {r["autopilot"]["section"] for r in drop} == {"drop"}
+    looks = [records[0]["autopilot"]["look"], groove[0]["autopilot"]["look"],
+             drop[0]["autopilot"]["look"]]
+    assert len(set(looks)) == 3 and drop[0]["preset"]["name"] == looks[2]
+    assert abs(groove[0]["autopilot"]["section_start"] - 4 * bar) < 0.03
+    assert "autopilot: drop at" in said and "(cut, burst)" in said
+
+
+def test_the_same_song_and_seed_give_the_same_video(rendered):
+    a, b = decode_frames(rendered[0][0]), decode_frames(rendered[1][0])
+    assert a.shape == b.shape and a.max() > 40
+    assert all(np.array_equal(x, y) for x, y in zip(a, b))
+    same = [json.loads(line)["autopilot"] for line in rendered[0][1].read_text().splitlines()]
+    assert same == [json.loads(line)["autopilot"]
+                    for line in rendered[1][1].read_text().splitlines()]
+
+
+def test_autopilot_without_a_render_says_so_in_one_line():
+    result = subprocess.run([sys.executable, str(ROOT / "instrument.py"), "--autopilot",
+                             "--headless", "--frames", "1"], capture_output=True, text=True,
+                            timeout=60, cwd=ROOT, check=False)
+    assert result.returncode == 2
+    lines = [line for line in (result.stdout + result.stderr).splitlines() if line.strip()]
+    assert len(lines) == 1 and "--render SONG --autopilot" in lines[0]
