@@ -102,9 +102,6 @@ def check_args(args: argparse.Namespace) -> None:
     """What the parser cannot see option by option, checked before anything starts: raises
     FileProblem with one line naming the option (exit 2), so a show never fails after its last
     frame, or at its first, for a bad path."""
-    if getattr(args, "autopilot", False) and args.render is None:
-        raise FileProblem("--autopilot follows a song's form in a render for now: "
-                          "--render SONG --autopilot (the live autopilot is not built yet)")
     if len(args.obstacle) > MAX_OBSTACLES:
         raise FileProblem(f"--obstacle: at most {MAX_OBSTACLES} spheres, got "
                           f"{len(args.obstacle)}")

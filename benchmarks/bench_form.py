@@ -13,12 +13,13 @@ song's start left out, as mir_eval's segment detection trims it): F-measure with
 start matched one to one to a written start within one beat; the matched starts' error (ms);
 spurious starts a minute; and the share of the song's time labelled as written.
 
-Live (audio/form/form_live.py): the tracker fed the song in blocks of 1024 samples, its beats
-made a causal grid (LiveGrid), each beat handed to the follower once it has ended and its
-frames exist. Scored: for each written start, the time from it to the first change announced
-(within one phrase of four bars, else missed), how late a change is after the downbeat it is
-meant for, and spurious changes a minute (changes not within a beat before to a phrase after
-a written start). Prints a table and checks issue 29's targets.
+Live (audio/form/form_live.py's LiveForm, what `--autopilot` runs live): the song fed in
+blocks of 1024 samples to its frames and its own beat tracker, the beats made a causal grid,
+each beat handed to the follower once it has ended and its frames exist. Scored: for each
+written start, the time from it to the first change announced (within one phrase of four
+bars, else missed), how far a change's downbeat is from the song's nearest downbeat, and
+spurious changes a minute (changes not within a beat before to a phrase after a written
+start). Prints a table and checks issue 29's targets.
 """
 
 from __future__ import annotations
@@ -32,16 +33,14 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.form_songs import SONGS, Song
-from swarm_instrument.audio.analysis.beats import BeatTracker
 from swarm_instrument.audio.files.decode import read_audio
 from swarm_instrument.audio.form.beat_features import (
-    FRAME,
     beat_features,
     frame_features,
     steady_grid,
     tracker_beats,
 )
-from swarm_instrument.audio.form.form_live import FormFollower, LiveGrid
+from swarm_instrument.audio.form.form_live import LiveForm
 from swarm_instrument.audio.form.sections import find_sections
 
 RATE = 48000
@@ -88,26 +87,12 @@ def offline(song: Song, samples: np.ndarray) -> dict:
 
 
 def live(song: Song, samples: np.ndarray) -> dict:
-    """The follower as a live show runs it (see the module's docstring)."""
-    tracker, grid, follower = BeatTracker(RATE), LiveGrid(), FormFollower()
-    times, frames = frame_features(samples, RATE)  # the same as a FrameStream's (tested)
-    counted, pending, changes = 0, [], []
+    """The follower as a live show runs it: LiveForm (audio/form/form_live.py) fed the song in
+    blocks, read after each (a frame), each change with the time it became known."""
+    form, changes = LiveForm(RATE), []
     for begin in range(0, len(samples), BLOCK):
-        tracker.feed(samples[begin:begin + BLOCK])
-        now = (begin + BLOCK) / RATE
-        reported = []
-        if tracker.beats != counted and tracker.last_beat is not None:
-            counted = tracker.beats
-            reported.append(tracker.last_beat / RATE)
-        pending += grid.ticks(now, reported)
-        # a beat has ended when the next starts, and can be read once its frames exist
-        while len(pending) >= 2 and now >= pending[1] + FRAME / 2 / RATE:
-            start, end = pending[0], pending[1]
-            pending.pop(0)
-            row = beat_features(times, frames, np.array([start, end]))[0]
-            change = follower.beat(start, end, row)
-            if change is not None:
-                changes.append((change, now))
+        form.feed(samples[begin:begin + BLOCK])
+        changes += [(change, form.heard / RATE) for change in form.update()]
     starts, beat = song.starts, 60.0 / song.bpm
     phrase = 16 * beat
     news = [(c, known) for c, known in changes if not c.relabel]

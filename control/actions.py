@@ -20,6 +20,7 @@ KINDS = MAPPABLE + (
     "save_preset",  # value: slot 1-9
     "lure",         # values: {"point": (x, y, z)}
     "outputs",      # value: 1 on air, 0 off, None the other way; values {"output": n}: one
+    "autopilot",    # value: 1 on, 0 off, None the other way (show/autopilot/)
 )
 # What quantize (a parameter: off, beat, bar) holds back until the next beat or bar.
 QUANTIZABLE = ("respawn", "separation_burst", "recall_preset")

@@ -169,6 +169,8 @@ class Show:
                 self.act(action)
             surface.publish(self, now)
         self._update_tempo(now)
+        if self.autopilot is not None:  # the song's form: a look's change due this frame
+            self.autopilot.update(self, now)
         self.looks.update(self.show_time, now)
         if self.recorder is not None:  # on the show's clock, as an offline render replays it
             self.recorder.capture(self, self.show_time)
@@ -197,11 +199,19 @@ class Show:
         """The performer changed `names` live: the look lets go of them; a played `bpm` is a
         tempo to propose (tap tempo takes it; a Link session is asked for it)."""
         self.looks.played(names)
+        if names:
+            self._hand_over()
         if "bpm" in names:
             self.tap.set_tempo(self.params["bpm"], self.now)
             propose = getattr(self.tempo.sources.get("link"), "propose", None)
             if propose is not None:
                 propose(self.params["bpm"])
+
+    def _hand_over(self) -> None:
+        """The performer played the look (a knob, a key, a recall): the autopilot holds off."""
+        touched = getattr(self.autopilot, "touched", None)
+        if touched is not None:
+            touched(self.now)
 
     def _note(self, key: str, every: float) -> bool:
         """True when the note `key` may be said now (at most once every `every` seconds of
@@ -260,6 +270,7 @@ class Show:
             self.burst.trigger(1.0 if action.value is None else action.value, self.show_time)
         elif kind == "recall_preset":
             self.looks.recall(int(action.value), self.show_time)
+            self._hand_over()
         elif kind == "save_preset":
             self.looks.save(int(action.value))
         elif kind == "learned":
@@ -276,6 +287,8 @@ class Show:
             self.paused = not self.paused
         elif kind == "lure":
             self.lure.move_to(action.values["point"], self.now)  # idle on the clock
+        elif kind == "autopilot" and hasattr(self.autopilot, "switch"):  # --autopilot live
+            self.autopilot.switch(action, self.now)
         elif kind == "outputs":
             switch_outputs(self.outputs, action, self.status)
 

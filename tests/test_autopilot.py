@@ -1,7 +1,8 @@
 """The autopilot (show/autopilot/): looks chosen by the song's sections from tagged presets, a
 morph over a build, a cut with a burst on a drop's downbeat, never the same look twice in a
 row, the same choices for the same song and seed; tags read and refused when damaged; the
-render through the command line with its telemetry; a recorded track's autopilot events."""
+render through the command line with its telemetry; a recorded track's autopilot events; live:
+the looks a bar after each section, the performer's hand holding it off, the switch."""
 
 from __future__ import annotations
 
@@ -14,7 +15,10 @@ import numpy as np
 import pytest
 from test_form import BEAT, RATE, song
 
+from swarm_instrument.audio.analysis.beat_feed import FileBeatFeed
+from swarm_instrument.audio.analysis.beats import BeatTracker
 from swarm_instrument.audio.files.wav_writer import write_wav
+from swarm_instrument.control.actions import Action
 from swarm_instrument.control.looks.preset_bank import BUNDLED_DIR, preset_files
 from swarm_instrument.control.looks.presets import (
     TAGS,
@@ -23,11 +27,14 @@ from swarm_instrument.control.looks.presets import (
     load_preset,
     parse_preset,
 )
+from swarm_instrument.control.osc.osc_input import OscError, interpret
 from swarm_instrument.control.parameters.registry import Params
 from swarm_instrument.control.tracks.control_track import ControlTrack, ControlTrackError
 from swarm_instrument.control.tracks.track_recorder import ControlRecorder
 from swarm_instrument.show.autopilot.autopilot import Autopilot, autopilot_looks
 from swarm_instrument.show.autopilot.choreography import Cue, Look, plan
+from swarm_instrument.show.autopilot.live_autopilot import LiveAutopilot
+from swarm_instrument.show.inputs.keys import key_action
 from swarm_instrument.visual.output.video_files import decode_frames
 
 from conftest import ROOT
@@ -206,10 +213,108 @@ def test_the_same_song_and_seed_give_the_same_video(rendered):
                     for line in rendered[1][1].read_text().splitlines()]
 
 
-def test_autopilot_without_a_render_says_so_in_one_line():
-    result = subprocess.run([sys.executable, str(ROOT / "instrument.py"), "--autopilot",
-                             "--headless", "--frames", "1"], capture_output=True, text=True,
-                            timeout=60, cwd=ROOT, check=False)
-    assert result.returncode == 2
-    lines = [line for line in (result.stdout + result.stderr).splitlines() if line.strip()]
-    assert len(lines) == 1 and "--render SONG --autopilot" in lines[0]
+def test_a_live_show_starts_its_autopilot_and_says_how_to_switch_it(tmp_path):
+    wav = tmp_path / "song.wav"
+    write_wav(wav, song([("pad", 2)])[:, None], RATE)
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "instrument.py"), "--audio-file", str(wav), "--headless",
+         "--autopilot", "--frames", "30", "--size", "160x90", "--count", "1500", "--no-midi",
+         "--no-supervisor", "--telemetry", str(tmp_path / "t.jsonl")],
+        capture_output=True, text=True, timeout=120, cwd=ROOT, check=False)
+    said = result.stdout + result.stderr
+    assert result.returncode == 0, said
+    assert "autopilot: on, 12 looks; A or /swarm/autopilot switches it off and on" in said
+    last = json.loads((tmp_path / "t.jsonl").read_text().splitlines()[-1])["autopilot"]
+    assert last["on"] is True and last["control"] == "autopilot" and last["section"] == "intro"
+
+
+def test_a_file_feed_hands_its_listeners_every_sample_the_tracker_gets():
+    samples = song([("groove", 1)])
+    heard = []
+    feed = FileBeatFeed(BeatTracker(RATE), samples, listeners=[heard.append])
+    for played in (1000, 1000, 25000, len(samples)):
+        feed.update(played, played / RATE)
+    assert np.array_equal(np.concatenate(heard), samples)
+
+
+# ---- live ---------------------------------------------------------------------------------
+
+LIVE_FORM = [("pad", 4), ("groove", 4), ("drop", 4), ("pad", 4)]
+LIVE_STARTS = np.cumsum([0] + [n for _, n in LIVE_FORM[:-1]]) * 4 * BEAT
+
+
+class FakeAudio:
+    rate = RATE
+
+    def __init__(self):
+        self.sample_listeners = []
+
+    def play(self, samples):
+        for listen in self.sample_listeners:
+            listen(samples)
+
+
+class LiveShow(FakeShow):
+    """What the live autopilot touches of a show: the look, the burst, the show's time."""
+
+
+def play_live(pilot, audio, samples, until, show=None, touch_at=None, start=0.0):
+    """The song heard in blocks of a 30 fps frame from `start` to `until` (s), the autopilot
+    updated each frame."""
+    show = show or LiveShow()
+    step = RATE // 30
+    for frame in range(round(start * 30), round(until * 30)):
+        now = frame / 30
+        audio.play(samples[frame * step:(frame + 1) * step])
+        show.show_time = now
+        if touch_at is not None and abs(now - touch_at) < 1 / 60:
+            pilot.touched(now)
+        pilot.update(show, now)
+    return show
+
+
+def test_live_the_looks_change_within_a_phrase_of_each_section_start():
+    """Issue 29's live target. (The tracker takes about 1.5 s to lock when the drums come in
+    after a beatless pad, so the change comes up to 7 beats after the start, not on the
+    music's downbeat: see docs/measured.md.)"""
+    audio, samples = FakeAudio(), song(LIVE_FORM)
+    presets = [Preset(look.name, {}, tags=look.tags) for look in LOOKS]
+    pilot = LiveAutopilot(audio, presets, seed=1, resume_s=10.0)
+    show = play_live(pilot, audio, samples, len(samples) / RATE)
+    went = show.looks.went
+    assert len(went) == 3, went
+    for (name, seconds, at), start in zip(went, LIVE_STARTS[1:]):
+        assert start < at <= start + 16 * BEAT, (went, start)
+    tags = {look.name: look.tags for look in LOOKS}
+    assert [tag in tags[name] for (name, *_), tag in zip(went, ("groove", "peak", "calm"))] \
+        == [True] * 3
+    assert went[1][1] == 0.0 and ("separation_burst", 1.0) in show.acts  # the drop cuts
+    assert pilot.telemetry(went[-1][2])["section"] == "break"
+
+
+def test_live_the_performers_touch_holds_the_autopilot_off_then_it_takes_over_again():
+    audio, samples = FakeAudio(), song(LIVE_FORM)
+    presets = [Preset(look.name, {}, tags=look.tags) for look in LOOKS]
+    pilot = LiveAutopilot(audio, presets, seed=1, resume_s=6.0)
+    touch = LIVE_STARTS[1] + 1.0  # a knob turned as the groove begins
+    show = play_live(pilot, audio, samples, touch + 5.0, touch_at=touch)
+    assert show.looks.went == []  # the groove's change fell inside the hold
+    state = pilot.telemetry(touch + 5.0)
+    assert state["control"] == "performer" and state["section"] == "groove"
+    assert state["resumes_at"] == pytest.approx(touch + 6.0, abs=0.05)
+    rest = play_live(pilot, audio, samples, len(samples) / RATE, start=touch + 5.0)
+    assert [at > touch + 6.0 for *_, at in rest.looks.went] == [True, True]  # drop, break
+    assert pilot.telemetry(len(samples) / RATE)["control"] == "autopilot"
+
+
+def test_the_autopilot_switches_off_and_on_by_key_and_osc():
+    assert key_action("A") == Action("autopilot")
+    assert interpret("/swarm/autopilot", [0]) == Action("autopilot", 0)
+    assert interpret("/swarm/autopilot", []) == Action("autopilot", None)
+    with pytest.raises(OscError, match="takes 0\\|1, or nothing"):
+        interpret("/swarm/autopilot", [2])
+    pilot = LiveAutopilot(FakeAudio(), [Preset("a", {}, tags=("calm",))])
+    pilot.switch(Action("autopilot"), 0.0)
+    assert pilot.telemetry(0.0)["on"] is False and pilot.telemetry(0.0)["control"] == "off"
+    pilot.switch(Action("autopilot", 1), 0.0)
+    assert pilot.telemetry(0.0)["control"] == "autopilot"

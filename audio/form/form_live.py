@@ -28,7 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from swarm_instrument.audio.form.beat_features import NAMES
+from swarm_instrument.audio.analysis.beats import BeatTracker
+from swarm_instrument.audio.form.beat_features import FRAME, NAMES, FrameStream, beat_features
 from swarm_instrument.audio.form.sections import (
     BEATS_PER_BAR,
     DRUMS_DB,
@@ -75,7 +76,7 @@ class FormFollower:
         self.label = "intro"
         self.section_start = 0.0
         self.energies: list[float] = []  # each past section's mean energy
-        self.loudest = -np.inf  # the loudest bar's energy heard so far
+        self._bars: list[tuple[int, float]] = []  # (last beat, energy) of each bar heard
         self.drums = False  # a section with drums heard (the first is a groove, not a drop)
         self.found = False  # a section change found: the phrase grid counts from it
         self._scores: list[float] = []  # each beat's score as a section's first (see beat)
@@ -100,7 +101,7 @@ class FormFollower:
         if change is None and (last + 1 - self.origin) % BEATS_PER_BAR == 0:
             change = self._maybe_build(rows, end)
         if last + 1 >= BEATS_PER_BAR and self.label != "build":
-            self.loudest = max(self.loudest, float(energy_of(rows[-BEATS_PER_BAR:].mean(0))))
+            self._bars.append((last, float(energy_of(rows[-BEATS_PER_BAR:].mean(0)))))
         return change
 
     def _score(self, rows: np.ndarray, first: int) -> float:
@@ -142,9 +143,11 @@ class FormFollower:
         self.energies.append(float(energy_of(rows[self.section:first]).mean()))
         punch = bar[NAMES.index("punch")] * 1.0  # punch's unit is 1 dB
         before = self.energies[-1]
+        # the loudest bar heard before this section (its own first beats are no yardstick)
+        loudest = max((e for end, e in self._bars if end < first), default=-np.inf)
         if punch < DRUMS_DB:
             label = "break"
-        elif self.label == "build" or (self.drums and energy >= self.loudest - LOUDEST_MARGIN
+        elif self.label == "build" or (self.drums and energy >= loudest - LOUDEST_MARGIN
                                        and energy > before + DROP_STEP):
             label = "drop"
         else:
@@ -209,3 +212,59 @@ class LiveGrid:
             self.last += self.period
             out.append(self.last)
         return out
+
+
+class LiveForm:
+    """The form of a stream as it plays: every sample in order (`feed`, a source's sample
+    listener: zeros for the samples it lost) through the frames (FrameStream) and a beat
+    tracker of its own, the beats made a grid (LiveGrid), each beat handed to the follower
+    once it has ended and its frames exist. `update()` once a frame gives the changes found
+    since, their times in the stream's seconds (sample 0 at 0); `heard` says how far the
+    stream is. A tracker that cannot be made (no aubio) leaves the form unknown: no change."""
+
+    KEEP_S = 8.0  # frames kept for beats not yet ended (a beat is never this long)
+
+    def __init__(self, rate: float) -> None:
+        self.rate = float(rate)
+        self.stream = FrameStream(rate)
+        try:
+            self.tracker: BeatTracker | None = BeatTracker(rate)
+        except Exception:  # noqa: BLE001 - no aubio wheel: the form is not followed
+            self.tracker = None
+        self.grid = LiveGrid()
+        self.follower = FormFollower()
+        self.heard = 0  # samples so far
+        self._counted = 0  # the tracker's beats already handed to the grid
+        self._pending: list[float] = []  # beat starts not yet handed on
+        self._times = np.zeros(0)
+        self._frames = np.zeros((0, len(NAMES)))
+
+    def feed(self, samples: np.ndarray) -> None:
+        self.stream.feed(samples)
+        if self.tracker is not None:
+            self.tracker.feed(samples)
+        self.heard += len(samples)
+
+    def update(self) -> list[Change]:
+        times, frames = self.stream.take()
+        if len(times):
+            self._times = np.concatenate([self._times, times])
+            self._frames = np.vstack([self._frames, frames])
+        reported = []
+        tracker = self.tracker
+        if tracker is not None and tracker.beats != self._counted and tracker.last_beat:
+            self._counted = tracker.beats
+            reported.append(tracker.last_beat / self.rate)
+        now = self.heard / self.rate
+        self._pending += self.grid.ticks(now, reported)
+        changes = []
+        newest = self._times[-1] if len(self._times) else -np.inf
+        while len(self._pending) >= 2 and newest >= self._pending[1] + FRAME / 2 / self.rate:
+            start, end = self._pending.pop(0), self._pending[0]
+            row = beat_features(self._times, self._frames, np.array([start, end]))[0]
+            change = self.follower.beat(start, end, row)
+            if change is not None:
+                changes.append(change)
+        keep = self._times >= now - self.KEEP_S
+        self._times, self._frames = self._times[keep], self._frames[keep]
+        return changes

@@ -9,6 +9,7 @@ sets parameters and triggers what the MIDI pads trigger.
     /swarm/burst [x]            a separation burst, x in 0..1 (default 1)
     /swarm/tap                  tap tempo (four taps set the tempo and the phase)
     /swarm/downbeat             this beat is the first of the bar
+    /swarm/autopilot [0|1]      the autopilot off, on, or the other way
 
 Every datagram is hostile until parsed, and the parser is strict OSC 1.0: every size a multiple
 of four inside the datagram; padding after the address, the type tags, strings and blobs all
@@ -170,6 +171,11 @@ def interpret(address: str, args: list[Any]) -> Action:
                            f"nothing; got {', '.join(_show(a) for a in args)}")
         values = {"output": int(numbers[0])} if len(numbers) == 2 else {}
         return Action("outputs", int(numbers[-1]) if numbers else None, values=values)
+    if path == "autopilot":  # 0|1, or nothing: the other way
+        if len(args) > 1 or (args and _number(address, args[0]) not in (0, 1)):
+            raise OscError(f"{printable(address)}: takes 0|1, or nothing; got "
+                           f"{', '.join(_show(a) for a in args)}")
+        return Action("autopilot", int(_number(address, args[0])) if args else None)
     if path == "preset":
         slot = _number(address, _one(address, args))
         if not slot.is_integer() or not 1 <= slot <= 9:
@@ -179,7 +185,8 @@ def interpret(address: str, args: list[Any]) -> Action:
     spec = BY_NAME.get(name)
     if spec is None or suffix not in ("", "norm"):
         raise _unknown(address, f"parameters: {PREFIX}<name>, {PREFIX}<name>/norm; "
-                                "also preset, respawn, burst, tap, downbeat, outputs")
+                                "also preset, respawn, burst, tap, downbeat, outputs, "
+                                "autopilot")
     if suffix == "norm":  # a fader over the performance range, on the parameter's curve
         if spec.kind == "color":
             raise OscError(f"{printable(address)}: /norm takes one number; '{name}' is a colour")

@@ -18,6 +18,7 @@ from swarm_instrument.show.cli.option_values import (
     positive_int,
     rate,
     screen_index,
+    seconds,
     seed,
     size,
     time_step,
@@ -116,8 +117,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help="start from a preset: a bundled or saved one by name or slot "
                             "number, or a .json file")
     swarm.add_argument("--autopilot", action="store_true",
-                       help="with --render: the looks follow the song's form (intro, groove, "
-                            "build, drop, break, outro), chosen from the tagged presets")
+                       help="the looks follow the music's form (intro, groove, build, drop, "
+                            "break, outro), chosen from the tagged presets; A or "
+                            "/swarm/autopilot switches it off and on")
+    swarm.add_argument("--autopilot-resume", type=seconds, default=30.0, metavar="SECONDS",
+                       help="live: the autopilot takes the look back this long after the "
+                            "performer last played it (default 30)")
     swarm.add_argument("--obstacle", type=obstacle, action="append", default=[],
                        metavar="X,Y,Z,R",
                        help=f"a sphere the swarm avoids (up to {MAX_OBSTACLES})")

@@ -247,8 +247,6 @@ def render(job: RenderJob, params: Params, options: ShowOptions, routes: Sequenc
             for event in track.events_between(previous[0], tick.now):
                 apply_event(show, event)
         previous[0] = tick.now
-        if show.autopilot is not None:  # the cues due by this frame's time
-            show.autopilot.update(show, tick.now)
 
     loop = Loop(show, SongClock(job.fps, job.substeps), before=replay,
                 after=None if telemetry is None else lambda: telemetry.frame(show))
