@@ -34,7 +34,9 @@ from swarm_instrument.control.tracks.track_recorder import ControlRecorder
 from swarm_instrument.show.autopilot.autopilot import Autopilot, autopilot_looks
 from swarm_instrument.show.autopilot.choreography import Cue, Look, plan
 from swarm_instrument.show.autopilot.live_autopilot import LiveAutopilot
+from swarm_instrument.show.cli.options import ShowOptions
 from swarm_instrument.show.inputs.keys import key_action
+from swarm_instrument.show.show import Show
 from swarm_instrument.visual.output.video_files import decode_frames
 
 from conftest import ROOT
@@ -318,3 +320,31 @@ def test_the_autopilot_switches_off_and_on_by_key_and_osc():
     assert pilot.telemetry(0.0)["on"] is False and pilot.telemetry(0.0)["control"] == "off"
     pilot.switch(Action("autopilot", 1), 0.0)
     assert pilot.telemetry(0.0)["control"] == "autopilot"
+
+
+def test_a_knob_turned_during_an_autopilot_morph_wins_and_the_autopilot_waits(ctx):
+    """In the real show: the autopilot morphs into a look over four seconds; a second in, the
+    performer sets max_speed (a knob, OSC, a key: one "set" action); the morph lets go of it,
+    the rest of the look arrives, and the autopilot holds off until its resume time."""
+    show = Show(ctx, Params({"count": 500, "max_speed": 5.0}), ShowOptions())
+    try:
+        target = Preset("target", {**Params().as_dict(), "max_speed": 20.0, "glow": 3.0},
+                        tags=("peak",))
+        pilot = LiveAutopilot(show.audio, [target], resume_s=8.0)
+        pilot.waiting = [Cue(0.5, "drop", "target", 4.0, False)]
+        show.autopilot = pilot
+        for frame in range(60):  # 2 s at 30 fps: the morph starts at 0.5 s
+            show.update(frame / 30)
+            show.advance(1 / 30)
+            if frame == 45:  # 1.5 s: the knob
+                show.act(Action("set", values={"max_speed": 7.5}))
+        for frame in range(60, 180):  # on to 6 s: the morph is over
+            show.update(frame / 30)
+            show.advance(1 / 30)
+        assert show.params["max_speed"] == 7.5  # the hand's value stayed
+        assert show.params["glow"] == pytest.approx(3.0)  # the rest of the look arrived
+        state = pilot.telemetry(show.now)
+        assert state["control"] == "performer" and state["resumes_at"] == pytest.approx(9.5)
+        assert pilot.telemetry(9.6)["control"] == "autopilot"
+    finally:
+        show.release()
