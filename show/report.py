@@ -155,6 +155,8 @@ def hud_lines(show: Show, compact: bool = False) -> list[str]:
     if getattr(show, "web", None) is not None:
         lines.append(f"web: {web_line(show.web.state())}")
     lines.append(f"preset: {show.looks.status_line(show.show_time)}")
+    if getattr(show, "autopilot", None) is not None:
+        lines.append(f"autopilot: {autopilot_line(show.autopilot.telemetry(show.now))}")
     if show.looks.problem:
         lines.append(f"preset error: {show.looks.problem}")
     if getattr(show, "outputs", None):  # video out: each output's state, sent and dropped
@@ -331,3 +333,17 @@ class Telemetry:
             except OSError:
                 pass
             self._stream = None
+
+
+def autopilot_line(state: dict[str, Any]) -> str:
+    """The autopilot on the HUD: the section and where in its phrase, the look, the next
+    change and who has the look."""
+    if not state.get("on"):
+        return "off (A: on)"
+    phrase = state.get("phrase")
+    where = f" bar {phrase['bar']}" if phrase else ""
+    upcoming = state.get("next")
+    after = (f"  next: {upcoming['section']} at {upcoming['t']:.1f} s" if upcoming else "")
+    who = (f"  performer until {state['resumes_at']:.1f} s"
+           if state.get("control") == "performer" else "")
+    return f"{state.get('section')}{where}  {state.get('look') or '-'}{after}{who}"

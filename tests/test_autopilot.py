@@ -36,6 +36,7 @@ from swarm_instrument.show.autopilot.choreography import Cue, Look, plan
 from swarm_instrument.show.autopilot.live_autopilot import LiveAutopilot
 from swarm_instrument.show.cli.options import ShowOptions
 from swarm_instrument.show.inputs.keys import key_action
+from swarm_instrument.show.report import autopilot_line
 from swarm_instrument.show.show import Show
 from swarm_instrument.visual.output.video_files import decode_frames
 
@@ -348,3 +349,11 @@ def test_a_knob_turned_during_an_autopilot_morph_wins_and_the_autopilot_waits(ct
         assert pilot.telemetry(9.6)["control"] == "autopilot"
     finally:
         show.release()
+
+
+def test_the_hud_says_the_section_the_look_the_next_change_and_who_has_it():
+    assert autopilot_line({"on": False}) == "off (A: on)"
+    line = autopilot_line({"on": True, "section": "build", "phrase": {"bar": 3, "beat": 1.0},
+                           "look": "vortex", "control": "performer", "resumes_at": 41.0,
+                           "next": {"t": 38.5, "section": "drop", "look": "lure-rush"}})
+    assert line == "build bar 3  vortex  next: drop at 38.5 s  performer until 41.0 s"
