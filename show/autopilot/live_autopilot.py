@@ -74,8 +74,10 @@ class LiveAutopilot:
             return
         cue = self.choreographer.cue(at, None, change.label, self.bar_seconds)
         self.waiting = [c for c in self.waiting if c.t < at] + [cue]
-        log.info(f"autopilot: {change.label} from {self.section_start:.2f} s"
-                 f"{' (it rises)' if change.relabel else ''}: {cue.look} planned at {at:.2f} s")
+        heard = self.form.heard / self.form.rate
+        log.info(f"autopilot: {change.label}{' (it rises)' if change.relabel else ''}, begun "
+                 f"{heard - change.start:.1f} s ago: {cue.look} on the downbeat in "
+                 f"{max(change.at - heard, 0.0):.1f} s")
 
     def _play(self, show: Any, cue: Cue, now: float) -> None:
         if now < self.held_until or not self.on:
