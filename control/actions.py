@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # Actions a MIDI mapping may bind to a note or a program change, and a control track records.
-MAPPABLE = ("respawn", "separation_burst", "recall_preset", "tap", "downbeat")
+MAPPABLE = ("respawn", "separation_burst", "recall_preset", "tap", "downbeat",
+            "autopilot")  # a note switches the autopilot off and on
 KINDS = MAPPABLE + (
     "set",          # values: parameters to set at once (a knob already set its own)
     "learned",      # param: MIDI learn just bound a knob to it
@@ -20,7 +21,6 @@ KINDS = MAPPABLE + (
     "save_preset",  # value: slot 1-9
     "lure",         # values: {"point": (x, y, z)}
     "outputs",      # value: 1 on air, 0 off, None the other way; values {"output": n}: one
-    "autopilot",    # value: 1 on, 0 off, None the other way (show/autopilot/)
 )
 # What quantize (a parameter: off, beat, bar) holds back until the next beat or bar.
 QUANTIZABLE = ("respawn", "separation_burst", "recall_preset")

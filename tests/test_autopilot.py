@@ -27,6 +27,8 @@ from swarm_instrument.control.looks.presets import (
     load_preset,
     parse_preset,
 )
+from swarm_instrument.control.midi.controller import MidiController
+from swarm_instrument.control.midi.mapping_file import mapping_from_json
 from swarm_instrument.control.osc.osc_input import OscError, interpret
 from swarm_instrument.control.parameters.registry import Params
 from swarm_instrument.control.tracks.control_track import ControlTrack, ControlTrackError
@@ -357,3 +359,10 @@ def test_the_hud_says_the_section_the_look_the_next_change_and_who_has_it():
                            "look": "vortex", "control": "performer", "resumes_at": 41.0,
                            "next": {"t": 38.5, "section": "drop", "look": "lure-rush"}})
     assert line == "build bar 3  vortex  next: drop at 38.5 s  performer until 41.0 s"
+
+
+def test_a_midi_note_mapped_to_the_autopilot_switches_it():
+    mapping = mapping_from_json({"bindings": [], "actions": [
+        {"note": 40, "action": "autopilot"}]}, "m.json")
+    controller = MidiController(Params(), mapping, armed=False)
+    assert controller.handle([0x90, 40, 100], 0.0) == [Action("autopilot")]
