@@ -366,3 +366,32 @@ def test_a_midi_note_mapped_to_the_autopilot_switches_it():
         {"note": 40, "action": "autopilot"}]}, "m.json")
     controller = MidiController(Params(), mapping, armed=False)
     assert controller.handle([0x90, 40, 100], 0.0) == [Action("autopilot")]
+
+
+def test_the_rate_of_change_from_rarely_to_every_phrase():
+    tags = {look.name: look.tags for look in LOOKS}
+    often = plan(SECTIONS, LOOKS, 3, bar_seconds=2.0, rate="phrase")  # a phrase is 8 s
+    inside = [c for c in often if c.phrase]
+    assert [c.t for c in inside] == [8.0, 24.0, 56.0, 80.0]  # none in the build, no sliver
+    assert all(WANTED[c.section] in tags[c.look] and not c.burst for c in inside)
+    assert [c.morph for c in inside] == [2.0, 2.0, 0.0, 0.0]  # over a bar; a drop cuts
+    assert all(a.look != b.look for a, b in zip(often, often[1:]))
+    rarely = plan(SECTIONS, LOOKS, 3, bar_seconds=2.0, rate="rarely")
+    assert [c.section for c in rarely] == ["intro", "groove", "build", "drop", "break", "drop",
+                                           "outro"]  # the second drop in a row keeps its look
+    with pytest.raises(ValueError, match="one of rarely, section, phrase"):
+        plan(SECTIONS, LOOKS, 3, 2.0, rate="often")
+
+
+def test_live_at_the_rate_phrase_a_long_section_changes_its_look_each_phrase():
+    audio, samples = FakeAudio(), song([("pad", 4), ("groove", 12)])
+    presets = [Preset(look.name, {}, tags=look.tags) for look in LOOKS]
+    pilot = LiveAutopilot(audio, presets, seed=2, rate="phrase")
+    went = play_live(pilot, audio, samples, len(samples) / RATE).looks.went
+    tags = {look.name: look.tags for look in LOOKS}
+    assert len(went) == 3, went  # the groove's change, then two phrases inside it
+    assert all("groove" in tags[name] for name, *_ in went)
+    assert all(a[0] != b[0] for a, b in zip(went, went[1:]))
+    starts = [at for *_, at in went]
+    assert starts[1] == pytest.approx(pilot.section_start + 16 * BEAT, abs=0.1)  # a phrase in
+    assert starts[2] - starts[1] == pytest.approx(16 * BEAT, abs=0.1)

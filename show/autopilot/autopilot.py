@@ -83,10 +83,11 @@ class Autopilot:
 
     @classmethod
     def for_song(cls, samples: np.ndarray, rate: float, presets: list[Preset],
-                 seed: int) -> Autopilot:
+                 seed: int, how_often: str = "section") -> Autopilot:
         sections, bar = song_sections(samples, rate)
         looks = [Look(p.name, p.tags) for p in presets]
-        cues = plan([(s.start, s.end, s.label) for s in sections], looks, seed, bar)
+        cues = plan([(s.start, s.end, s.label) for s in sections], looks, seed, bar,
+                    how_often)
         shown = ", ".join(f"{s.label} {s.start:.1f} s" for s in sections)
         log.info(f"autopilot: {len(sections)} sections ({shown}); {len(looks)} looks")
         return cls(cues, presets, sections, bar)
@@ -99,7 +100,9 @@ class Autopilot:
             show.looks.go_to(self.presets[cue.look], cue.morph, show.show_time)
             if cue.burst:
                 show.act(Action("separation_burst", 1.0))
-            self.look, self.section, self.section_start = cue.look, cue.section, cue.t
+            if not cue.phrase:  # a phrase's change is no new section
+                self.section_start = cue.t
+            self.look, self.section = cue.look, cue.section
             recorder = getattr(show, "recorder", None)
             record = getattr(recorder, "record_autopilot", None)
             if record is not None:

@@ -26,7 +26,7 @@ from swarm_instrument.control.actions import Action
 from swarm_instrument.control.looks.preset_bank import BUNDLED_DIR, user_presets_dir
 from swarm_instrument.control.looks.presets import Preset
 from swarm_instrument.show.autopilot.autopilot import autopilot_looks
-from swarm_instrument.show.autopilot.choreography import Choreographer, Cue, Look
+from swarm_instrument.show.autopilot.choreography import PHRASE_BARS, Choreographer, Cue, Look
 
 log = logging.getLogger(__name__)
 RESUME_S = 30.0  # the performer's touch holds the autopilot off this long (--autopilot-resume)
@@ -37,10 +37,11 @@ class LiveAutopilot:
     """Follows the live sound's form and plays a look for each section (see the module)."""
 
     def __init__(self, audio: Any, presets: Iterable[Preset], seed: int = 0,
-                 resume_s: float = RESUME_S) -> None:
+                 resume_s: float = RESUME_S, rate: str = "section") -> None:
         self.presets = {preset.name: preset for preset in presets}
         self.choreographer = Choreographer([Look(p.name, p.tags)
-                                            for p in self.presets.values()], seed)
+                                            for p in self.presets.values()], seed, rate)
+        self._phrases = 0  # phrases of the section played
         self.form = LiveForm(audio.rate)
         audio.sample_listeners.append(self.form.feed)
         self.resume_s = resume_s
@@ -60,19 +61,28 @@ class LiveAutopilot:
         self._offset = offset if self._offset is None else min(self._offset, offset)
         for change in self.form.update():
             self._plan(change)
+        if self.form.grid.period:
+            self.bar_seconds = 4 * self.form.grid.period
+        phrase = (None if self.section_start is None else
+                  self.section_start + (self._phrases + 1) * PHRASE_BARS * self.bar_seconds)
+        if phrase is not None and now >= phrase:  # a phrase inside the section
+            self._phrases += 1
+            cue = self.choreographer.phrase_cue(phrase, self.section, self.bar_seconds)
+            if cue is not None and self.on and not self.waiting:
+                self.waiting.append(cue)
         while self.waiting and self.waiting[0].t <= now + 1e-9:
             self._play(show, self.waiting.pop(0), now)
 
     def _plan(self, change: Change) -> None:
-        period = self.form.grid.period
-        if period:
-            self.bar_seconds = 4 * period
         at = change.at + (self._offset or 0.0)
         self.section = change.label
         self.section_start = change.start + (self._offset or 0.0)
+        self._phrases = 0
         if not self.on:
             return
         cue = self.choreographer.cue(at, None, change.label, self.bar_seconds)
+        if cue is None:  # the rate "rarely": the look playing suits this section too
+            return
         self.waiting = [c for c in self.waiting if c.t < at] + [cue]
         heard = self.form.heard / self.form.rate
         log.info(f"autopilot: {change.label}{' (it rises)' if change.relabel else ''}, begun "
@@ -137,4 +147,5 @@ def open_autopilot(args: Any, audio: Any, seed: int) -> LiveAutopilot | None:
         return None
     log.info(f"autopilot: on, {len(presets)} looks; A or /swarm/autopilot switches it off "
              "and on")
-    return LiveAutopilot(audio, presets, seed, getattr(args, "autopilot_resume", RESUME_S))
+    return LiveAutopilot(audio, presets, seed, getattr(args, "autopilot_resume", RESUME_S),
+                         getattr(args, "autopilot_rate", "section"))

@@ -12,6 +12,7 @@ from typing import NoReturn
 from swarm_instrument.control.osc.osc_input import parse_endpoint
 from swarm_instrument.control.parameters.registry import MAX_COUNT
 from swarm_instrument.control.web.web_address import resolve_endpoint
+from swarm_instrument.show.autopilot.choreography import RATES
 from swarm_instrument.show.cli.console import error
 from swarm_instrument.show.cli.option_values import (
     obstacle,
@@ -120,6 +121,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the looks follow the music's form (intro, groove, build, drop, "
                             "break, outro), chosen from the tagged presets; A or "
                             "/swarm/autopilot switches it off and on")
+    swarm.add_argument("--autopilot-rate", choices=RATES, default="section",
+                       help="how often the autopilot changes the look: rarely (only for "
+                            "another kind of section), section (each one, the default), "
+                            "phrase (every four bars as well)")
     swarm.add_argument("--autopilot-resume", type=seconds, default=30.0, metavar="SECONDS",
                        help="live: the autopilot takes the look back this long after the "
                             "performer last played it (default 30)")

@@ -343,7 +343,8 @@ def _autopilot(job: RenderJob, seed: int) -> Autopilot:
     if not presets:
         raise RenderProblem("--autopilot: no preset has tags (calm, groove, build, peak) to "
                             f"choose looks by; tag some in {user_presets_dir()}")
-    return Autopilot.for_song(job.samples, job.rate, presets, seed)
+    return Autopilot.for_song(job.samples, job.rate, presets, seed,
+                              getattr(job.args, "autopilot_rate", "section"))
 
 
 def _preset_bank() -> Any:
