@@ -55,6 +55,9 @@ class Looks:
         self.pinned = set(pinned)  # the command line's, until played live
         self.seed = seed
         self.pick_up = pick_up  # knobs pick up the new values instead of jumping
+        # told when the performer plays the look (a played value, a recall): the live
+        # autopilot's hand-over (show/autopilot/live_autopilot.py)
+        self.on_played: Callable[[], None] | None = None
         self.morph: Morph | None = None
         self._morph_started = 0.0
         self.modified = False  # the live look differs from the recalled preset
@@ -84,6 +87,8 @@ class Looks:
             self._problem(str(exc))
             return False
         self.go_to(preset, self.params["morph_seconds"], now)
+        if self.on_played is not None:
+            self.on_played()
         log.info(f"preset: slot {slot}, {preset.name}")
         return True
 
@@ -119,6 +124,8 @@ class Looks:
         of them, and a value the command line pinned is the performer's from now on."""
         if not names:
             return
+        if self.on_played is not None:
+            self.on_played()
         if self.morph is not None:
             self.morph.let_go(names)
         self.pinned -= names

@@ -199,19 +199,11 @@ class Show:
         """The performer changed `names` live: the look lets go of them; a played `bpm` is a
         tempo to propose (tap tempo takes it; a Link session is asked for it)."""
         self.looks.played(names)
-        if names:
-            self._hand_over()
         if "bpm" in names:
             self.tap.set_tempo(self.params["bpm"], self.now)
             propose = getattr(self.tempo.sources.get("link"), "propose", None)
             if propose is not None:
                 propose(self.params["bpm"])
-
-    def _hand_over(self) -> None:
-        """The performer played the look (a knob, a key, a recall): the autopilot holds off."""
-        touched = getattr(self.autopilot, "touched", None)
-        if touched is not None:
-            touched(self.now)
 
     def _note(self, key: str, every: float) -> bool:
         """True when the note `key` may be said now (at most once every `every` seconds of
@@ -270,7 +262,6 @@ class Show:
             self.burst.trigger(1.0 if action.value is None else action.value, self.show_time)
         elif kind == "recall_preset":
             self.looks.recall(int(action.value), self.show_time)
-            self._hand_over()
         elif kind == "save_preset":
             self.looks.save(int(action.value))
         elif kind == "learned":

@@ -335,7 +335,7 @@ def test_a_knob_turned_during_an_autopilot_morph_wins_and_the_autopilot_waits(ct
                         tags=("peak",))
         pilot = LiveAutopilot(show.audio, [target], resume_s=8.0)
         pilot.waiting = [Cue(0.5, "drop", "target", 4.0, False)]
-        show.autopilot = pilot
+        pilot.attach(show)
         for frame in range(60):  # 2 s at 30 fps: the morph starts at 0.5 s
             show.update(frame / 30)
             show.advance(1 / 30)

@@ -8,7 +8,7 @@ show's clock reaches that downbeat. Nothing is known ahead, so a build's morph r
 bars and the first section is an intro.
 
 Hand-over: whatever the performer does to the look (a knob, a key, a recall, OSC, the web
-page, the control window: `Show.played` and the recalls) takes over at once (a morph under
+page, the control window: the looks tell it, `Looks.on_played`) takes over at once (a morph under
 way lets go of what the hand touched: show/look_state.py) and the autopilot holds off for
 `resume_s` seconds from the last touch, following the form all the while; it then plays the
 next change. `Action("autopilot")` switches it off and on (the A key, /swarm/autopilot).
@@ -42,6 +42,7 @@ class LiveAutopilot:
         self.choreographer = Choreographer([Look(p.name, p.tags)
                                             for p in self.presets.values()], seed, rate)
         self._phrases = 0  # phrases of the section played
+        self._now = 0.0  # the latest frame's time
         self.form = LiveForm(audio.rate)
         audio.sample_listeners.append(self.form.feed)
         self.resume_s = resume_s
@@ -54,8 +55,15 @@ class LiveAutopilot:
         self.bar_seconds = BAR_S
         self._offset: float | None = None  # show's time - stream's time
 
+    def attach(self, show: Any) -> LiveAutopilot:
+        """Become `show`'s autopilot, told by its looks when the performer plays them."""
+        show.autopilot = self
+        show.looks.on_played = self.touched
+        return self
+
     def update(self, show: Any, now: float) -> None:
         """Once a frame, after the audio's update: the changes found, the cues due."""
+        self._now = now
         offset = now - self.form.heard / self.form.rate
         # the earliest estimate over time: a block heard soon after it arrived
         self._offset = offset if self._offset is None else min(self._offset, offset)
@@ -101,10 +109,11 @@ class LiveAutopilot:
             recorder.record_autopilot(show.show_time, cue.section, cue.look)
         log.info(f"autopilot: {cue.section}: {cue.look}")
 
-    def touched(self, now: float) -> None:
-        """The performer played the look: theirs for `resume_s` from now."""
+    def touched(self, now: float | None = None) -> None:
+        """The performer played the look: theirs for `resume_s` from now (default: the
+        latest frame's time)."""
         if self.on:
-            self.held_until = now + self.resume_s
+            self.held_until = (self._now if now is None else now) + self.resume_s
 
     def switch(self, action: Action, now: float) -> None:
         """Off and on (value None: the other way; 0 off, else on)."""
@@ -135,9 +144,9 @@ class LiveAutopilot:
                     "look": upcoming.look}}
 
 
-def open_autopilot(args: Any, audio: Any, seed: int) -> LiveAutopilot | None:
-    """The live autopilot `--autopilot` asks for (None without it, or with no tagged look,
-    said)."""
+def open_autopilot(args: Any, show: Any, seed: int) -> LiveAutopilot | None:
+    """The live autopilot `--autopilot` asks for, attached to `show` (None without it, or
+    with no tagged look, said)."""
     if not getattr(args, "autopilot", False):
         return None
     presets = autopilot_looks([BUNDLED_DIR, user_presets_dir()])
@@ -147,5 +156,5 @@ def open_autopilot(args: Any, audio: Any, seed: int) -> LiveAutopilot | None:
         return None
     log.info(f"autopilot: on, {len(presets)} looks; A or /swarm/autopilot switches it off "
              "and on")
-    return LiveAutopilot(audio, presets, seed, getattr(args, "autopilot_resume", RESUME_S),
-                         getattr(args, "autopilot_rate", "section"))
+    return LiveAutopilot(show.audio, presets, seed, getattr(args, "autopilot_resume", RESUME_S),
+                         getattr(args, "autopilot_rate", "section")).attach(show)

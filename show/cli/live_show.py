@@ -162,7 +162,7 @@ class LiveShow:
                     presets=PresetBank(), preset=self.preset, recovery=recovery,
                     **open_inputs(self.args, self.params))
         show.recorder = open_recorder(self.args, self.params, self.routes, show.audio)
-        show.autopilot = open_autopilot(self.args, show.audio, self.options.seed)
+        open_autopilot(self.args, show, self.options.seed)
         clock = getattr(show.midi, "clock", None)
         if clock is not None:  # MIDI clock from any input: a DAW, a drum machine
             show.tempo.add(clock)
