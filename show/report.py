@@ -99,14 +99,14 @@ def telemetry(show: Show) -> dict[str, Any]:
         "control": ([surface.state() for surface in show.surfaces]
                     if getattr(show, "surfaces", None) else None),
         "preset": show.looks.telemetry(show.show_time),
-        "autopilot": (show.autopilot.telemetry(show.now)
-                      if getattr(show, "autopilot", None) is not None else {"on": False}),
         "tempo": show.tempo.state(),
         "link": link_state(show),
         "look": look_state(show),
         "outputs": show.outputs.telemetry() if getattr(show, "outputs", None) else None,
         "modulated": {k: _round(v) for k, v in show.modulated.items()},
         "speed_scale": _round(show.speed_scale),
+        "autopilot": (show.autopilot.telemetry(show.now)
+                      if getattr(show, "autopilot", None) is not None else {"on": False}),
         "frame_size": list(renderer.last_size) if renderer.last_size else None,
         "lure": {"held": not show.lure.wandering,
                  "position": [_round(v) for v in show.lure_position()]},
