@@ -19,7 +19,8 @@ each beat handed to the follower once it has ended and its frames exist. Scored:
 written start, the time from it to the first change announced (within one phrase of four
 bars, else missed), how far a change's downbeat is from the song's nearest downbeat, and
 spurious changes a minute (changes not within a beat before to a phrase after a written
-start). Prints a table and checks issue 29's targets.
+start), and the share of the song's time whose label, as heard (from the change on), is the
+written one (live cannot know an outro). Prints a table and checks issue 29's targets.
 """
 
 from __future__ import annotations
@@ -106,9 +107,15 @@ def live(song: Song, samples: np.ndarray) -> dict:
                 if not any(s - beat <= c.at <= s + phrase for s in starts[1:])]
     downbeats = song.downbeats
     off = [float(np.min(np.abs(downbeats - c.at))) * 1000 for c, _ in news]
+    on_time = np.arange(0.0, len(samples) / RATE, 0.05)  # the label in effect, as heard
+    written = np.searchsorted(song.starts, on_time, side="right") - 1
+    heard = np.searchsorted([c.at for c, _ in changes], on_time, side="right") - 1
+    labels = ["intro"] + [c.label for c, _ in changes]
+    same = np.mean([song.labels[w] == labels[h + 1] for w, h in zip(written, heard)])
     return {"latency_s": latency, "missed": sum(x is None for x in latency),
             "spurious_per_min": len(spurious) / (len(samples) / RATE / 60.0),
             "late_ms": max(late, default=0.0), "downbeat_ms": max(off, default=0.0),
+            "labels": float(same),
             "changes": [(round(c.at, 2), c.label) for c, _ in changes]}
 
 
@@ -126,8 +133,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"no song named {', '.join(unknown)}; there are {', '.join(SONGS)}")
     print("| song | offline F (±1 beat) | worst start error ms | spurious/min | labels right "
           "| live: mean / worst s to a change | missed | spurious/min | worst ms off a "
-          "downbeat |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "downbeat | labels right |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     results, missed = {}, []
     for name in names:
         song = SONGS[name]()
@@ -141,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         error = "-" if off["error_ms"] is None else f"{off['error_ms']:.0f}"
         print(f"| {name} | {off['f']:.3f} | {error} | {off['spurious_per_min']:.2f} | "
               f"{off['labels']:.0%} | {mean} | {on['missed']} | {on['spurious_per_min']:.2f} | "
-              f"{on['downbeat_ms']:.0f} |", flush=True)
+              f"{on['downbeat_ms']:.0f} | {on['labels']:.0%} |", flush=True)
         if off["f"] < 0.9:
             missed.append(f"{name} offline: F {off['f']:.3f} < 0.9")
         if off["error_ms"] is not None and off["error_ms"] > 30:

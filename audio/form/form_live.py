@@ -15,11 +15,12 @@ is new); the smaller distance counts, weighted by where the beat falls on the ph
 beat whole, a bar's 1/ON_BAR, another beat 1/OFF_GRID. Above NOVELTY, above the beat before
 and near the beat after (LEAD), it is a new section.
 
-Labels live can only compare with what was heard: the first section is the intro; a section
-without drums is a break; one after a build, or as loud as the loudest yet and well above
-the one before once drums were heard, is a drop; else a groove; a section whose loudness has
+Labels live can only compare with what was heard, from a section's second and third beats:
+the first section is the intro; one after a build, or as loud as the loudest yet and well
+above the one before once drums were heard, is a drop; else one without drums is a break;
+else a groove; a section whose loudness has
 climbed RISE over two bars or more becomes a build (a `Change` with the same start, `relabel`
-True). The loudest yet leaves builds out (a roll's peak is no measure of a drop).
+True; never a drop). The loudest yet leaves builds out (a roll's peak is no measure of a drop).
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ from swarm_instrument.audio.analysis.beats import BeatTracker
 from swarm_instrument.audio.form.beat_features import FRAME, NAMES, FrameStream, beat_features
 from swarm_instrument.audio.form.sections import (
     BEATS_PER_BAR,
-    DRUMS_DB,
     MIN_BARS,
     PHRASE_BARS,
     RISE,
@@ -46,6 +46,7 @@ OFF_GRID = 2.0
 PAST_BARS = 4  # the past a bar is compared with
 LOUDEST_MARGIN = 0.5  # units: "as loud as the loudest yet"
 DROP_STEP = 1.0  # units above the section before: a drop
+DRUMS_LIVE = 1.0  # dB of punch in a section's first beats: drums (a break's piano reads 0.6)
 # A section's first beat scores about as high as the next (both windows hold new sound only),
 # the beat before it half as high (a release tail of what went before can hold the first
 # one down a little): the earlier of two near-equal scores is the start.
@@ -138,21 +139,23 @@ class FormFollower:
         return min(flat, float(np.sqrt(np.mean((new - expected) ** 2))))
 
     def _new_section(self, rows: np.ndarray, first: int, at: float) -> Change:
-        bar = rows[first:first + BEATS_PER_BAR - 1].mean(axis=0)
+        # its second and third beats: the first may still ring with what went before (or be
+        # the last of it, where the start was found a beat early)
+        bar = rows[first + 1:first + BEATS_PER_BAR - 1].mean(axis=0)
         energy = float(energy_of(bar))
         self.energies.append(float(energy_of(rows[self.section:first]).mean()))
         punch = bar[NAMES.index("punch")] * 1.0  # punch's unit is 1 dB
         before = self.energies[-1]
         # the loudest bar heard before this section (its own first beats are no yardstick)
         loudest = max((e for end, e in self._bars if end < first), default=-np.inf)
-        if punch < DRUMS_DB:
-            label = "break"
-        elif self.label == "build" or (self.drums and energy >= loudest - LOUDEST_MARGIN
-                                       and energy > before + DROP_STEP):
+        if self.label == "build" or (self.drums and energy >= loudest - LOUDEST_MARGIN
+                                     and energy > before + DROP_STEP):
             label = "drop"
+        elif punch < DRUMS_LIVE:
+            label = "break"
         else:
             label = "groove"
-        self.drums = self.drums or punch >= DRUMS_DB
+        self.drums = self.drums or punch >= DRUMS_LIVE
         self.section = self.origin = first
         self.found = True
         self.label = label
@@ -161,7 +164,7 @@ class FormFollower:
 
     def _maybe_build(self, rows: np.ndarray, end: float) -> Change | None:
         """The section's loudness has climbed RISE over two bars or more: a build."""
-        if self.label == "build":
+        if self.label in ("build", "drop"):  # a drop does not become a build
             return None
         count = len(rows) - self.section
         bars = count // BEATS_PER_BAR
