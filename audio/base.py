@@ -44,6 +44,9 @@ class AudioFrameSource:
         self._tempo_range = TEMPO_RANGE
         self._beats: BeatTracker | None = None
         self._ring_feed: RingBeatFeed | None = None
+        # Callables given every sample the beat tracker is fed (and zeros for those it skips),
+        # in order, on the main thread: the live autopilot's ears (audio/form/form_live.py).
+        self.sample_listeners: list = []
         self.device = device
         self.state = state
         self.message = ""
@@ -96,8 +99,15 @@ class AudioFrameSource:
         feed = self._ring_feed
         if feed is None or feed.tracker is not self._beats:
             assert self._beats is not None
-            feed = self._ring_feed = RingBeatFeed(self._beats)
+            feed = self._ring_feed = RingBeatFeed(self._beats,
+                                                  listeners=self.sample_listeners)
         return feed.update(ring, now)
+
+    def _hear(self, samples: np.ndarray) -> None:
+        """Hand the samples the tracker was given (or zeros for those it skipped) on."""
+        if len(samples):
+            for listen in self.sample_listeners:
+                listen(samples)
 
     def _fill(self, now: float) -> bool:
         """Put the newest samples into `_window`; False means 'use silence this frame'."""
@@ -284,13 +294,17 @@ class OfflineAudio(AudioFrameSource):
         if start is None:  # the first frame: the position counts from the song's start
             start = max(0, end - int(MAX_S * self.rate))
             tracker.skip(start)
+            self._hear(np.zeros(start, np.float32))
         elif end - start > MAX_S * self.rate:  # a jump forwards
             tracker.skip(end - int(MAX_S * self.rate) - start)
+            self._hear(np.zeros(end - int(MAX_S * self.rate) - start, np.float32))
             start = end - int(MAX_S * self.rate)
         if end > start:
             stop = min(end, len(self._samples))
             if stop > start:
                 tracker.feed(self._samples[start:stop])
+                self._hear(self._samples[start:stop])
             tracker.skip(end - max(stop, start))  # past the end: silence
+            self._hear(np.zeros(end - max(stop, start), np.float32))
             self._beat_end = end
         return tracker.info(end / self.rate)

@@ -58,6 +58,9 @@ class Looks:
         self.pinned = set(pinned)  # the command line's, until played live
         self.seed = seed
         self.pick_up = pick_up  # knobs pick up the new values instead of jumping
+        # told when the performer plays the look (a played value, a recall): the live
+        # autopilot's hand-over (show/autopilot/live_autopilot.py)
+        self.on_played: Callable[[], None] | None = None
         self.morph: Morph | None = None
         self._morph_started = 0.0
         self.modified = False  # the live look differs from the recalled preset
@@ -86,8 +89,17 @@ class Looks:
         except PresetError as exc:
             self._problem(str(exc))
             return False
-        self.morph = Morph(self.params.as_dict(), preset, self.params["morph_seconds"],
-                           start_routes=self.routes, keep=self.kept)
+        self.go_to(preset, self.params["morph_seconds"], now)
+        if self.on_played is not None:
+            self.on_played()
+        log.info(f"preset: slot {slot}, {preset.name}")
+        return True
+
+    def go_to(self, preset: Preset, seconds: float, now: float) -> None:
+        """Blend to `preset` over `seconds` (0: a cut), as a recall does: the autopilot's
+        looks come this way too."""
+        self.morph = Morph(self.params.as_dict(), preset, seconds, start_routes=self.routes,
+                           keep=self.kept)
         if self.recorder is not None:
             self.recorder.record_preset(now, preset.name, preset.values, preset.routes)
         self._morph_started = now
@@ -95,8 +107,6 @@ class Looks:
         self.problem = None
         self._step_morph(now)
         self.pick_up()
-        log.info(f"preset: slot {slot}, {preset.name}")
-        return True
 
     def save(self, slot: int) -> None:
         """Ctrl+number: the current look into the user's slot file (the old one kept)."""
@@ -117,6 +127,8 @@ class Looks:
         of them, and a value the command line pinned is the performer's from now on."""
         if not names:
             return
+        if self.on_played is not None:
+            self.on_played()
         if self.morph is not None:
             self.morph.let_go(names)
         self.pinned -= names

@@ -118,6 +118,8 @@ def telemetry(show: Show) -> dict[str, Any]:
         "gc": show.collector.state() if getattr(show, "collector", None) else None,
         "modulated": {k: _round(v) for k, v in show.modulated.items()},
         "speed_scale": _round(show.speed_scale),
+        "autopilot": (show.autopilot.telemetry(show.now)
+                      if getattr(show, "autopilot", None) is not None else {"on": False}),
         "frame_size": list(renderer.last_size) if renderer.last_size else None,
         "lure": {"held": not show.lure.wandering,
                  "position": [_round(v) for v in show.lure_position()]},
@@ -168,6 +170,8 @@ def hud_lines(show: Show, compact: bool = False) -> list[str]:
     if getattr(show, "web", None) is not None:
         lines.append(f"web: {web_line(show.web.state())}")
     lines.append(f"preset: {show.looks.status_line(show.show_time)}")
+    if getattr(show, "autopilot", None) is not None:
+        lines.append(f"autopilot: {autopilot_line(show.autopilot.telemetry(show.now))}")
     if show.looks.problem:
         lines.append(f"preset error: {show.looks.problem}")
     governed = show.governor.hud_line(show.params)
@@ -351,3 +355,17 @@ class Telemetry:
             except OSError:
                 pass
             self._stream = None
+
+
+def autopilot_line(state: dict[str, Any]) -> str:
+    """The autopilot on the HUD: the section and where in its phrase, the look, the next
+    change and who has the look."""
+    if not state.get("on"):
+        return "off (A: on)"
+    phrase = state.get("phrase")
+    where = f" bar {phrase['bar']}" if phrase else ""
+    upcoming = state.get("next")
+    after = (f"  next: {upcoming['section']} at {upcoming['t']:.1f} s" if upcoming else "")
+    who = (f"  performer until {state['resumes_at']:.1f} s"
+           if state.get("control") == "performer" else "")
+    return f"{state.get('section')}{where}  {state.get('look') or '-'}{after}{who}"

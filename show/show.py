@@ -119,6 +119,7 @@ class Show:
         self.modulated: dict[str, Any] = {}  # those modulation and bursts moved this frame
         self.speed_scale = 1.0  # the audio boost: 1 + level * audio_speed_boost
         self.status: dict[str, str] = {}  # extra HUD lines: shaders, a capped count, ...
+        self.autopilot: Any = None  # --autopilot (show/autopilot/autopilot.py), set by a render
         self.outputs: Any = None  # video out (show/video_outputs.py): the live run opens, ends it
         self.collector: Any = None  # the live run's garbage collector (show/idle_gc.py)
         # More control surfaces (the control window, show/inputs/control_surface.py): each read once
@@ -161,6 +162,8 @@ class Show:
             log.info(f"audio: {message}")
         read_inputs(self, now)
         self._update_tempo(now)
+        if self.autopilot is not None:  # the song's form: a look's change due this frame
+            self.autopilot.update(self, now)
         self.looks.update(self.show_time, now)
         if self.recorder is not None:  # on the show's clock, as an offline render replays it
             self.recorder.capture(self, self.show_time)
@@ -278,6 +281,8 @@ class Show:
             self.paused = not self.paused
         elif kind == "lure":
             self.lure.move_to(action.values["point"], self.now)  # idle on the clock
+        elif kind == "autopilot" and hasattr(self.autopilot, "switch"):  # --autopilot live
+            self.autopilot.switch(action, self.now)
         elif kind == "outputs":
             switch_outputs(self.outputs, action, self.status)
 

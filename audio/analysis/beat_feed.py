@@ -27,6 +27,7 @@ starts over from there.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 
 import numpy as np
 
@@ -41,10 +42,14 @@ GAP_S = 0.25  # samples arriving this much later than due: a gap in the stream
 
 
 class BeatFeed:
-    """What both feeds share: the tracker, the arrival estimate and the samples skipped."""
+    """What both feeds share: the tracker, the arrival estimate and the samples skipped.
+    `listeners` (callables) get every sample the tracker gets, in order, and zeros for the
+    samples it skips, so their count stays the tracker's (the song's form follows them)."""
 
-    def __init__(self, tracker: BeatTracker, max_s: float) -> None:
+    def __init__(self, tracker: BeatTracker, max_s: float,
+                 listeners: list[Callable[[np.ndarray], None]] | None = None) -> None:
         self.tracker = tracker
+        self.listeners = listeners if listeners is not None else []
         self.rate = tracker.rate
         self.max_s = max_s
         self._next = 0  # the next sample to feed, counted from the stream's first
@@ -69,6 +74,15 @@ class BeatFeed:
     def _skip(self, count: int) -> None:
         self.tracker.skip(count)
         self.skipped += count
+        if self.listeners and count > 0:
+            silence = np.zeros(count, np.float32)
+            for listen in self.listeners:
+                listen(silence)
+
+    def _feed(self, samples: np.ndarray) -> None:
+        self.tracker.feed(samples)
+        for listen in self.listeners:
+            listen(samples)
 
     def _catch_up(self, written: int, cap: int) -> None:
         """After a stall longer than `cap` samples: skip ahead rather than stall the frame."""
@@ -81,8 +95,9 @@ class RingBeatFeed(BeatFeed):
     """Follows one ring (another one, or a ring that started over, is followed from its
     start) for `tracker`."""
 
-    def __init__(self, tracker: BeatTracker, max_s: float = MAX_S) -> None:
-        super().__init__(tracker, max_s)
+    def __init__(self, tracker: BeatTracker, max_s: float = MAX_S,
+                 listeners: list[Callable[[np.ndarray], None]] | None = None) -> None:
+        super().__init__(tracker, max_s, listeners)
         self._ring: Ring | None = None
         self._chunk = np.zeros(CHUNK, np.float32)
 
@@ -99,7 +114,7 @@ class RingBeatFeed(BeatFeed):
             count = min(written - self._next, CHUNK)
             chunk = self._chunk[:count]
             if ring.read_from(self._next, chunk):
-                tracker.feed(chunk)
+                self._feed(chunk)
             else:  # overwritten under us
                 self._skip(count)
             self._next += count
@@ -111,8 +126,9 @@ class FileBeatFeed(BeatFeed):
     is `samples[k % len(samples)]`."""
 
     def __init__(self, tracker: BeatTracker, samples: np.ndarray,
-                 max_s: float = FILE_MAX_S) -> None:
-        super().__init__(tracker, max_s)
+                 max_s: float = FILE_MAX_S,
+                 listeners: list[Callable[[np.ndarray], None]] | None = None) -> None:
+        super().__init__(tracker, max_s, listeners)
         self.samples = np.ascontiguousarray(samples, np.float32)
 
     @property
@@ -128,6 +144,6 @@ class FileBeatFeed(BeatFeed):
         while self._next < played:
             at = self._next % total
             count = min(played - self._next, total - at)
-            self.tracker.feed(self.samples[at:at + count])  # a view: nothing copied
+            self._feed(self.samples[at:at + count])  # a view: nothing copied
             self._next += count
         return self.tracker.info(start + played / self.rate)

@@ -161,7 +161,8 @@ class AudioFile(AudioFrameSource):
         feed = self._beat_feed
         if feed is None or feed.tracker is not self._beats:
             assert self._beats is not None
-            feed = self._beat_feed = FileBeatFeed(self._beats, self._mono)
+            feed = self._beat_feed = FileBeatFeed(self._beats, self._mono,
+                                                  listeners=self.sample_listeners)
         return feed.update(self._ring.written, now)
 
     def _watch_output(self, now: float) -> bool:

@@ -49,7 +49,10 @@ FORMAT = "swarm-preset"
 VERSION = 1  # the newest format this instrument reads and the one it writes
 log = logging.getLogger(__name__)
 SLOT_FILE = re.compile(r"^([1-9])-(.+)\.json$")  # bundled: "1-calm-school.json" fills slot 1
-TOP_KEYS = ("format", "version", "name", "about", "params", "routes", "state")
+TOP_KEYS = ("format", "version", "name", "about", "tags", "params", "routes", "state")
+# What a look is for, read by the autopilot (show/autopilot/) to choose a look by the
+# section's energy: a quiet intro or a break, a groove, a build, a drop's peak.
+TAGS = ("calm", "groove", "build", "peak")
 
 
 class PresetError(FileProblem):
@@ -65,6 +68,7 @@ class Preset:
     routes: list[Route] = field(default_factory=list)
     about: str = ""
     state: dict[str, Any] = field(default_factory=dict)  # recovery extras (seed, preset, ...)
+    tags: tuple[str, ...] = ()  # TAGS: what the look is for (the autopilot chooses by them)
     path: Path | None = None  # the file it came from; None when made from the live state
     notes: list[str] = field(default_factory=list)  # what reading it set right, to be said
 
@@ -101,6 +105,7 @@ def parse_preset(data: Any, where: str, default_name: str = "preset") -> Preset:
     about = data.get("about", "")
     if not isinstance(about, str):
         raise PresetError(f"{where}: 'about' must be a string, got {_shown(about)}")
+    tags = parse_tags(data.get("tags", []), where)
     state = data.get("state", {})
     if not isinstance(state, dict):
         raise PresetError(f"{where}: 'state' must be an object, got {_json_kind(state)}")
@@ -122,7 +127,21 @@ def parse_preset(data: Any, where: str, default_name: str = "preset") -> Preset:
     except RouteError as exc:
         raise PresetError(str(exc)) from None
     routes, notes = unique_routes(routes, where)
-    return Preset(name.strip(), values, routes, about, dict(state), notes=notes)
+    return Preset(name.strip(), values, routes, about, dict(state), notes=notes, tags=tags)
+
+
+def parse_tags(raw: Any, where: str) -> tuple[str, ...]:
+    """A preset's "tags": a list of TAGS, each once; PresetError names the file and the tag."""
+    if not isinstance(raw, list) or not all(isinstance(tag, str) for tag in raw):
+        raise PresetError(f"{where}: 'tags' must be a list of words from {', '.join(TAGS)}, "
+                          f"got {_shown(raw)}")
+    for tag in raw:
+        if tag not in TAGS:
+            raise PresetError(f"{where}: tags: unknown tag {_shown(tag)}{did_you_mean(tag, TAGS)}"
+                              f"; a look's tags are {', '.join(TAGS)}")
+    if len(set(raw)) != len(raw):
+        raise PresetError(f"{where}: tags: {_shown(raw)} names a tag twice; keep each once")
+    return tuple(raw)
 
 
 def unique_routes(routes: list[Route], where: str) -> tuple[list[Route], list[str]]:
@@ -169,6 +188,8 @@ def preset_to_json(preset: Preset) -> dict[str, Any]:
     data: dict[str, Any] = {"format": FORMAT, "version": VERSION, "name": preset.name}
     if preset.about:
         data["about"] = preset.about
+    if preset.tags:
+        data["tags"] = list(preset.tags)
     data["params"] = {p.name: _to_json_value(preset.values.get(p.name, p.default))
                       for p in REGISTRY}
     data["routes"] = routes_to_json(preset.routes)

@@ -11,6 +11,7 @@ sets parameters and triggers what the MIDI pads trigger.
     /swarm/downbeat             this beat is the first of the bar
     /swarm/tempo/half           the audio's tempo read at half (tempo_min, tempo_max halved)
     /swarm/tempo/double         ... at double (the range doubled), as DJ software's buttons
+    /swarm/autopilot [0|1]      the autopilot off, on, or the other way
 
 Every datagram is hostile until parsed, and the parser is strict OSC 1.0: every size a multiple
 of four inside the datagram; padding after the address, the type tags, strings and blobs all
@@ -177,6 +178,11 @@ def interpret(address: str, args: list[Any]) -> Action:
                            f"nothing; got {', '.join(_show(a) for a in args)}")
         values = {"output": int(numbers[0])} if len(numbers) == 2 else {}
         return Action("outputs", int(numbers[-1]) if numbers else None, values=values)
+    if path == "autopilot":  # 0|1, or nothing: the other way
+        if len(args) > 1 or (args and _number(address, args[0]) not in (0, 1)):
+            raise OscError(f"{printable(address)}: takes 0|1, or nothing; got "
+                           f"{', '.join(_show(a) for a in args)}")
+        return Action("autopilot", int(_number(address, args[0])) if args else None)
     if path == "preset":
         slot = _number(address, _one(address, args))
         if not slot.is_integer() or not 1 <= slot <= 9:
@@ -187,7 +193,7 @@ def interpret(address: str, args: list[Any]) -> Action:
     if spec is None or suffix not in ("", "norm"):
         raise _unknown(address, f"parameters: {PREFIX}<name>, {PREFIX}<name>/norm; "
                                 "also preset, respawn, burst, tap, downbeat, tempo/half, "
-                                "tempo/double, outputs")
+                                "tempo/double, outputs, autopilot")
     if suffix == "norm":  # a fader over the performance range, on the parameter's curve
         if spec.kind == "color":
             raise OscError(f"{printable(address)}: /norm takes one number; '{name}' is a colour")

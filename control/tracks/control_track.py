@@ -11,6 +11,7 @@ A control track is a JSON-lines file. The first line is a header, every other li
     {"t": 9.0, "kind": "preset", "name": "calm.json", "params": {...}, "routes": [...]}
     {"t": 9.5, "kind": "midi", "data": [176, 70, 64]}
     {"t": 11.0, "kind": "action", "action": "respawn", "value": 100}
+    {"t": 15.0, "kind": "autopilot", "section": "drop", "look": "lure-rush"}
     {"t": 60.0, "kind": "end"}
 
 `t` is seconds since the set's first frame; `rate` the live audio's sample rate (Hz). Audio
@@ -24,6 +25,8 @@ Playback rules (the offline render, visual/offline.py):
 - audio events drive the swarm only when no song is given (`--render` without SONG): the
   latest event at or before a frame's time holds until the next; with a song, the song's own
   analysis drives it and audio events are ignored;
+- autopilot events are a log of what the autopilot chose (the section and the look): the
+  look's values are in the preset and param events beside them;
 - midi events are a log of what came in: their effect is already in the param and action
   events, so they are not mapped again (a mapping changed since could not double-apply);
 - a Standard MIDI File (`.mid`) loads as midi events only (`ControlTrack.load` reads it through
@@ -54,7 +57,8 @@ from swarm_instrument.control.tracks.track_events import ControlTrackError, Even
 
 FORMAT = "swarm-control"
 VERSION = 1
-KINDS = ("audio", "param", "preset", "midi", "action", "end")
+KINDS = ("audio", "param", "preset", "midi", "action", "autopilot", "end")
+SECTIONS = ("intro", "groove", "build", "drop", "break", "outro")  # the autopilot's labels
 AUDIO_KEYS = SOURCES  # what an audio event records: the modulation sources
 ACTION_KINDS = MAPPABLE
 TRACK_LIMIT = 1 << 30  # an hour's set at 60 fps is ~50 MB: a gigabyte is not a control track
@@ -242,6 +246,13 @@ def _check_event(item: Any, where: str) -> Event:
                 for b in message):
             raise ControlTrackError(f"{where}: midi \"data\" must be a list of bytes 0-255, "
                                     f"got {message!r}")
+    elif kind == "autopilot":
+        if data.get("section") not in SECTIONS:
+            raise ControlTrackError(f"{where}: autopilot \"section\" must be one of "
+                                    f"{', '.join(SECTIONS)}, got {data.get('section')!r}")
+        if not isinstance(data.get("look"), str) or not data["look"].strip():
+            raise ControlTrackError(f"{where}: autopilot \"look\" must be a look's name, got "
+                                    f"{data.get('look')!r}")
     elif kind == "action":
         if data.get("action") not in ACTION_KINDS:
             raise ControlTrackError(f"{where}: \"action\" must be one of "

@@ -122,6 +122,11 @@ class ControlRecorder:
             return
         self._put(t, "action", {"action": str(action), "value": value})
 
+    def record_autopilot(self, t: float, section: str, look: str) -> None:
+        """A change the autopilot made: the section it follows and the look it chose (the
+        look's values follow as preset and param events)."""
+        self._put(t, "autopilot", {"section": str(section), "look": str(look)})
+
     def close(self, end: float | None = None) -> None:
         """Write the end event (at `end`, the show's time after its last frame, so the track
         lasts as long as the set played; default: the last event's time), let the writer

@@ -12,12 +12,14 @@ from typing import NoReturn
 from swarm_instrument.control.osc.osc_input import parse_endpoint
 from swarm_instrument.control.parameters.registry import MAX_COUNT
 from swarm_instrument.control.web.web_address import resolve_endpoint
+from swarm_instrument.show.autopilot.choreography import RATES
 from swarm_instrument.show.cli.console import error
 from swarm_instrument.show.cli.option_values import (
     obstacle,
     positive_int,
     rate,
     screen_index,
+    seconds,
     seed,
     size,
     time_step,
@@ -115,6 +117,17 @@ def build_parser() -> argparse.ArgumentParser:
     swarm.add_argument("--preset", metavar="NAME|PATH",
                        help="start from a preset: a bundled or saved one by name or slot "
                             "number, or a .json file")
+    swarm.add_argument("--autopilot", action="store_true",
+                       help="the looks follow the music's form (intro, groove, build, drop, "
+                            "break, outro), chosen from the tagged presets; A or "
+                            "/swarm/autopilot switches it off and on")
+    swarm.add_argument("--autopilot-rate", choices=RATES, default="section",
+                       help="how often the autopilot changes the look: rarely (only for "
+                            "another kind of section), section (each one, the default), "
+                            "phrase (every four bars as well)")
+    swarm.add_argument("--autopilot-resume", type=seconds, default=30.0, metavar="SECONDS",
+                       help="live: the autopilot takes the look back this long after the "
+                            "performer last played it (default 30)")
     swarm.add_argument("--obstacle", type=obstacle, action="append", default=[],
                        metavar="X,Y,Z,R",
                        help=f"a sphere the swarm avoids (up to {MAX_OBSTACLES})")

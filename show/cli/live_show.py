@@ -28,6 +28,7 @@ from swarm_instrument.control.musical_time.link import LinkClock, LinkUnavailabl
 from swarm_instrument.control.osc.osc_input import OscInput, OscProblem
 from swarm_instrument.control.parameters.registry import Params
 from swarm_instrument.control.tracks.track_recorder import open_recorder
+from swarm_instrument.show.autopilot.live_autopilot import open_autopilot
 from swarm_instrument.show.cli.options import (
     HEADLESS_SIZE,
     START_LOOK_NOTE,
@@ -78,7 +79,6 @@ def open_inputs(args: argparse.Namespace, params: Params) -> dict[str, Any]:
     if not args.no_midi:
         midi = Midi.open(params, ports=args.midi_port or None, virtual=args.midi_virtual,
                          api=args.midi_api, mapping_path=args.midi_map)
-
     return {"audio": audio, "midi": midi, "osc": open_osc(args.osc),
             "web": open_web(getattr(args, "web", None))}
 
@@ -94,8 +94,7 @@ def open_osc(endpoint: tuple[str, int] | None):
     except OscProblem as exc:
         log.info(f"{exc}; the show goes on without OSC")
         return None
-    log.info(f"osc: listening on {osc.host}:{osc.port} (/swarm/<param> value, /swarm/preset N, "
-             "...)")
+    log.info(f"osc: listening on {osc.host}:{osc.port} (/swarm/<param> value, /swarm/preset N...)")
     return osc
 
 
@@ -165,6 +164,7 @@ class LiveShow:
                     presets=PresetBank(), preset=self.preset, recovery=recovery,
                     **open_inputs(self.args, self.params))
         show.recorder = open_recorder(self.args, self.params, self.routes, show.audio)
+        open_autopilot(self.args, show, self.options.seed)
         clock = getattr(show.midi, "clock", None)
         if clock is not None:  # MIDI clock from any input: a DAW, a drum machine
             show.tempo.add(clock)

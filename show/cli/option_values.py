@@ -46,6 +46,17 @@ def time_step(text: str) -> float:
     return value
 
 
+def seconds(text: str) -> float:
+    """A duration in seconds, 0 to an hour."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 <= value <= 3600:  # NaN fails the comparison too
+        raise argparse.ArgumentTypeError(f"expected seconds from 0 to 3600, got {text!r}")
+    return value
+
+
 MAX_SEED = 2**32 - 1
 OBSTACLE_REACH = 1e6  # farther than any containment radius a knob reaches
 

@@ -14,6 +14,7 @@ KEYS = {
     "L": Action("learn"),
     "D": Action("downbeat"),
     "O": Action("outputs"),  # the video outputs off air and back
+    "A": Action("autopilot"),  # the autopilot off and on (--autopilot)
 }
 
 
@@ -22,7 +23,8 @@ def key_action(name: str, ctrl: bool = False, shift: bool = False,
     """1-9 recall a preset slot (Ctrl: save into it); Space pause, R respawn, Up/Down choose a
     parameter, Left/Right change it by NUDGE_FINE of its performance range (Shift:
     NUDGE_COARSE), L MIDI-learn it, T tap the tempo (at `now`, when the key went down), D
-    this beat is the bar's first, O the video outputs off air and back. Other keys do
+    this beat is the bar's first, O the video outputs off air and back, A the autopilot off
+    and on. Other keys do
     nothing (None)."""
     if len(name) == 1 and name in "123456789":
         return Action("save_preset" if ctrl else "recall_preset", int(name))

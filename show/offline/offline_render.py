@@ -42,13 +42,14 @@ import numpy as np
 from swarm_instrument.audio.base import OfflineAudio
 from swarm_instrument.audio.files.recorded import RecordedAudio
 from swarm_instrument.control.actions import Action
-from swarm_instrument.control.looks.preset_bank import PresetBank
+from swarm_instrument.control.looks.preset_bank import BUNDLED_DIR, PresetBank, user_presets_dir
 from swarm_instrument.control.looks.swarm_state import save_state
 from swarm_instrument.control.midi.controller import MidiController
 from swarm_instrument.control.midi.midi_in import Midi, user_mapping
 from swarm_instrument.control.parameters.modulation import routes_from_json
 from swarm_instrument.control.parameters.registry import Params
 from swarm_instrument.control.tracks.midi_track import MidiFileSource
+from swarm_instrument.show.autopilot.autopilot import Autopilot, autopilot_looks
 from swarm_instrument.show.cli.console import console as show_console
 from swarm_instrument.show.cli.options import ShowOptions, options_from_args
 from swarm_instrument.show.loop import Loop, Offscreen, SongClock, Tick
@@ -219,6 +220,8 @@ def render(job: RenderJob, params: Params, options: ShowOptions, routes: Sequenc
         midi = _midi_file_input(job, params)
         extra = {"midi": midi, "presets": _preset_bank()} if midi is not None else {}
         show = Show(ctx, params, options, audio=audio, routes=routes, **extra)
+        if getattr(job.args, "autopilot", False):
+            show.autopilot = _autopilot(job, options.seed)
         sink = VideoSink(show, job, encoder, progress, observe)
     except BaseException:
         encoder.abandon()  # nothing rendered: leave no empty file behind
@@ -332,6 +335,16 @@ def _midi_file_input(job: RenderJob, params: Params) -> Any:
                 mapping_path=mapping, save_path=None)
     midi.controller = MidiController(params, midi.controller.mapping, armed=False)
     return midi
+
+
+def _autopilot(job: RenderJob, seed: int) -> Autopilot:
+    """--autopilot: the song's sections and a cue for each, before the first frame."""
+    presets = autopilot_looks([BUNDLED_DIR, user_presets_dir()])
+    if not presets:
+        raise RenderProblem("--autopilot: no preset has tags (calm, groove, build, peak) to "
+                            f"choose looks by; tag some in {user_presets_dir()}")
+    return Autopilot.for_song(job.samples, job.rate, presets, seed,
+                              getattr(job.args, "autopilot_rate", "section"))
 
 
 def _preset_bank() -> Any:

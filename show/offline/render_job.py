@@ -128,6 +128,9 @@ def plan_render(args: argparse.Namespace, params: Params, routes: list
     if getattr(args, "dt", None) is not None:
         raise RenderProblem("--dt cannot be combined with --render: a render steps exactly "
                             "1/fps a frame (--fps sets it)")
+    if getattr(args, "autopilot", False) and getattr(args, "render", None) == FROM_CONTROL:
+        raise RenderProblem("--autopilot analyses a song's form: give --render SONG (a control "
+                            "track's recorded audio holds levels, not the sound)")
     if getattr(args, "record_control", None):
         raise RenderProblem("--record-control records a live set; a render is already "
                             "repeatable (drop --record-control, or --render)")
