@@ -258,6 +258,10 @@ class LiveForm:
         if tracker is not None and tracker.beats != self._counted and tracker.last_beat:
             self._counted = tracker.beats
             reported.append(tracker.last_beat / self.rate)
+        if tracker is not None and tracker.bpm > 0.0:
+            # the tracker's own tempo: the intervals of its first beats (the count rising
+            # towards the first) would set a wrong period the grid then followed for bars
+            self.grid.period = 60.0 / tracker.bpm
         now = self.heard / self.rate
         self._pending += self.grid.ticks(now, reported)
         changes = []
