@@ -32,6 +32,7 @@ from swarm_instrument.show.cli.options import START_LOOK
 from swarm_instrument.show.offline.contact_sheet import SheetSettings, write_contact_sheet
 from swarm_instrument.show.offline.offline_render import run_render
 from swarm_instrument.show.offline.progress import RunProgress
+from swarm_instrument.show.spare import SPARE_FLAG, wait_for_command
 from swarm_instrument.show.supervisor import StopSignals, Supervisor
 from swarm_instrument.visual.gpu.uniforms import MAX_OBSTACLES
 from swarm_instrument.visual.sim.agents import MAX_DT
@@ -197,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     if supervise:
         return Supervisor(list(argv if argv is not None else sys.argv[1:]), playing_note=(
             "supervisor: the show runs in a child process and comes back if it dies or hangs "
-            "(--no-supervisor to run it here)")).run()
+            "(--no-supervisor to run it here)"), spare=True).run()
     if args.render is None:
         STOP.install()  # from here on, Ctrl+C asks the show to stop after its frame
     try:
@@ -233,5 +234,12 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def spare() -> int:
+    """The supervisor's spare (show/spare.py): everything imported, it waits for the command
+    line of the show it is to play."""
+    argv = wait_for_command()
+    return 0 if argv is None else main(argv)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(spare() if sys.argv[1:] == [SPARE_FLAG] else main())

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from swarm_instrument.control.looks.user_folders import state_dir
+from swarm_instrument.show.spare import Spare
 
 CRASH_LOG = "crash.log"
 START_GRACE_S = 90.0  # software GL can take a while to compile and draw the first frame
@@ -102,9 +103,12 @@ class BadStart(Exception):
 class Supervisor:
     def __init__(self, child_args: Sequence[str], *, state_dir: Path | None = None,
                  hang_seconds: float = HANG_S, say: Callable[[str], None] | None = None,
-                 program: Sequence[str] | None = None, playing_note: str | None = None) -> None:
+                 program: Sequence[str] | None = None, playing_note: str | None = None,
+                 spare: bool = False) -> None:
         """`playing_note`: said once the first child plays its first frame, so that a start
-        the child refuses (bad input, exit 2) says that one line and nothing before it."""
+        the child refuses (bad input, exit 2) says that one line and nothing before it.
+        `spare`: keep the next show's process started ahead of need (show/spare.py; the
+        program must know its SPARE_FLAG, as instrument.py does)."""
         state_dir = state_dir or default_state_dir()
         self.program = list(program or [sys.executable, "-m", "swarm_instrument.instrument"])
         self.child_args = list(child_args)
@@ -123,25 +127,35 @@ class Supervisor:
         self._held: int | None = None  # a stop that came before that, passed on then
         self._stopped_at: float | None = None
         self._playing_note = playing_note
+        self._use_spare = spare
+        self._spare: Spare | None = None
+        self.spares_taken = 0  # restarts played by a spare process
 
     # ---- one child ------------------------------------------------------------------------------
 
-    def _start(self, resume: bool, safe: bool, fresh: bool) -> tuple[subprocess.Popen, int]:
-        read_fd, write_fd = os.pipe()
-        args = [*self.program, *self.child_args, "--no-supervisor", "--heartbeat-fd", str(write_fd),
+    def _args(self, write_fd: int, resume: bool, safe: bool, fresh: bool) -> list[str]:
+        """The show's arguments (without the program)."""
+        args = [*self.child_args, "--no-supervisor", "--heartbeat-fd", str(write_fd),
                 "--last-telemetry", str(self.telemetry)]
-        if resume:
-            args.append("--resume")
-        if safe:
-            args.append("--safe-mode")
-        if fresh:
-            args.append("--fresh")
+        return args + ["--resume"] * resume + ["--safe-mode"] * safe + ["--fresh"] * fresh
+
+    def _start(self, resume: bool, safe: bool, fresh: bool) -> tuple[subprocess.Popen, int]:
         self._stderr_tail.clear()
-        # A process group of its own: a Ctrl+C at the terminal reaches the supervisor, which
-        # passes it on once (a second copy would force the child's end mid-shutdown).
-        child = subprocess.Popen(args, pass_fds=(write_fd,), stderr=subprocess.PIPE,
-                                 text=True, errors="replace", process_group=0)
-        os.close(write_fd)
+        spare, self._spare = self._spare, None
+        child = None
+        if spare is not None:
+            child = spare.take(self._args(spare.write_fd, resume, safe, fresh))
+        if child is not None:
+            read_fd = spare.heartbeat
+            self.spares_taken += 1
+        else:
+            read_fd, write_fd = os.pipe()
+            # A process group of its own: a Ctrl+C at the terminal reaches the supervisor,
+            # which passes it on once (a second copy would force the child's end mid-shutdown).
+            child = subprocess.Popen([*self.program, *self._args(write_fd, resume, safe, fresh)],
+                                     pass_fds=(write_fd,), stderr=subprocess.PIPE, text=True,
+                                     errors="replace", process_group=0)
+            os.close(write_fd)
         self._child = child
         self._beaten = False
         if self._stops:  # a stop came in while this child was starting
@@ -172,6 +186,8 @@ class Supervisor:
                     last_beat, beaten = now, True
                     if not self._beaten:  # playing: its own stop handling is in place now
                         self._beaten = True
+                        if self._use_spare and self._spare is None and not self._stop:
+                            self._spare = Spare(self.program)  # the next show, ahead of need
                         if self._playing_note:
                             self.say(self._playing_note)
                             self._playing_note = None
@@ -269,6 +285,9 @@ class Supervisor:
                 if self._stop:
                     return 0
         finally:
+            if self._spare is not None:
+                self._spare.drop()
+                self._spare = None
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
 

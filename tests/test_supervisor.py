@@ -111,6 +111,45 @@ def test_a_show_that_played_a_while_comes_back_at_once(tmp_path, monkeypatch):
     assert [line.split("restarting in ")[1][:5] for line in said] == ["0.0 s", "0.0 s"], said
 
 
+SPARING_SHOW = """
+import json, os, sys, time
+log = sys.argv[1]
+born = time.monotonic()
+args = sys.argv[2:]
+if args == ["--spare-for-supervisor"]:  # the spare: waits for its command line
+    line = sys.stdin.readline()
+    if not line:
+        open(log, "a").write(f"dropped {os.getpid()}\\n")
+        sys.exit(0)
+    args = json.loads(line)
+shows = open(log).read().count("show ") if os.path.exists(log) else 0
+open(log, "a").write(f"show {os.getpid()} born {born} played {time.monotonic()} {args}\\n")
+os.write(int(args[args.index("--heartbeat-fd") + 1]), b".")  # a frame played
+time.sleep(0.5)
+sys.exit(3 if shows == 0 else 0)  # the first show dies, the second ends well
+"""
+
+
+@pytest.mark.posix  # the supervisor: POSIX pipes and process groups (not on Windows)
+def test_a_spare_process_plays_the_show_that_died(tmp_path):
+    """With a spare, the show that comes back is a process started while the first played
+    (its imports done ahead of need), handed its command line when the first died; the spare
+    made after it is dropped when the supervisor ends."""
+    log = tmp_path / "shows.txt"
+    said: list[str] = []
+    supervisor = Supervisor([], state_dir=tmp_path, say=said.append, spare=True,
+                            program=[sys.executable, "-c", SPARING_SHOW, str(log)])
+    assert supervisor.run() == 0
+    lines = log.read_text().splitlines()
+    shows = [line.split() for line in lines if line.startswith("show ")]
+    assert len(shows) == 2 and supervisor.spares_taken == 1, lines
+    first_played, second_born = float(shows[0][5]), float(shows[1][3])
+    assert second_born < first_played + 0.5  # started while the first played (it died at +0.5)
+    assert "--resume" in lines[1] and "--heartbeat-fd" in lines[1]
+    assert lines[-1].startswith("dropped ")  # the next spare, made once the second played
+    assert "restarting in 0.0 s" in said[0]
+
+
 def test_the_crash_log_rotates(tmp_path):
     logger = crash_logger(tmp_path)
     for _ in range(1200):
