@@ -71,13 +71,19 @@ def test_a_minute_of_show_played_with_keys_and_mouse(display, tmp_path):
         performer.key("shift+Right")
         raised = telemetry.wait(lambda r: r["params"]["count"] > 2048, "count up")
         assert raised["params"]["count"] == 4096  # 256..262144 on a geometric curve
-        telemetry.wait(lambda r: r["agents"] == r["params"]["count"], "agents to follow")
+        # The agents follow the count asked, as far as the governor lets them on software GL
+        # (it may hold fewer to keep 30 fps: the HUD's "count 4,096 of 16,384").
+        def playing(count: int):
+            return lambda r: (r["params"]["count"] == count == r["governor"]["count_asked"]
+                              and r["agents"] == r["governor"]["count"] <= count)
+
+        telemetry.wait(playing(4096), "agents to follow")
         performer.key("3")  # played live, the count is the performer's: a recall sets it
-        telemetry.wait(lambda r: r["agents"] == 16384, "the recall's count")
+        telemetry.wait(playing(16384), "the recall's count")
         for _ in range(3):
             performer.key("shift+Left")
         lowered = telemetry.wait(lambda r: r["params"]["count"] == 2048, "count down")
-        telemetry.wait(lambda r: r["agents"] == lowered["params"]["count"], "fewer agents")
+        telemetry.wait(playing(lowered["params"]["count"]), "fewer agents")
         performer.key("Down", "Right", "Right")  # spawn_radius, a fine step up twice
         assert telemetry.wait(lambda r: r["selected"] == "spawn_radius", "Down")
         performer.key("Up")
