@@ -29,6 +29,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
+from _pytest.mark.structures import ParameterSet
 
 from jackd import PERIOD, jack_server
 from xdisplay import xvfb
@@ -199,6 +200,22 @@ def wait_for(check: Callable[[], object], what: str, timeout: float = 60.0,
             seen = f"; instead: {str(state())[:800]}" if state is not None else ""
             pytest.fail(f"timed out waiting for {what}{seen}")
         time.sleep(every)
+
+
+def quick_sample(cases: list, keep: int = 3) -> list:
+    """Parametrized cases of which the first `keep` are in the quick tier and the rest marked
+    `slow`: for a family where each case starts the command (a new process, about 0.7 s
+    here), `pytest -m quick` plays a sample and the whole suite plays them all."""
+    sampled = []
+    for index, case in enumerate(cases):
+        if index < keep:
+            sampled.append(case)
+        elif isinstance(case, ParameterSet):
+            sampled.append(pytest.param(*case.values, marks=[*case.marks, pytest.mark.slow],
+                                        id=case.id))
+        else:
+            sampled.append(pytest.param(*case, marks=pytest.mark.slow))
+    return sampled
 
 
 def free_port(kind: int = socket.SOCK_DGRAM) -> int:

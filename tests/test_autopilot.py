@@ -192,6 +192,7 @@ def rendered(tmp_path_factory):
     return outs
 
 
+@pytest.mark.slow  # the command renders a song, twice
 def test_a_render_follows_the_songs_sections(rendered):
     _, telemetry, said = rendered[0]
     records = [json.loads(line) for line in telemetry.read_text().splitlines()]
@@ -209,6 +210,7 @@ def test_a_render_follows_the_songs_sections(rendered):
     assert "autopilot: drop at" in said and "(cut, burst)" in said
 
 
+@pytest.mark.slow  # the command renders a song, twice (the fixture)
 def test_the_same_song_and_seed_give_the_same_video(rendered):
     a, b = decode_frames(rendered[0][0]), decode_frames(rendered[1][0])
     assert a.shape == b.shape and a.max() > 40
@@ -325,6 +327,7 @@ def test_the_autopilot_switches_off_and_on_by_key_and_osc():
     assert pilot.telemetry(0.0)["control"] == "autopilot"
 
 
+@pytest.mark.slow  # seconds of a live show, frame by frame
 def test_a_knob_turned_during_an_autopilot_morph_wins_and_the_autopilot_waits(ctx):
     """In the real show: the autopilot morphs into a look over four seconds; a second in, the
     performer sets max_speed (a knob, OSC, a key: one "set" action); the morph lets go of it,

@@ -13,6 +13,7 @@ from swarm_instrument.visual.sim.agents import spawn_state
 from swarm_instrument.visual.sim.lure import Lure
 
 import reference
+from conftest import quick_sample
 from conftest import run_instrument as instrument
 
 
@@ -79,7 +80,7 @@ def test_preset_params_apply(tmp_path):
     assert np.all(np.abs(position) <= 10 + 1e-4)
 
 
-@pytest.mark.parametrize("content, expected", [
+@pytest.mark.parametrize("content, expected", quick_sample([
     ('{"params": {"max_sped": 3}}', "unknown parameter 'max_sped'"),
     ('{"params": {"max_speed": -1}}', "'max_speed' = -1.0 is out of range"),
     ('{"params": {"boundary": "torus"}}', "'boundary' must be one of"),
@@ -91,7 +92,7 @@ def test_preset_params_apply(tmp_path):
     (('{"routes": [{"source": "low", "param": "bloom", "amount": 1},'
       ' {"source": "low", "param": "bloom", "amount": 2}]}'),
      "routes[0] (low -> bloom 1) and routes[1] (low -> bloom 2) route the same source"),
-])
+]))
 def test_bad_preset_is_one_clear_line(tmp_path, content, expected):
     preset = tmp_path / "bad.json"
     preset.write_text(content)

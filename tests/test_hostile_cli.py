@@ -17,7 +17,7 @@ from pythonosc.udp_client import SimpleUDPClient
 
 from swarm_instrument.visual.gpu.limits import SOFTWARE_LIVE_COUNT
 
-from conftest import ROOT, free_port, run_instrument, wait_for
+from conftest import ROOT, free_port, quick_sample, run_instrument, wait_for
 from telemetry import last_record
 
 QUICK = ("--headless", "--frames", "1", "--size", "64x64", "--count", "64")
@@ -40,7 +40,7 @@ def fifo(tmp_path):
     return path
 
 
-@pytest.mark.parametrize("args, names", [
+@pytest.mark.parametrize("args, names", quick_sample([
     (["--seed", "-1"], ["--seed", "0 to 4294967295"]),
     (["--seed", "99999999999"], ["--seed"]),
     (["--obstacle", "0,0,0,nan"], ["--obstacle", "finite"]),
@@ -61,7 +61,7 @@ def fifo(tmp_path):
                  marks=pytest.mark.posix),
     (["--web", "nohost.invalid:8080"], ["--web", "'nohost.invalid:8080'", "cannot be resolved"]),
     (["--web", "8080:0.0.0.0"], ["--web", "'8080:0.0.0.0'", "HOST:PORT"]),
-])
+]))
 def test_bad_values_are_refused_before_the_first_frame(args, names):
     result = run_instrument(*QUICK, *args, timeout=60)  # a hang fails at the timeout
     one_line_refusal(result, *names)
