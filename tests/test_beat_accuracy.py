@@ -14,6 +14,7 @@ import pytest
 
 from swarm_instrument.audio.analysis.beat_feed import FileBeatFeed, RingBeatFeed
 from swarm_instrument.audio.analysis.beats import BeatInfo, BeatTracker
+from swarm_instrument.audio.analysis.tempo_estimate import peak_shift
 from swarm_instrument.audio.base import OfflineAudio
 from swarm_instrument.audio.input.ring import Ring
 
@@ -258,3 +259,14 @@ def test_live_a_played_file_and_a_render_give_the_same_beats():
         assert len(found) == len(mirror), (len(found), len(mirror))
         assert np.max(np.abs(found - mirror)) < 0.012, np.max(np.abs(found - mirror))
     assert hits(render, beats[beats > 4.0]).all()
+
+
+def test_the_tempo_peak_is_placed_within_half_a_bin():
+    """A parabola through three bins gives the peak between them; a middle bin that is no
+    maximum (a held tempo's) with nearly flat neighbours once threw it hundreds of bins away:
+    a tempo below zero, and the tracker raised (math domain error) in the middle of a song."""
+    assert peak_shift(1.0, 2.0, 1.0) == 0.0
+    assert peak_shift(1.0, 2.0, 1.5) == pytest.approx(1 / 6)
+    assert peak_shift(1.0, 1.0, 1.0) == 0.0  # flat: no peak to place
+    assert peak_shift(1.0, 1.5, 1.999999) == 0.5  # nearly flat, rising: held at half a bin
+    assert peak_shift(1.999999, 1.5, 1.0) == -0.5

@@ -85,8 +85,7 @@ class TempoEstimator:
                 peak = held
         mean = float(magnitude.mean())
         if 0 < peak < len(magnitude) - 1:
-            a, b, c = summed[peak - 1:peak + 2]
-            shift = 0.5 * (a - c) / (a - 2 * b + c) if a - 2 * b + c < 0 else 0.0
+            shift = peak_shift(*summed[peak - 1:peak + 2])
         else:
             shift = 0.0
         return float(bpms[peak] + shift * GRID_BPM), float(magnitude[peak]) / max(mean, 1e-9)
@@ -104,6 +103,8 @@ class TempoEstimator:
             return None
         bpm, strength = self.family(signal, None if current is None
                                      else 60.0 * self.fps / current)
+        if not (math.isfinite(bpm) and bpm > 0.0):
+            return None
         levels = binary_levels(bpm, tmin, tmax)
         periods = [60.0 * self.fps / b for b in levels]  # fastest first
         level = prepare(accents)
@@ -120,6 +121,17 @@ class TempoEstimator:
                 break
             chosen = slower
         return refine(signal, chosen), strength
+
+
+def peak_shift(a: float, b: float, c: float) -> float:
+    """Where a parabola through three neighbouring bins peaks, in bins from the middle one,
+    within half a bin: the middle bin need not be a maximum (a held tempo's bin is chosen
+    near a peak, not at it), and there a nearly flat parabola would throw the peak anywhere
+    (a tempo below zero was seen)."""
+    curve = a - 2.0 * b + c
+    if not curve < 0.0:
+        return 0.0
+    return min(max(0.5 * (a - c) / curve, -0.5), 0.5)
 
 
 def _near(a: float, b: float) -> bool:
