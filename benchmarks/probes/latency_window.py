@@ -27,7 +27,7 @@ import rtmidi
 from swarm_instrument.control.looks.preset_bank import PresetBank
 from swarm_instrument.show.cli.options import START_LOOK
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]  # the clone: benchmarks/probes/ is two below it
 DARK_EXPOSURE, BRIGHT_EXPOSURE, MIDI_CC = 0.15, 8.0, 20
 AUDIO_TYPE = b"32 bit float mono audio"
 PROCESS = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p)
