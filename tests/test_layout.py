@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import re
+import tomllib
 from collections import Counter
 from pathlib import Path
 
@@ -143,3 +144,17 @@ def test_the_checks_see_what_they_look_for(tmp_path):
     assert imports(path) == [(2, "control.parameters.registry"), (3, "rtmidi"), (4, "show")]
     late = late_imports(path)
     assert [bool(LATE_NOTE.search(text)) for _, text in late] == [False, True, False]
+
+
+def test_every_folder_of_the_package_is_in_the_wheel():
+    """pyproject.toml lists the package's folders (the clone's root mapped to swarm_instrument):
+    a new folder left out of the list is left out of the wheel, and the installed command
+    fails where it imports it, which only a user of the wheel would see."""
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+                 ["packages"])
+    folders = {"swarm_instrument"} | {
+        "swarm_instrument." + ".".join(init.parent.relative_to(ROOT).parts)
+        for part in ("audio", "control", "show", "visual")
+        for init in (ROOT / part).rglob("__init__.py")}
+    assert folders - listed == set(), "add them to [tool.setuptools] packages"
+    assert listed - folders == set(), "listed, but no such folder"
