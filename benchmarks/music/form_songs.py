@@ -19,19 +19,16 @@ What each section plays:
 
 from __future__ import annotations
 
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import mido
 import numpy as np
 
-TICKS = 480  # a beat
-SOUND_FONT = Path("/usr/share/sounds/sf2/FluidR3_GM.sf2")
+from benchmarks.music.gm_songs import DRUMS, PROGRESSION, TICKS, midi_file, render_midi
+
 KICK, SNARE, CLAP, HAT, OPEN, CRASH, RIDE = 36, 38, 39, 42, 46, 49, 51
-DRUMS = 9  # channel 10
 BASS, CHORDS, PAD, LEAD = 1, 2, 3, 4
-PROGRESSION = [(57, (57, 60, 64)), (53, (53, 57, 60)), (48, (55, 60, 64)), (55, (55, 59, 62))]
 
 
 @dataclass
@@ -124,29 +121,10 @@ class Song:
                                                velocity=velocity)))
             events.append((on + max(1, round(length * TICKS)), 1, mido.Message(
                 "note_off", channel=channel, note=note, velocity=0)))
-        events.sort(key=lambda e: (e[0], e[1]))
-        track, now = mido.MidiTrack(), 0
-        for tick, _, message in events:
-            track.append(message.copy(time=tick - now))
-            now = tick
-        song = mido.MidiFile(ticks_per_beat=TICKS)
-        song.tracks.append(track)
-        return song
+        return midi_file(events)
 
     def render(self, folder: Path, rate: int = 48000) -> Path:
-        """The song as a WAV through FluidSynth (kept: rendered again only when it changed)."""
-        folder.mkdir(parents=True, exist_ok=True)
-        midi_path = folder / f"{self.name}.mid"
-        wav = folder / f"{self.name}.wav"
-        self.midi().save(midi_path)
-        stamp = folder / f"{self.name}.stamp"
-        key = midi_path.read_bytes()
-        if wav.exists() and stamp.exists() and stamp.read_bytes() == key:
-            return wav
-        subprocess.run(["fluidsynth", "-ni", "-q", "-g", "0.6", "-r", str(rate), "-F", str(wav),
-                        str(SOUND_FONT), str(midi_path)], check=True, capture_output=True)
-        stamp.write_bytes(key)
-        return wav
+        return render_midi(self.midi(), self.name, folder, rate)
 
 
 # -- parts ------------------------------------------------------------------------------------

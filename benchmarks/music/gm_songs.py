@@ -87,32 +87,41 @@ class Song:
                                                velocity=velocity)))
             events.append((on + max(1, round(length * TICKS)), 1, mido.Message(
                 "note_off", channel=channel, note=note, velocity=0)))
-        events.sort(key=lambda e: (e[0], e[1]))
-        track, now = mido.MidiTrack(), 0
-        for tick, _, message in events:
-            track.append(message.copy(time=tick - now))
-            now = tick
-        song = mido.MidiFile(ticks_per_beat=TICKS)
-        song.tracks.append(track)
-        return song
+        return midi_file(events)
 
     def _bpm_at(self, beat: float) -> float:
         return [bpm for at, bpm in self.tempo if at <= beat][-1]
 
     def render(self, folder: Path, rate: int = 48000) -> Path:
-        """The song as a WAV through FluidSynth (kept: rendered again only when it changed)."""
-        folder.mkdir(parents=True, exist_ok=True)
-        midi_path = folder / f"{self.name}.mid"
-        wav = folder / f"{self.name}.wav"
-        self.midi().save(midi_path)
-        stamp = folder / f"{self.name}.stamp"
-        key = midi_path.read_bytes()
-        if wav.exists() and stamp.exists() and stamp.read_bytes() == key:
-            return wav
-        subprocess.run(["fluidsynth", "-ni", "-q", "-g", "0.6", "-r", str(rate), "-F", str(wav),
-                        str(SOUND_FONT), str(midi_path)], check=True, capture_output=True)
-        stamp.write_bytes(key)
+        return render_midi(self.midi(), self.name, folder, rate)
+
+
+def midi_file(events: list[tuple[int, int, mido.Message]]) -> mido.MidiFile:
+    """(tick, order, message) events, offs before ons at a tick, as a one-track MIDI file."""
+    events.sort(key=lambda e: (e[0], e[1]))
+    track, now = mido.MidiTrack(), 0
+    for tick, _, message in events:
+        track.append(message.copy(time=tick - now))
+        now = tick
+    song = mido.MidiFile(ticks_per_beat=TICKS)
+    song.tracks.append(track)
+    return song
+
+
+def render_midi(song: mido.MidiFile, name: str, folder: Path, rate: int = 48000) -> Path:
+    """A song as a WAV through FluidSynth (kept: rendered again only when it changed)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    midi_path = folder / f"{name}.mid"
+    wav = folder / f"{name}.wav"
+    song.save(midi_path)
+    stamp = folder / f"{name}.stamp"
+    key = midi_path.read_bytes()
+    if wav.exists() and stamp.exists() and stamp.read_bytes() == key:
         return wav
+    subprocess.run(["fluidsynth", "-ni", "-q", "-g", "0.6", "-r", str(rate), "-F", str(wav),
+                    str(SOUND_FONT), str(midi_path)], check=True, capture_output=True)
+    stamp.write_bytes(key)
+    return wav
 
 
 # -- parts ------------------------------------------------------------------------------------
