@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from test_audio_beats import CountingTracker  # a tracker that keeps what it is fed
 
 from swarm_instrument.audio.files.decode import AudioFileError, check_audio_file, read_audio
 from swarm_instrument.audio.files.playback import AudioFile
@@ -272,25 +273,6 @@ def test_file_falls_back_to_the_clock_when_the_output_fails(tmp_path):
     assert source.has_data and source.level > 0.9  # it carries on by the clock
 
 
-class RecordingTracker:
-    """Stands in for the beat tracker: keeps what it is fed, in order."""
-
-    rate = float(RATE)
-
-    def __init__(self) -> None:
-        self.fed: list[np.ndarray] = []
-        self.skipped = 0
-
-    def feed(self, samples: np.ndarray) -> None:
-        self.fed.append(samples.copy())
-
-    def skip(self, count: int) -> None:
-        self.skipped += count
-
-    def info(self, at: float) -> None:
-        return None
-
-
 def test_every_sample_of_a_muted_file_reaches_the_beat_tracker_in_order(tmp_path):
     """Frames of 1/7 s, then one of 4 s (longer than the ring holds): the tracker still gets
     the file from its first sample, looping, none skipped, none twice."""
@@ -298,7 +280,7 @@ def test_every_sample_of_a_muted_file_reaches_the_beat_tracker_in_order(tmp_path
     write_wav(path, np.linspace(-0.9, 0.9, RATE // 2), RATE)  # a ramp: order shows
     mono = read_audio(path)[0][:, 0]
     source = AudioFile(path, mute=True)
-    source._beats = tracker = RecordingTracker()
+    source._beats = tracker = CountingTracker()
     frames = [i / 7 for i in range(15)] + [2.0 + 4.0, 6.1]
     for now in frames:
         source.update(100.0 + now)
