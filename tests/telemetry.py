@@ -9,6 +9,8 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from swarm_instrument.show.supervisor import last_telemetry
+
 from conftest import wait_for
 
 
@@ -28,17 +30,9 @@ def records(path: Path) -> list[dict]:
 
 
 def last_record(path: Path) -> dict | None:
-    """The newest whole record, or None."""
-    try:
-        lines = path.read_text().splitlines()
-    except FileNotFoundError:
-        return None
-    for line in reversed(lines):
-        try:
-            return json.loads(line)
-        except json.JSONDecodeError:
-            continue
-    return None
+    """The newest whole record, or None: the supervisor's own reader (it reads the file's
+    last 64 KiB, whole lines only)."""
+    return last_telemetry(path)
 
 
 class Telemetry:
