@@ -223,17 +223,14 @@ class LiveForm:
     tracker of its own, the beats made a grid (LiveGrid), each beat handed to the follower
     once it has ended and its frames exist. `update()` once a frame gives the changes found
     since, their times in the stream's seconds (sample 0 at 0); `heard` says how far the
-    stream is. A tracker that cannot be made (no aubio) leaves the form unknown: no change."""
+    stream is."""
 
     KEEP_S = 8.0  # frames kept for beats not yet ended (a beat is never this long)
 
     def __init__(self, rate: float) -> None:
         self.rate = float(rate)
         self.stream = FrameStream(rate)
-        try:
-            self.tracker: BeatTracker | None = BeatTracker(rate)
-        except Exception:  # noqa: BLE001 - no aubio wheel: the form is not followed
-            self.tracker = None
+        self.tracker = BeatTracker(rate)
         self.grid = LiveGrid()
         self.follower = FormFollower()
         self.heard = 0  # samples so far
@@ -244,8 +241,7 @@ class LiveForm:
 
     def feed(self, samples: np.ndarray) -> None:
         self.stream.feed(samples)
-        if self.tracker is not None:
-            self.tracker.feed(samples)
+        self.tracker.feed(samples)
         self.heard += len(samples)
 
     def update(self) -> list[Change]:
@@ -255,10 +251,10 @@ class LiveForm:
             self._frames = np.vstack([self._frames, frames])
         reported = []
         tracker = self.tracker
-        if tracker is not None and tracker.beats != self._counted and tracker.last_beat:
+        if tracker.beats != self._counted and tracker.last_beat:
             self._counted = tracker.beats
             reported.append(tracker.last_beat / self.rate)
-        if tracker is not None and tracker.bpm > 0.0:
+        if tracker.bpm > 0.0:
             # the tracker's own tempo: the intervals of its first beats (the count rising
             # towards the first) would set a wrong period the grid then followed for bars
             self.grid.period = 60.0 / tracker.bpm
