@@ -283,6 +283,8 @@ class Show:
             self.lure.move_to(action.values["point"], self.now)  # idle on the clock
         elif kind == "autopilot" and hasattr(self.autopilot, "switch"):  # --autopilot live
             self.autopilot.switch(action, self.now)
+        elif kind == "autopilot":  # nothing to switch: the HUD says how to have one
+            self.status["autopilot"] = "off: start the show with --autopilot to use it"
         elif kind == "outputs":
             switch_outputs(self.outputs, action, self.status)
 

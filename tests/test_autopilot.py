@@ -38,7 +38,7 @@ from swarm_instrument.show.autopilot.choreography import Cue, Look, plan
 from swarm_instrument.show.autopilot.live_autopilot import LiveAutopilot
 from swarm_instrument.show.cli.options import ShowOptions
 from swarm_instrument.show.inputs.keys import key_action
-from swarm_instrument.show.report import autopilot_line
+from swarm_instrument.show.report import autopilot_line, hud_lines
 from swarm_instrument.show.show import Show
 from swarm_instrument.visual.output.video_files import decode_frames
 
@@ -325,6 +325,19 @@ def test_the_autopilot_switches_off_and_on_by_key_and_osc():
     assert pilot.telemetry(0.0)["on"] is False and pilot.telemetry(0.0)["control"] == "off"
     pilot.switch(Action("autopilot", 1), 0.0)
     assert pilot.telemetry(0.0)["control"] == "autopilot"
+
+
+def test_the_autopilot_key_without_an_autopilot_says_how_to_have_one(ctx):
+    """A pressed on a show started without --autopilot: nothing to switch, and the HUD says
+    why (it used to do nothing at all)."""
+    show = Show(ctx, Params({"count": 256}), ShowOptions())
+    try:
+        show.act(Action("autopilot"))
+        assert show.status["autopilot"] == "off: start the show with --autopilot to use it"
+        assert "autopilot: off: start the show with --autopilot" in "\n".join(
+            hud_lines(show))
+    finally:
+        show.release()
 
 
 @pytest.mark.slow  # seconds of a live show, frame by frame
