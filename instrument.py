@@ -29,6 +29,7 @@ from swarm_instrument.show.cli.arguments import build_parser
 from swarm_instrument.show.cli.console import error, install
 from swarm_instrument.show.cli.live_show import LiveShow, run_headless, run_window
 from swarm_instrument.show.cli.options import START_LOOK
+from swarm_instrument.show.cli.start_trace import mark
 from swarm_instrument.show.offline.contact_sheet import SheetSettings, write_contact_sheet
 from swarm_instrument.show.offline.offline_render import run_render
 from swarm_instrument.show.offline.progress import RunProgress
@@ -170,6 +171,7 @@ def supervision(args: argparse.Namespace, platform: str = sys.platform
 
 def main(argv: list[str] | None = None) -> int:
     install()
+    mark("main")
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.list_devices:
@@ -238,6 +240,7 @@ def spare() -> int:
     """The supervisor's spare (show/spare.py): everything imported, it waits for the command
     line of the show it is to play."""
     argv = wait_for_command()
+    mark("spare: command taken")
     return 0 if argv is None else main(argv)
 
 

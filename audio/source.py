@@ -24,7 +24,7 @@ from swarm_instrument.audio.files.decode import (
 )
 from swarm_instrument.audio.files.playback import AudioFile
 from swarm_instrument.audio.input.devices import list_input_devices
-from swarm_instrument.audio.input.live_input import AudioInput
+from swarm_instrument.audio.input.live_input import START_WAIT_S, AudioInput
 
 __all__ = ["AudioFrameSource", "AudioInput", "AudioFile", "OfflineAudio", "Silence", "open_audio",
            "list_input_devices", "AudioFileError", "AudioFileInfo", "check_audio_file",
@@ -32,10 +32,13 @@ __all__ = ["AudioFrameSource", "AudioInput", "AudioFile", "OfflineAudio", "Silen
 
 
 def open_audio(device: int | str | None = None, file: str | Path | None = None,
-               mute: bool = False, *, loop: bool = True, sd: Any = None) -> AudioFrameSource:
+               mute: bool = False, *, loop: bool = True, sd: Any = None,
+               start_wait_s: float = START_WAIT_S) -> AudioFrameSource:
     """The source the command line asks for: `file` if given, else the input `device`
     (None = the default input). Never raises: whatever fails becomes a source that reads as
-    silence, whose `message` says why and what to try."""
+    silence, whose `message` says why and what to try. `start_wait_s`: how long the live
+    input's opening is awaited here (0: not at all; its frames read silence until the worker
+    reports, and what it reports is said then)."""
     try:
         if file is not None:
             try:
@@ -45,7 +48,8 @@ def open_audio(device: int | str | None = None, file: str | Path | None = None,
             if device is not None:
                 source._say(f"--audio-device {device} is not used while --audio-file plays")
             return source
-        return AudioInput(device, sd=sd)  # PortAudio runs in its worker process
+        # PortAudio runs in its worker process
+        return AudioInput(device, sd=sd, start_wait_s=start_wait_s)
     except Exception as exc:  # noqa: BLE001 - a bug must not stop the show; say it plainly
         return Silence("audio failed", f"audio could not start ({type(exc).__name__}: {exc}); "
                        "running without audio")

@@ -10,7 +10,8 @@ driver's shader caches off (Mesa's and NVIDIA's, by their environment variables)
 start, the others warm. Then, in each warm run, after the show played --played seconds (3),
 its process is killed (SIGKILL, as a crash) and the time from the kill to the first record of
 the new child is the restart to a picture (the supervisor starts it at once, in the spare
-process it made while the show played: show/spare.py). Reported in seconds.
+process it made while the show played: show/spare.py). Reported in seconds. `--trace`: each
+restart's timeline from the kill, by the stamps the processes write (show/cli/start_trace.py).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from swarm_instrument.show.cli.start_trace import TRACE_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
 NO_SHADER_CACHE = {"MESA_SHADER_CACHE_DISABLE": "true", "__GL_SHADER_DISK_CACHE": "0"}
@@ -65,6 +68,9 @@ def one_run(args: argparse.Namespace, folder: Path, index: int, cold: bool,
                SWARM_RECOVERY_FILE=str(folder / "recovery.json"))
     if cold:
         env.update(NO_SHADER_CACHE)
+    trace = folder / f"run{index}.trace"
+    if args.trace:
+        env[TRACE_ENV] = str(trace)
     argv = [sys.executable, str(ROOT / "instrument.py"), "--headless", "--no-midi",
             "--count", str(args.count), "--size", args.size, "--telemetry", str(telemetry)]
     with (folder / f"run{index}.log").open("w") as log:
@@ -81,10 +87,13 @@ def one_run(args: argparse.Namespace, folder: Path, index: int, cold: bool,
                 # spare (show/spare.py) has had the time to import the show by then
                 time.sleep(args.played)
                 killed = time.perf_counter()
+                killed_at = time.monotonic()
                 os.kill(child, signal.SIGKILL)
                 wait_for(lambda: any(r["pid"] != child for r in records(telemetry)), process,
                          args.timeout, "the restarted show's first frame")
                 row["restart_to_picture_s"] = round(time.perf_counter() - killed, 3)
+                if args.trace:
+                    row["restart_trace"] = timeline(trace, killed_at)
         finally:
             process.send_signal(signal.SIGINT)
             try:
@@ -93,6 +102,20 @@ def one_run(args: argparse.Namespace, folder: Path, index: int, cold: bool,
                 process.kill()
                 process.wait(5)
     return row
+
+
+def timeline(trace: Path, killed_at: float) -> list[str]:
+    """The trace's marks from the kill on: `+SECONDS pid what`."""
+    marks = []
+    try:
+        lines = trace.read_text().splitlines()
+    except OSError:
+        return marks
+    for line in lines:
+        stamp, pid, what = line.split(" ", 2)
+        if float(stamp) >= killed_at:
+            marks.append(f"+{float(stamp) - killed_at:.3f} {pid} {what}")
+    return marks
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -104,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds for each wait")
     parser.add_argument("--played", type=float, default=3.0,
                         help="seconds the show plays before it is killed (a restart each warm run)")
+    parser.add_argument("--trace", action="store_true",
+                        help="print each restart's timeline from the kill (the processes' marks)")
     parser.add_argument("--json", metavar="PATH")
     args = parser.parse_args(argv)
     if args.runs < 2:
@@ -117,6 +142,8 @@ def main(argv: list[str] | None = None) -> int:
                  if "restart_to_picture_s" in row else "")
         print(f"run {index + 1} ({'cold' if row['cold'] else 'warm'}): first frame "
               f"{row['first_frame_s']:.2f} s at {row['agents']} agents{extra}", flush=True)
+        for line in row.get("restart_trace", []):
+            print(f"    {line}", flush=True)
     warm = [r["first_frame_s"] for r in rows if not r["cold"]]
     restarts = [r["restart_to_picture_s"] for r in rows if "restart_to_picture_s" in r]
     summary = {"cold_first_frame_s": rows[0]["first_frame_s"],

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from swarm_instrument.control.looks.user_folders import state_dir
+from swarm_instrument.show.cli.start_trace import mark
 from swarm_instrument.show.spare import Spare
 
 CRASH_LOG = "crash.log"
@@ -145,6 +146,7 @@ class Supervisor:
         child = None
         if spare is not None:
             child = spare.take(self._args(spare.write_fd, resume, safe, fresh))
+        mark("supervisor: show started" + (" (the spare)" if child is not None else ""))
         if child is not None:
             read_fd = spare.heartbeat
             self.spares_taken += 1
@@ -195,6 +197,7 @@ class Supervisor:
                             self._pass_on(self._held)
             code = child.poll()
             if code is not None:
+                mark(f"supervisor: the show ended ({code})")
                 if code == 0 or self._stop:
                     return None
                 if code == 2 and not beaten:

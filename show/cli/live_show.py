@@ -36,6 +36,7 @@ from swarm_instrument.show.cli.options import (
     options_from_args,
 )
 from swarm_instrument.show.cli.screen_plan import ScreenPlan, plan_screens
+from swarm_instrument.show.cli.start_trace import mark
 from swarm_instrument.show.idle_gc import IdleCollector
 from swarm_instrument.show.inputs.control_surface import (
     ControlSurface,
@@ -74,7 +75,10 @@ def open_inputs(args: argparse.Namespace, params: Params) -> dict[str, Any]:
         log.info("safe mode: no audio, no MIDI, no OSC, no web remote, the bundled shaders")
         return {"audio": Silence("safe mode", "safe mode: audio is off"), "midi": None,
                 "osc": None, "web": None}
-    audio = open_audio(args.audio_device, args.audio_file, args.mute)
+    # The picture first: the live input's worker starts beside the show's building and its
+    # first frames (silent until it reports, said then), where awaiting it cost a start, and a
+    # supervisor's restart, up to half a second (0.44 s on the H200's host, 0.67 s here).
+    audio = open_audio(args.audio_device, args.audio_file, args.mute, start_wait_s=0.0)
     midi = None
     if not args.no_midi:
         midi = Midi.open(params, ports=args.midi_port or None, virtual=args.midi_virtual,
@@ -160,9 +164,12 @@ class LiveShow:
         # The recovery file is for open-ended shows: a bounded run (--frames) leaves the last
         # show's alone.
         recovery = RecoveryWriter() if self.args.frames is None else None
+        mark("show: the machine checked")
+        inputs = open_inputs(self.args, self.params)
+        mark("show: inputs open")
         show = Show(ctx, self.params, self.options, routes=self.routes,
-                    presets=PresetBank(), preset=self.preset, recovery=recovery,
-                    **open_inputs(self.args, self.params))
+                    presets=PresetBank(), preset=self.preset, recovery=recovery, **inputs)
+        mark("show: built")
         show.recorder = open_recorder(self.args, self.params, self.routes, show.audio)
         open_autopilot(self.args, show, self.options.seed)
         clock = getattr(show.midi, "clock", None)
@@ -198,6 +205,8 @@ class LiveShow:
         """After a frame is shown, outside it: the telemetry files (once a second), the
         console's status line (every 5 s), the garbage (show/idle_gc.py)."""
         now = time.perf_counter()
+        if self.show.frame == 1:
+            mark("show: first frame")
         if self.latest is not None:
             self.latest.maybe_write(now, self.show.telemetry)
         if self.telemetry is not None:
@@ -282,7 +291,9 @@ def run_headless(live: LiveShow) -> None:
             getattr(args, "control_screen", None) is not None:
         log.info("--output-screen, --control-screen: a headless show has no screens; no "
                  "control window")
+    mark("show: making the GL context")
     ctx = create_headless_context("4.1")  # at least: the show picks the backend (--gl)
+    mark("show: GL context")
     size = args.size or HEADLESS_SIZE
     show = live.build(ctx, size)
     sink = Offscreen(show, size)
