@@ -341,15 +341,15 @@ class WindowRig:
             time.sleep(0.0005)
         return values
 
-    def first_change_after(self, t0: float, fraction, timeout: float) -> float | None:
-        """Seconds from `t0` to the first read of the screen past half-way (the read's end:
-        at most one read late), or None."""
-        deadline = t0 + timeout
+    def trace(self, t0: float, seconds: float) -> list[tuple[float, float]]:
+        """(seconds after `t0`, value) of every read of the screen until `seconds` after it
+        (each stamped at the read's end: at most one read late)."""
+        reads, deadline = [], t0 + seconds
         while time.perf_counter() < deadline:
-            if fraction(self.screen.mean()) > 0.5:
-                return time.perf_counter() - t0
+            value = self.screen.mean()
+            reads.append((time.perf_counter() - t0, value))
             time.sleep(0.0005)
-        return None
+        return reads
 
     def send(self, kind: str, on: bool) -> float:
         if kind == "sound":
