@@ -29,12 +29,12 @@ from swarm_instrument.show.cli.arguments import build_parser
 from swarm_instrument.show.cli.console import error, install
 from swarm_instrument.show.cli.live_show import LiveShow, run_headless, run_window
 from swarm_instrument.show.cli.options import START_LOOK
-from swarm_instrument.show.cli.start_trace import mark
 from swarm_instrument.show.offline.contact_sheet import SheetSettings, write_contact_sheet
 from swarm_instrument.show.offline.offline_render import run_render
 from swarm_instrument.show.offline.progress import RunProgress
-from swarm_instrument.show.spare import SPARE_FLAG, wait_for_command
-from swarm_instrument.show.supervisor import StopSignals, Supervisor
+from swarm_instrument.show.supervision.spare import SPARE_FLAG, wait_for_command
+from swarm_instrument.show.supervision.start_trace import mark
+from swarm_instrument.show.supervision.supervisor import StopSignals, Supervisor
 from swarm_instrument.visual.gpu.uniforms import MAX_OBSTACLES
 from swarm_instrument.visual.sim.agents import MAX_DT
 from swarm_instrument.visual.ui.window import WindowError
@@ -237,8 +237,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def spare() -> int:
-    """The supervisor's spare (show/spare.py): everything imported, it waits for the command
-    line of the show it is to play."""
+    """The supervisor's spare (show/supervision/spare.py): everything imported, it waits for
+    the command line of the show it is to play."""
     argv = wait_for_command()
     mark("spare: command taken")
     return 0 if argv is None else main(argv)

@@ -42,9 +42,9 @@ import sys
 import threading
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
+from probes.latency_devices import ClockedDevice, QueuedPort
 from probes.latency_window import (  # run as a script: benchmarks/ is on the path
     BRIGHT_EXPOSURE,
     DARK_EXPOSURE,
@@ -65,7 +65,6 @@ from swarm_instrument.show.loop import Loop, Offscreen, WallClock
 from swarm_instrument.show.show import Show
 from swarm_instrument.visual.gpu.context import create_headless_context
 
-RATE, BLOCK = 48000, 256
 WATCH_S = 0.5  # a trial's reads: its rise and peak come well within this
 
 
@@ -108,89 +107,6 @@ def print_row(name: str, row: dict) -> None:
 
 
 # ---- offscreen: the show in this process ------------------------------------------------------
-
-class ClockedDevice:
-    """sounddevice as the live input opens it in this process (audio/input/in_process.py):
-    one input whose stream thread delivers a block every BLOCK / RATE seconds to the worker's
-    callback, which writes it into the ring; `click()` makes the next block loud and stamps
-    when that block was delivered."""
-
-    class PortAudioError(Exception):
-        pass
-
-    def __init__(self) -> None:
-        self.default = SimpleNamespace(device=[0, -1])
-        self._armed = 0
-        self.clicked_at: float | None = None
-        self._stop = threading.Event()
-
-    def query_hostapis(self, index=None):
-        apis = [{"name": "clocked"}]
-        return apis if index is None else apis[index]
-
-    def query_devices(self, index=None):
-        devices = [{"name": "clocked input", "hostapi": 0, "max_input_channels": 1,
-                    "max_output_channels": 0, "default_samplerate": float(RATE), "index": 0}]
-        return devices if index is None else devices[index]
-
-    def _terminate(self) -> None:
-        pass
-
-    def _initialize(self) -> None:
-        pass
-
-    def InputStream(self, **kwargs):  # noqa: N802 - sounddevice's name
-        callback = kwargs["callback"]
-        loud = np.full((BLOCK, 1), 0.5, np.float32)
-        loud[::2] *= -1.0
-        quiet = np.zeros((BLOCK, 1), np.float32)
-
-        def deliver() -> None:
-            due = time.perf_counter()
-            while not self._stop.is_set():
-                due += BLOCK / RATE
-                wait = due - time.perf_counter()
-                if wait > 0:
-                    time.sleep(wait)
-                if self._armed:
-                    if self.clicked_at is None:
-                        self.clicked_at = time.perf_counter()
-                    self._armed -= 1
-                    callback(loud, BLOCK, None, None)
-                else:
-                    callback(quiet, BLOCK, None, None)
-
-        thread = threading.Thread(target=deliver, name="clocked-audio", daemon=True)
-        return SimpleNamespace(start=thread.start, abort=self._stop.set,
-                               close=self._stop.set)
-
-    def click(self, blocks: int = 19) -> None:
-        """About 100 ms of sound from the next block on."""
-        self.clicked_at = None
-        self._armed = blocks
-
-
-class QueuedPort:
-    """A MIDI input's side that Midi reads (control/midi/ports.py): bytes queued as rtmidi's
-    callback queues them, drained once a frame."""
-
-    def __init__(self) -> None:
-        self.queue: list[tuple[bytes, float]] = []
-
-    def poll(self, now: float) -> None:
-        pass
-
-    def drain(self) -> list[tuple[bytes, float]]:
-        taken, self.queue = self.queue, []
-        return taken
-
-    def status(self) -> dict:
-        return {"api": "bench", "ports_open": ["bench"], "waiting_for": [], "dropped": 0,
-                "problem": None, "state": "bench"}
-
-    def close(self) -> None:
-        pass
-
 
 class OffscreenRig:
     """The show in this process, paced at `fps` with the governor; each frame's band read

@@ -10,8 +10,9 @@ driver's shader caches off (Mesa's and NVIDIA's, by their environment variables)
 start, the others warm. Then, in each warm run, after the show played --played seconds (3),
 its process is killed (SIGKILL, as a crash) and the time from the kill to the first record of
 the new child is the restart to a picture (the supervisor starts it at once, in the spare
-process it made while the show played: show/spare.py). Reported in seconds. `--trace`: each
-restart's timeline from the kill, by the stamps the processes write (show/cli/start_trace.py).
+process it made while the show played: show/supervision/spare.py). Reported in seconds.
+`--trace`: each restart's timeline from the kill, by the stamps the processes write
+(show/supervision/start_trace.py).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from swarm_instrument.show.cli.start_trace import TRACE_ENV
+from swarm_instrument.show.supervision.start_trace import TRACE_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
 NO_SHADER_CACHE = {"MESA_SHADER_CACHE_DISABLE": "true", "__GL_SHADER_DISK_CACHE": "0"}
@@ -84,7 +85,7 @@ def one_run(args: argparse.Namespace, folder: Path, index: int, cold: bool,
             if restart:
                 child = first[0]["pid"]
                 # a crash on stage comes after the show has played a while: the supervisor's
-                # spare (show/spare.py) has had the time to import the show by then
+                # spare (show/supervision/spare.py) has had the time to import the show by then
                 time.sleep(args.played)
                 killed = time.perf_counter()
                 killed_at = time.monotonic()

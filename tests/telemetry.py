@@ -9,7 +9,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from swarm_instrument.show.supervisor import last_telemetry
+from swarm_instrument.show.supervision.supervisor import last_telemetry
 
 from conftest import wait_for
 

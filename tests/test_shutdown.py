@@ -37,8 +37,12 @@ def test_ctrl_c_to_the_group_ends_a_supervised_show_cleanly_every_time(jack, tmp
         try:
             first = wait_for(lambda: records(telemetry), "the show's first frame",
                              process=process)[0]
-            if run == 0:  # the ports are really open: what a stop must close cleanly
-                assert first["audio"]["state"] == "ok", first["audio"]
+            if run == 0:  # the ports are really open: what a stop must close cleanly (the
+                # audio worker opens its stream beside the first frames: awaited here)
+                opened = wait_for(lambda: [r for r in records(telemetry)
+                                           if r["audio"]["state"] == "ok"],
+                                  "the audio input open", process=process)[0]
+                assert opened["audio"]["device"], opened["audio"]
                 assert first["midi"]["api"] == "jack", first["midi"]
             time.sleep((run % 5) * 0.15)  # land in different moments of the frame loop
             stop = signal.SIGTERM if run % 10 == 9 else signal.SIGINT

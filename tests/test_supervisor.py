@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-import swarm_instrument.show.supervisor as supervisor_module
-from swarm_instrument.show.supervisor import Supervisor, crash_logger
+import swarm_instrument.show.supervision.supervisor as supervisor_module
+from swarm_instrument.show.supervision.child_exit import exiting
+from swarm_instrument.show.supervision.supervisor import Supervisor, crash_logger
 
 from conftest import ROOT, wait_for
 from telemetry import last_record
@@ -187,3 +188,22 @@ def test_windows_runs_the_show_unsupervised_and_says_so():
     assert not supervise and "not on Windows" in note and "--resume" in note
     bounded = instrument.build_parser().parse_args(["--headless", "--frames", "5"])
     assert instrument.supervision(bounded, platform="win32") == (False, None)
+
+
+@pytest.mark.linux  # /proc/PID/stat
+@pytest.mark.posix  # SIGKILL
+def test_a_dying_child_is_seen_before_it_is_reaped():
+    """A GL process's teardown after SIGKILL takes 1.5-1.9 s on the H200's host before
+    waitpid answers: the supervisor reads the kernel's PF_EXITING and the status instead."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        assert exiting(child.pid) is None  # alive
+        child.send_signal(signal.SIGKILL)
+        assert wait_for(lambda: exiting(child.pid), "the kill seen") == -signal.SIGKILL
+    finally:
+        child.kill()
+        child.wait()
+    assert exiting(child.pid) is None  # reaped: nothing left to say
+    ended = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
+    assert wait_for(lambda: exiting(ended.pid), "the exit seen") == 3
+    assert ended.wait() == 3

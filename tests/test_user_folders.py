@@ -9,7 +9,7 @@ from pathlib import Path
 from swarm_instrument.control.looks.preset_bank import user_presets_dir
 from swarm_instrument.control.looks.recovery import recovery_path
 from swarm_instrument.control.looks.user_folders import presets_dir, recovery_file, state_dir
-from swarm_instrument.show.supervisor import default_state_dir
+from swarm_instrument.show.supervision.supervisor import default_state_dir
 
 
 def test_the_platforms_folders_by_default(monkeypatch, tmp_path):

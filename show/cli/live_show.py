@@ -36,7 +36,6 @@ from swarm_instrument.show.cli.options import (
     options_from_args,
 )
 from swarm_instrument.show.cli.screen_plan import ScreenPlan, plan_screens
-from swarm_instrument.show.cli.start_trace import mark
 from swarm_instrument.show.idle_gc import IdleCollector
 from swarm_instrument.show.inputs.control_surface import (
     ControlSurface,
@@ -50,7 +49,8 @@ from swarm_instrument.show.loop import Loop, Offscreen, WallClock
 from swarm_instrument.show.offline.progress import RunProgress
 from swarm_instrument.show.report import LatestRecord, Telemetry
 from swarm_instrument.show.show import Show
-from swarm_instrument.show.supervisor import Heartbeat, StopSignals
+from swarm_instrument.show.supervision.start_trace import mark
+from swarm_instrument.show.supervision.supervisor import Heartbeat, StopSignals
 from swarm_instrument.show.video_outputs import DEFAULT_RATE, open_outputs
 from swarm_instrument.visual.gpu.context import create_headless_context
 from swarm_instrument.visual.gpu.limits import machine_limits

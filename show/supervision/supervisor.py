@@ -38,8 +38,9 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from swarm_instrument.control.looks.user_folders import state_dir
-from swarm_instrument.show.cli.start_trace import mark
-from swarm_instrument.show.spare import Spare
+from swarm_instrument.show.supervision.child_exit import exiting
+from swarm_instrument.show.supervision.spare import Spare
+from swarm_instrument.show.supervision.start_trace import mark
 
 CRASH_LOG = "crash.log"
 START_GRACE_S = 90.0  # software GL can take a while to compile and draw the first frame
@@ -53,6 +54,7 @@ QUICK_S = 20.0  # a show that dies sooner than this after its start died "quickl
 FIRST_DELAY_S = 0.5
 MAX_DELAY_S = 30.0
 STOP_GRACE_S = 30.0  # after a stop was passed on, the child is killed if still there
+WATCH_S = 0.05  # how often the child is looked at between heartbeats (a death seen this soon)
 
 
 def default_state_dir() -> Path:
@@ -97,6 +99,23 @@ def last_telemetry(path: Path | None) -> dict | None:
     return None
 
 
+def reap_later(child: subprocess.Popen) -> None:
+    """Reap a dying child on a thread of its own, once its teardown is done."""
+    threading.Thread(target=child.wait, name="reap-show", daemon=True).start()
+
+
+def wait_exiting(child: subprocess.Popen, timeout: float = 10.0) -> None:
+    """After a kill: until the child has begun to exit (then reaped later) or is gone."""
+    deadline = time.monotonic() + timeout
+    while child.poll() is None and time.monotonic() < deadline:
+        if exiting(child.pid) is not None:
+            reap_later(child)
+            return
+        time.sleep(0.005)
+    if child.poll() is None:
+        child.wait()
+
+
 class BadStart(Exception):
     """The child refused its input (exit code 2 before any frame): restarting cannot help."""
 
@@ -108,7 +127,7 @@ class Supervisor:
                  spare: bool = False) -> None:
         """`playing_note`: said once the first child plays its first frame, so that a start
         the child refuses (bad input, exit 2) says that one line and nothing before it.
-        `spare`: keep the next show's process started ahead of need (show/spare.py; the
+        `spare`: keep the next show's process started ahead of need (show/supervision/spare.py; the
         program must know its SPARE_FLAG, as instrument.py does)."""
         state_dir = state_dir or default_state_dir()
         self.program = list(program or [sys.executable, "-m", "swarm_instrument.instrument"])
@@ -180,7 +199,7 @@ class Supervisor:
             if self._stopped_at is not None and child.poll() is None and \
                     time.monotonic() - self._stopped_at > STOP_GRACE_S:
                 child.kill()  # a stop passed on long ago and still no end: it hangs
-            ready, _, _ = select.select([heartbeat], [], [], 0.25)
+            ready, _, _ = select.select([heartbeat], [], [], WATCH_S)
             now = time.monotonic()
             if ready:
                 data = os.read(heartbeat, 4096)
@@ -196,6 +215,10 @@ class Supervisor:
                         if self._held is not None:
                             self._pass_on(self._held)
             code = child.poll()
+            if code is None and not self._stop:
+                code = exiting(child.pid)  # dying: the next show need not wait for its teardown
+                if code is not None:
+                    reap_later(child)
             if code is not None:
                 mark(f"supervisor: the show ended ({code})")
                 if code == 0 or self._stop:
@@ -207,7 +230,7 @@ class Supervisor:
             limit = self.hang_seconds if beaten else START_GRACE_S
             if now - last_beat > limit and not self._stop:
                 child.kill()
-                child.wait()
+                wait_exiting(child)
                 return (f"the show stopped answering ({now - last_beat:.1f} s without a frame)"
                         if beaten else f"the show did not start within {limit:.0f} s")
 

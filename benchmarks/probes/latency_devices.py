@@ -1,0 +1,98 @@
+"""The offscreen latency rig's stand-ins for the devices the GPU machine lacks
+(benchmarks/bench_latency.py --offscreen): a sound card clocked as a real one delivers its blocks,
+and a MIDI port whose bytes arrive as rtmidi queues them. tests/test_latency.py has its own
+QueuedPort (tests do not import the benchmarks).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from types import SimpleNamespace
+
+import numpy as np
+
+RATE, BLOCK = 48000, 256
+
+
+class ClockedDevice:
+    """sounddevice as the live input opens it in this process (audio/input/in_process.py):
+    one input whose stream thread delivers a block every BLOCK / RATE seconds to the worker's
+    callback, which writes it into the ring; `click()` makes the next block loud and stamps
+    when that block was delivered."""
+
+    class PortAudioError(Exception):
+        pass
+
+    def __init__(self) -> None:
+        self.default = SimpleNamespace(device=[0, -1])
+        self._armed = 0
+        self.clicked_at: float | None = None
+        self._stop = threading.Event()
+
+    def query_hostapis(self, index=None):
+        apis = [{"name": "clocked"}]
+        return apis if index is None else apis[index]
+
+    def query_devices(self, index=None):
+        devices = [{"name": "clocked input", "hostapi": 0, "max_input_channels": 1,
+                    "max_output_channels": 0, "default_samplerate": float(RATE), "index": 0}]
+        return devices if index is None else devices[index]
+
+    def _terminate(self) -> None:
+        pass
+
+    def _initialize(self) -> None:
+        pass
+
+    def InputStream(self, **kwargs):  # noqa: N802 - sounddevice's name
+        callback = kwargs["callback"]
+        loud = np.full((BLOCK, 1), 0.5, np.float32)
+        loud[::2] *= -1.0
+        quiet = np.zeros((BLOCK, 1), np.float32)
+
+        def deliver() -> None:
+            due = time.perf_counter()
+            while not self._stop.is_set():
+                due += BLOCK / RATE
+                wait = due - time.perf_counter()
+                if wait > 0:
+                    time.sleep(wait)
+                if self._armed:
+                    if self.clicked_at is None:
+                        self.clicked_at = time.perf_counter()
+                    self._armed -= 1
+                    callback(loud, BLOCK, None, None)
+                else:
+                    callback(quiet, BLOCK, None, None)
+
+        thread = threading.Thread(target=deliver, name="clocked-audio", daemon=True)
+        return SimpleNamespace(start=thread.start, abort=self._stop.set,
+                               close=self._stop.set)
+
+    def click(self, blocks: int = 19) -> None:
+        """About 100 ms of sound from the next block on."""
+        self.clicked_at = None
+        self._armed = blocks
+
+
+class QueuedPort:
+    """A MIDI input's side that Midi reads (control/midi/ports.py): bytes queued as rtmidi's
+    callback queues them, drained once a frame."""
+
+    def __init__(self) -> None:
+        self.queue: list[tuple[bytes, float]] = []
+
+    def poll(self, now: float) -> None:
+        pass
+
+    def drain(self) -> list[tuple[bytes, float]]:
+        taken, self.queue = self.queue, []
+        return taken
+
+    def status(self) -> dict:
+        return {"api": "bench", "ports_open": ["bench"], "waiting_for": [], "dropped": 0,
+                "problem": None, "state": "bench"}
+
+    def close(self) -> None:
+        pass
