@@ -35,6 +35,7 @@ from swarm_instrument.show.offline.progress import RunProgress
 from swarm_instrument.show.supervision.spare import SPARE_FLAG, wait_for_command
 from swarm_instrument.show.supervision.start_trace import mark
 from swarm_instrument.show.supervision.supervisor import StopSignals, Supervisor
+from swarm_instrument.visual.gpu.context import prepare_headless_context
 from swarm_instrument.visual.gpu.uniforms import MAX_OBSTACLES
 from swarm_instrument.visual.sim.agents import MAX_DT
 from swarm_instrument.visual.ui.window import WindowError
@@ -200,7 +201,8 @@ def main(argv: list[str] | None = None) -> int:
     if supervise:
         return Supervisor(list(argv if argv is not None else sys.argv[1:]), playing_note=(
             "supervisor: the show runs in a child process and comes back if it dies or hangs "
-            "(--no-supervisor to run it here)"), spare=True).run()
+            "(--no-supervisor to run it here)"), spare=True,
+            spare_prepare=("headless-gl",) if args.headless else ()).run()
     if args.render is None:
         STOP.install()  # from here on, Ctrl+C asks the show to stop after its frame
     try:
@@ -236,13 +238,16 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def spare() -> int:
-    """The supervisor's spare (show/supervision/spare.py): everything imported, it waits for
-    the command line of the show it is to play."""
+def spare(prepare: list[str]) -> int:
+    """The supervisor's spare (show/supervision/spare.py): everything imported (and, for a
+    headless show, its GL context made), it waits for the command line of the show it is to
+    play."""
+    if "headless-gl" in prepare:
+        prepare_headless_context()
     argv = wait_for_command()
     mark("spare: command taken")
     return 0 if argv is None else main(argv)
 
 
 if __name__ == "__main__":
-    sys.exit(spare() if sys.argv[1:] == [SPARE_FLAG] else main())
+    sys.exit(spare(sys.argv[2:]) if sys.argv[1:2] == [SPARE_FLAG] else main())

@@ -15,6 +15,8 @@ import pytest
 import swarm_instrument.show.supervision.supervisor as supervisor_module
 from swarm_instrument.show.supervision.child_exit import exiting
 from swarm_instrument.show.supervision.supervisor import Supervisor, crash_logger
+from swarm_instrument.visual.gpu import context as gl_context
+from swarm_instrument.visual.gpu.context import prepare_headless_context, prepared_or_new_context
 
 from conftest import ROOT, wait_for
 from telemetry import last_record
@@ -207,3 +209,16 @@ def test_a_dying_child_is_seen_before_it_is_reaped():
     ended = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
     assert wait_for(lambda: exiting(ended.pid), "the exit seen") == 3
     assert ended.wait() == 3
+
+
+def test_the_spare_s_gl_context_is_the_one_its_headless_show_takes():
+    """The spare makes a headless show's context ahead of need (show/supervision/spare.py):
+    the show takes that one, once; a second show makes its own."""
+    prepare_headless_context("4.1")
+    prepared = gl_context._PREPARED[-1][1]
+    taken = prepared_or_new_context("4.1")
+    assert taken is prepared and not gl_context._PREPARED
+    fresh = prepared_or_new_context("4.1")
+    assert fresh is not taken
+    fresh.release()
+    taken.release()

@@ -52,7 +52,7 @@ from swarm_instrument.show.show import Show
 from swarm_instrument.show.supervision.start_trace import mark
 from swarm_instrument.show.supervision.supervisor import Heartbeat, StopSignals
 from swarm_instrument.show.video_outputs import DEFAULT_RATE, open_outputs
-from swarm_instrument.visual.gpu.context import create_headless_context
+from swarm_instrument.visual.gpu.context import prepared_or_new_context
 from swarm_instrument.visual.gpu.limits import machine_limits
 from swarm_instrument.visual.output.png import write_png
 from swarm_instrument.visual.ui.hud import hud_layout
@@ -292,7 +292,7 @@ def run_headless(live: LiveShow) -> None:
         log.info("--output-screen, --control-screen: a headless show has no screens; no "
                  "control window")
     mark("show: making the GL context")
-    ctx = create_headless_context("4.1")  # at least: the show picks the backend (--gl)
+    ctx = prepared_or_new_context("4.1")  # at least: the show picks the backend (--gl)
     mark("show: GL context")
     size = args.size or HEADLESS_SIZE
     show = live.build(ctx, size)

@@ -25,14 +25,17 @@ DROP_WAIT_S = 2.0  # a dropped spare reads its EOF and ends; killed if it takes 
 
 
 class Spare:
-    """The supervisor's side: the waiting process, its heartbeat pipe and its stderr."""
+    """The supervisor's side: the waiting process, its heartbeat pipe and its stderr.
+    `prepare`: what the spare makes ready beyond its imports (instrument.py's spare():
+    "headless-gl", the GL context of a headless show, which on the H200's host waits 1-1.9 s
+    for a killed show's teardown when made after it)."""
 
-    def __init__(self, program: Sequence[str]) -> None:
+    def __init__(self, program: Sequence[str], prepare: Sequence[str] = ()) -> None:
         self.heartbeat, write_fd = os.pipe()
         self.write_fd = write_fd  # the same number in the spare (pass_fds keeps numbers)
         # A process group of its own, as the show's: a Ctrl+C at the terminal is the
         # supervisor's to pass on.
-        self.process = subprocess.Popen([*program, SPARE_FLAG], stdin=subprocess.PIPE,
+        self.process = subprocess.Popen([*program, SPARE_FLAG, *prepare], stdin=subprocess.PIPE,
                                         stderr=subprocess.PIPE, text=True, errors="replace",
                                         pass_fds=(write_fd,), process_group=0)
         os.close(write_fd)

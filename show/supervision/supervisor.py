@@ -124,7 +124,7 @@ class Supervisor:
     def __init__(self, child_args: Sequence[str], *, state_dir: Path | None = None,
                  hang_seconds: float = HANG_S, say: Callable[[str], None] | None = None,
                  program: Sequence[str] | None = None, playing_note: str | None = None,
-                 spare: bool = False) -> None:
+                 spare: bool = False, spare_prepare: Sequence[str] = ()) -> None:
         """`playing_note`: said once the first child plays its first frame, so that a start
         the child refuses (bad input, exit 2) says that one line and nothing before it.
         `spare`: keep the next show's process started ahead of need (show/supervision/spare.py; the
@@ -148,6 +148,7 @@ class Supervisor:
         self._stopped_at: float | None = None
         self._playing_note = playing_note
         self._use_spare = spare
+        self._spare_prepare = tuple(spare_prepare)
         self._spare: Spare | None = None
         self.spares_taken = 0  # restarts played by a spare process
 
@@ -208,7 +209,8 @@ class Supervisor:
                     if not self._beaten:  # playing: its own stop handling is in place now
                         self._beaten = True
                         if self._use_spare and self._spare is None and not self._stop:
-                            self._spare = Spare(self.program)  # the next show, ahead of need
+                            # the next show, ahead of need
+                            self._spare = Spare(self.program, self._spare_prepare)
                         if self._playing_note:
                             self.say(self._playing_note)
                             self._playing_note = None

@@ -44,6 +44,28 @@ def create_headless_context(minimum: str = "4.3", platform: str = sys.platform
         f"(4.3 for compute shaders); {what}") from failure
 
 
+_PREPARED: list[tuple[str, moderngl.Context]] = []  # made ahead of need: (minimum, context)
+
+
+def prepare_headless_context(minimum: str = "4.1") -> None:
+    """Make a headless context ahead of need (the supervisor's spare process: on the H200's
+    host a context made right after a killed GL process waits 1-1.9 s for its teardown); a
+    failure is left for the later attempt to say."""
+    try:
+        _PREPARED.append((minimum, create_headless_context(minimum)))
+    except RuntimeError:
+        pass
+
+
+def prepared_or_new_context(minimum: str = "4.3") -> moderngl.Context:
+    """The context prepared ahead of need for `minimum`, else a new one."""
+    for index, (prepared_for, ctx) in enumerate(_PREPARED):
+        if prepared_for == minimum:
+            del _PREPARED[index]
+            return ctx
+    return create_headless_context(minimum)
+
+
 def gl_version(ctx: moderngl.Context) -> str:
     """The context's version as "4.1" (what --gl and the HUD name)."""
     code = ctx.version_code
