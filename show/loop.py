@@ -218,8 +218,13 @@ class Loop:
                 due = max(due + period, self.wall() - period)
             start = self.wall()
             self.frame(*sink.target())
-            if govern:
+            if govern or show.options.live:
+                # A live frame is done on the GPU before the next begins, as a swap would have
+                # it: unpaced, the CPU ran ahead of the GPU by as much work as the driver would
+                # queue (its inputs shown that late, and a killed show's teardown waiting for
+                # all of it). A render keeps its CPU and GPU overlapping.
                 show.ctx.finish()
+            if govern:
                 worked = self.wall()
                 show.governor.observe(worked, worked - last, worked - start, show.params,
                                       show.renderer.post_active(show.values or show.params))

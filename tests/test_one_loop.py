@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from swarm_instrument.show.loop import FixedStep, SongClock, WallClock
+from swarm_instrument.control.parameters.registry import Params
+from swarm_instrument.show.cli.options import ShowOptions
+from swarm_instrument.show.loop import FixedStep, Loop, Offscreen, SongClock, WallClock
+from swarm_instrument.show.show import Show
 from swarm_instrument.visual.sim.agents import MAX_DT
 
 from conftest import run_instrument
@@ -47,3 +50,20 @@ def test_the_clocks_step_as_they_say():
     wall = WallClock(time_source=lambda: next(times))
     assert [wall.next().dt for _ in range(3)] == pytest.approx([0.0, 0.01, MAX_DT])  # clamped
     assert WallClock(fixed_dt=0.02, time_source=lambda: 1.0).next().dt == 0.02
+
+
+@pytest.mark.parametrize("live", [True, False])
+def test_a_live_frame_is_done_on_the_gpu_before_the_next_begins(ctx, monkeypatch, live):
+    """Unpaced, a headless live show ran ahead of the GPU by as much work as the driver would
+    queue: its inputs shown that late, and a killed show's teardown on the H200's host waited
+    1-2.7 s for it all before the restarted show could draw. A render keeps its overlap."""
+    show = Show(ctx, Params({"count": 300}), ShowOptions(live=live, fixed_dt=1 / 60))
+    events: list[str] = []
+    finish = ctx.finish
+    monkeypatch.setattr(ctx, "finish", lambda: (events.append("finish"), finish())[1])
+    try:
+        Loop(show, FixedStep(1 / 60), before=lambda tick: events.append("frame")).run(
+            Offscreen(show, (64, 36)), frames=4)
+    finally:
+        show.release()
+    assert events == (["frame", "finish"] * 4 if live else ["frame"] * 4)
