@@ -1,4 +1,4 @@
-"""The control window as one of the show's inputs (visual/ui/control_window.py draws it): its
+"""The control window as one of the show's inputs (visual/ui/control_window/ draws it): its
 gestures become the frame's actions through the same checks as OSC and the web remote
 (control/osc/osc_input.py `interpret`), and the show's state goes back to it every frame or two.
 
@@ -10,11 +10,12 @@ gestures become the frame's actions through the same checks as OSC and the web r
                          (show/inputs/web_input.py's ShowView, as the web page reads them), MIDI and
                          OSC activity, the HUD's lines; and one step of the thumbnails
 
-The pictures are GPU copies in the output's context (visual/ui/preview.py): the preview is a
-frame taker of the one loop, filled each frame before the HUD; the thumbnails are each slot's
-preset played offscreen as the contact sheet plays a look (show/offline/contact_sheet.py `LookRun`),
-a few frames of it per show frame so the show never stalls, then copied into the slot's
-texture; again when a slot's file changes (a save). Main thread only.
+The pictures are GPU copies in the output's context (visual/ui/control_window/preview.py): the
+preview is a frame taker of the one loop, filled each frame before the HUD; the thumbnails are
+each slot's preset played offscreen as the contact sheet plays a look
+(show/offline/contact_sheet.py `LookRun`), a few frames of it per show frame so the show never
+stalls, then copied into the slot's texture; again when a slot's file changes (a save). Main
+thread only.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from swarm_instrument.show.offline.contact_sheet import (
     SheetSettings,
 )
 from swarm_instrument.visual.gpu.context import is_software
-from swarm_instrument.visual.ui.preview import Preview, Thumbnails
+from swarm_instrument.visual.ui.control_window.preview import Preview, Thumbnails
 
 if TYPE_CHECKING:
     from swarm_instrument.show.show import Show
@@ -76,9 +77,9 @@ def shown(value: Any) -> str:
 
 
 def to_action(message: tuple, values: dict[str, Any]) -> Action:
-    """A window message (visual/ui/control_window.py) -> the Action it asks for, through OSC's
-    checks; OscError (or ValueError for a malformed one) says why not. `values`: the
-    parameters now (a nudge moves from them)."""
+    """A window message (visual/ui/control_window/control_window.py) -> the Action it asks
+    for, through OSC's checks; OscError (or ValueError for a malformed one) says why not.
+    `values`: the parameters now (a nudge moves from them)."""
     kind, *rest = message
     if kind == "norm":
         name, x = rest

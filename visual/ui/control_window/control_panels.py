@@ -1,12 +1,12 @@
 """The control window's panels, drawn with Dear ImGui each frame from the show's latest state:
 a bar on top (title, notice, where things play), on the left the output's preview, the meters,
 the nine preset slots as thumbnails, SAVE, TAP, DOWNBEAT, RESPAWN and BURST, and the A/B
-crossfade; on the right the parameters in columns (visual/ui/param_rows.py) and under them
+crossfade; on the right the parameters in columns (param_rows.py) and under them
 the HUD's lines (the show's figures, shader errors, refusals, outputs: what the picture's HUD
 says when it has one).
 
 Pictures are the output context's textures, borrowed by GL name through the renderer
-(visual/ui/imgui_renderer.py). Main thread only.
+(imgui_renderer.py). Main thread only.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 from imgui_bundle import imgui
 
-from swarm_instrument.visual.ui.control_layout import (
+from swarm_instrument.visual.ui.control_window.control_layout import (
     BACKGROUND,
     DIM,
     ERROR,
@@ -31,7 +31,7 @@ from swarm_instrument.visual.ui.control_layout import (
     fit_text,
     rgba,
 )
-from swarm_instrument.visual.ui.param_rows import ParamColumns, Widgets
+from swarm_instrument.visual.ui.control_window.param_rows import ParamColumns, Widgets
 
 BUTTONS = ("save", "tap", "downbeat", "half", "double", "respawn", "burst")
 METERS = ("level", "low", "mid", "high", "onset")

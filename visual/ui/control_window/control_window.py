@@ -19,7 +19,7 @@ Keys: while a field is typed into, every key is the field's. Otherwise Tab and U
 the keyboard focus (imgui's navigation), Left/Right step the focused parameter, Enter opens its
 field (or flips a switch, presses a button or a slot), and every other key goes to the output
 window's handler (1-9, Space, T, D, L, Esc twice quits...): `route_key`. Pictures are the
-output context's textures (visual/ui/preview.py), borrowed by GL name: pyglet's windows share
+output context's textures (preview.py), borrowed by GL name: pyglet's windows share
 textures, and nothing is read back. Main thread only (pyglet's event loop).
 """
 
@@ -35,7 +35,7 @@ import pyglet
 from imgui_bundle import imgui
 from pyglet.window import key
 
-from swarm_instrument.visual.ui.control_layout import (
+from swarm_instrument.visual.ui.control_window.control_layout import (
     BACKGROUND,
     KeyQueue,
     Messages,
@@ -43,10 +43,10 @@ from swarm_instrument.visual.ui.control_layout import (
     route_key,
     ui_scale,
 )
-from swarm_instrument.visual.ui.control_panels import ControlPanels
-from swarm_instrument.visual.ui.control_theme import apply_theme, load_fonts
-from swarm_instrument.visual.ui.imgui_input import PygletInput
-from swarm_instrument.visual.ui.imgui_renderer import ImguiRenderer
+from swarm_instrument.visual.ui.control_window.control_panels import ControlPanels
+from swarm_instrument.visual.ui.control_window.control_theme import apply_theme, load_fonts
+from swarm_instrument.visual.ui.control_window.imgui_input import PygletInput
+from swarm_instrument.visual.ui.control_window.imgui_renderer import ImguiRenderer
 
 DRAW_RATE = 30.0  # the control window's redraws a second, at most
 MODIFIER_KEYS = (key.LCTRL, key.RCTRL, key.LSHIFT, key.RSHIFT, key.LALT, key.RALT,
