@@ -60,7 +60,8 @@ class Looks:
         self.pick_up = pick_up  # knobs pick up the new values instead of jumping
         # told when the performer plays the look (a played value, a recall): the live
         # autopilot's hand-over (show/autopilot/live_autopilot.py)
-        self.on_played: Callable[[], None] | None = None
+        # with the names played (None: the whole look, a recall)
+        self.on_played: Callable[[set[str] | None], None] | None = None
         self.morph: Morph | None = None
         self._morph_started = 0.0
         self.modified = False  # the live look differs from the recalled preset
@@ -91,7 +92,7 @@ class Looks:
             return False
         self.go_to(preset, self.params["morph_seconds"], now)
         if self.on_played is not None:
-            self.on_played()
+            self.on_played(None)
         log.info(f"preset: slot {slot}, {preset.name}")
         return True
 
@@ -128,7 +129,7 @@ class Looks:
         if not names:
             return
         if self.on_played is not None:
-            self.on_played()
+            self.on_played(set(names))
         if self.morph is not None:
             self.morph.let_go(names)
         self.pinned -= names

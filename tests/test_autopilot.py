@@ -275,7 +275,7 @@ def play_live(pilot, audio, samples, until, show=None, touch_at=None, start=0.0)
         audio.play(samples[frame * step:(frame + 1) * step])
         show.show_time = now
         if touch_at is not None and abs(now - touch_at) < 1 / 60:
-            pilot.touched(now)
+            pilot.touched(now=now)
         pilot.update(show, now)
     return show
 
