@@ -2,10 +2,15 @@
 the section and its bar, the look, the next planned change and who is in control (and when
 the autopilot takes the look back), and switch it off and on and hand it the look back
 ("resume now"); a show started without --autopilot answers the switch with how to have one.
-The page in a real headless Chromium (Selenium), a peer without the token refused; plus the
-pure parts: the words, the messages."""
+The page in a real headless Chromium (Selenium), the window under Xvfb driven by xdotool, a
+peer without the token refused; plus the pure parts: the words, the messages."""
 
 from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from test_autopilot import LOOKS, FakeAudio, LiveShow
@@ -23,10 +28,14 @@ from swarm_instrument.show.autopilot.autopilot import autopilot_looks
 from swarm_instrument.show.autopilot.autopilot_view import NOT_RUNNING, autopilot_view
 from swarm_instrument.show.autopilot.live_autopilot import NO_AUTOPILOT, LiveAutopilot
 from swarm_instrument.show.cli.options import ShowOptions
+from swarm_instrument.show.inputs.control_surface import to_action
 from swarm_instrument.show.inputs.web_input import ShowView
 from swarm_instrument.show.show import Show
 
+from conftest import ROOT, wait_for
+from telemetry import last_record
 from web_client import RawSocket, Refused, get
+from xdisplay import grab, split_into_monitors, with_display
 
 # ---- pure ----------------------------------------------------------------------------------
 
@@ -55,9 +64,12 @@ def test_the_surfaces_say_the_section_the_next_change_and_who_has_the_look():
 
 
 def test_the_switch_and_resume_come_from_every_surface_as_one_action():
+    values = Params().as_dict()
     assert interpret("/swarm/autopilot/resume", []) == Action("autopilot_resume")
     assert parse_message('["/swarm/autopilot/resume"]') == Action("autopilot_resume")
     assert parse_message('["/swarm/autopilot", 0]') == Action("autopilot", 0)
+    assert to_action(("autopilot", 1), values) == Action("autopilot", 1)
+    assert to_action(("action", "resume"), values) == Action("autopilot_resume")
     mapping = mapping_from_json({"bindings": [], "actions": [
         {"note": 41, "action": "autopilot_resume"}]}, "m.json")
     assert MidiController(Params(), mapping, armed=False).handle([0x90, 41, 100], 0.0) == \
@@ -183,3 +195,124 @@ def test_the_page_of_a_show_without_an_autopilot_says_how_to_have_one(gl_context
         stage.driver.save_screenshot(str(tmp_path / "none.png"))
     finally:
         stage.release()
+
+
+# ---- the control window --------------------------------------------------------------------
+
+SCREEN, PROJECTOR = (0, 0, 960, 600), (960, 0, 640, 360)
+
+
+@pytest.fixture(scope="module")
+def display_screen() -> tuple[str, ...]:
+    """This module's X screen: 1600x600, kept as set by the server (-noreset)."""
+    return ("1600x600", "-noreset")
+
+
+@pytest.fixture(scope="module")
+def two_screens(display):
+    split_into_monitors(display, [SCREEN, PROJECTOR])
+    return display
+
+
+def _window_control(telemetry: Path, process) -> dict:
+    return wait_for(lambda: (r := last_record(telemetry)) and r.get("control")
+                    and "button:resume" in r["control"][0]["widgets"] and r,
+                    "the control window's widgets", timeout=90, process=process)
+
+
+def _click(display: str, rect) -> None:
+    """A click in the middle of a widget (the control window sits at the screen's 0,0)."""
+    x, y, w, h = rect
+    subprocess.run(["xdotool", "mousemove", str(x + w // 2), str(y + h // 2), "click", "1"],
+                   env=with_display(display), check=True, timeout=20)
+
+
+def _start(display: str, tmp_path: Path, *extra: str) -> tuple[subprocess.Popen, Path]:
+    telemetry = tmp_path / "t.jsonl"
+    env = with_display(display, SWARM_PRESETS_DIR=str(tmp_path / "presets"))
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "instrument.py"), "--output-screen", "1", "--count", "800",
+         "--no-midi", "--frames", "100000", "--telemetry", str(telemetry), *extra],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return process, telemetry
+
+
+def _stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            assert process.wait(timeout=60) == 0
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+
+
+def test_the_control_window_shows_the_autopilot_and_switches_it(two_screens, tmp_path):
+    """The bar under the title: ON / OFF, RESUME NOW, who has the look, the section, the next
+    change; X mouse clicks, read back in telemetry (what the window drew) and on the screen."""
+    from swarm_instrument.visual.output.png import write_png
+
+    process, telemetry = _start(two_screens, tmp_path, "--autopilot", "--autopilot-resume",
+                                "40")
+    try:
+        widgets = _window_control(telemetry, process)["control"][0]["widgets"]
+        for name in ("button:autopilot", "button:resume", "autopilot"):
+            x, y, w, h = widgets[name]
+            assert 0 <= x and x + w <= 960 and 0 <= y and y + h <= 600, name
+
+        def until(what: str, test) -> dict:
+            return wait_for(lambda: (r := last_record(telemetry)) and test(r) and r, what,
+                            timeout=60, process=process)
+
+        def shown(record: dict) -> list[str]:
+            return record["control"][0]["autopilot"]
+
+        record = until("the autopilot's bar", lambda r: shown(r)[:2] == [
+            "autopilot in control", "INTRO  |  no look chosen yet"])
+        _click(two_screens, widgets["button:autopilot"])
+        until("the switch to turn it off", lambda r: r["autopilot"]["on"] is False
+              and shown(r)[0] == "autopilot off")
+        _click(two_screens, widgets["button:autopilot"])
+        until("the switch to turn it on", lambda r: r["autopilot"]["control"] == "autopilot")
+        # A slider dragged: the performer has the look, the bar says until when.
+        x, y, w, h = widgets["param:glow"]
+        subprocess.run(["xdotool", "mousemove", str(x + w // 4), str(y + h // 2), "click",
+                        "1"], env=with_display(two_screens), check=True, timeout=20)
+        record = until("the performer to have the look", lambda r: shown(r)[0].startswith(
+            "performer in control: autopilot back in "))
+        assert record["autopilot"]["control"] == "performer"
+        screen = grab(two_screens)
+        write_png(tmp_path / "performer.png", screen)
+        x, y, w, h = widgets["autopilot"]
+        bar = screen[y:y + h, x:x + w].astype(int)
+        warm = (bar[..., 0] > 200) & (bar[..., 1] > 130) & (bar[..., 1] < 200) & \
+            (bar[..., 2] < 110)
+        assert warm.sum() > 100, "the performer's line in its warm colour"
+        _click(two_screens, widgets["button:resume"])
+        record = until("RESUME NOW to hand the look back", lambda r: r["autopilot"][
+            "control"] == "autopilot" and r["autopilot"]["look"] is not None)
+        assert record["preset"]["name"] == record["autopilot"]["look"]
+        assert record["control"][0]["rejected"] == 0
+        write_png(tmp_path / "resumed.png", grab(two_screens))
+    finally:
+        _stop(process)
+
+
+def test_the_control_window_without_an_autopilot_answers_its_switch(two_screens, tmp_path):
+    process, telemetry = _start(two_screens, tmp_path)
+    try:
+        widgets = _window_control(telemetry, process)["control"][0]["widgets"]
+        record = last_record(telemetry)
+        assert record["control"][0]["autopilot"] == [NOT_RUNNING]
+        _click(two_screens, widgets["button:autopilot"])
+        record = wait_for(lambda: (r := last_record(telemetry)) and any(
+            line == f"autopilot: {NO_AUTOPILOT}" for line in r["control"][0]["hud"]) and r,
+            "the HUD to say how to have an autopilot", timeout=60, process=process)
+        x, y, w, h = record["control"][0]["widgets"]["autopilot"]
+        bar = grab(two_screens)[y:y + h, x:x + w].astype(int)
+        warm = (bar[..., 0] > 200) & (bar[..., 1] > 130) & (bar[..., 2] < 110)
+        assert warm.sum() > 100, "the answer in the notice colour"
+        assert record["autopilot"] == {"on": False}
+    finally:
+        _stop(process)

@@ -1,7 +1,8 @@
 """The control window: the performer's screen beside the projector's, drawn with Dear ImGui
 and moderngl in a pyglet window: a live preview of the output, every parameter as a slider in
 its group (a value can be typed in), the nine preset slots as thumbnails, the A/B crossfade,
-tap, downbeat, respawn and burst, the meters and the HUD's lines.
+tap, downbeat, respawn and burst, the meters, the autopilot (its switch, RESUME NOW, the
+section, the next change, who is in control) and the HUD's lines.
 
 It knows nothing of the show: show/inputs/control_surface.py hands it a layout once (groups of
 parameters as plain data) and a state a few dozen times a second (positions and texts, knobs
@@ -14,6 +15,7 @@ plain messages, which it turns into the show's actions through the same checks a
     ("select", name)           a slider clicked or focused: the chosen parameter (keys, L)
     ("learn", name)            its L box: MIDI-learn it (again: cancel)
     ("preset", slot)  ("save", slot)  ("action", "tap" | "downbeat" | "respawn" | "burst")
+    ("autopilot", 0 | 1)       the autopilot's switch   ("action", "resume")  RESUME NOW
 
 Keys: while a field is typed into, every key is the field's. Otherwise Tab and Up/Down move
 the keyboard focus (imgui's navigation), Left/Right step the focused parameter, Enter opens its
@@ -162,6 +164,11 @@ class ControlWindow:
     def hud(self) -> list[str]:
         """The HUD's lines as the last frame drew them."""
         return self.panels.hud_shown
+
+    @property
+    def autopilot_shown(self) -> list[str]:
+        """The autopilot bar's lines as the last frame drew them."""
+        return self.panels.autopilot.shown
 
     @property
     def editing(self) -> str | None:
