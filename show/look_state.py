@@ -63,6 +63,9 @@ class Looks:
         # with the names played (None: the whole look, a recall)
         self.on_played: Callable[[set[str] | None], None] | None = None
         self.morph: Morph | None = None
+        # what the autopilot moves inside its look (show/autopilot/evolution.py): the look as
+        # chosen, moving, not "modified"
+        self.evolving: set[str] = set()
         self._morph_started = 0.0
         self.modified = False  # the live look differs from the recalled preset
         self.problem: str | None = None  # the last bad slot file, for the HUD
@@ -136,7 +139,7 @@ class Looks:
 
     def preset_modified(self) -> bool:
         return self.preset is not None and differs(self.preset, self.params, self.routes,
-                                                   keep=self.kept)
+                                                   keep=self.kept | self.evolving)
 
     def _problem(self, message: str) -> None:
         self.problem = message[:200]

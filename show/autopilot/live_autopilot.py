@@ -31,6 +31,7 @@ from swarm_instrument.control.looks.preset_bank import BUNDLED_DIR, user_presets
 from swarm_instrument.control.looks.presets import Preset
 from swarm_instrument.show.autopilot.autopilot import autopilot_looks
 from swarm_instrument.show.autopilot.choreography import PHRASE_BARS, Choreographer, Cue, Look
+from swarm_instrument.show.autopilot.evolution import Evolution
 
 log = logging.getLogger(__name__)
 NO_AUTOPILOT = "off: start the show with --autopilot to use it"
@@ -59,6 +60,7 @@ class LiveAutopilot:
         self.section_start: float | None = None
         self.bar_seconds = BAR_S
         self._offset: float | None = None  # show's time - stream's time
+        self.evolution = Evolution(seed)  # the look moving inside its section
 
     def attach(self, show: Any) -> LiveAutopilot:
         """Become `show`'s autopilot, told by its looks when the performer plays them."""
@@ -84,6 +86,9 @@ class LiveAutopilot:
                 self.waiting.append(cue)
         while self.waiting and self.waiting[0].t <= now + 1e-9:
             self._play(show, self.waiting.pop(0), now)
+        looks = show.looks
+        looks.evolving = (self.evolution.step(show.params, now, looks.morph is not None,
+                                              looks.kept) if self.on else set())
 
     def _next_phrase(self) -> float | None:
         """When the section's next phrase begins (the show's time); None before a section."""
@@ -114,14 +119,22 @@ class LiveAutopilot:
         if cue.burst:
             show.act(Action("separation_burst", 1.0))
         self.look, self.section = cue.look, cue.section
+        self._evolve(self.presets[cue.look].values, cue.t)
         recorder = getattr(show, "recorder", None)
         if recorder is not None and hasattr(recorder, "record_autopilot"):
             recorder.record_autopilot(show.show_time, cue.section, cue.look)
         log.info(f"autopilot: {cue.section}: {cue.look}")
 
+    def _evolve(self, values: Any, at: float) -> None:
+        """The look `values` drifts from now on, phrase by phrase of its section."""
+        start = self.section_start if self.section_start is not None else at
+        self.evolution.new_look(values, start, PHRASE_BARS * self.bar_seconds, self.section)
+
     def touched(self, names: set[str] | None = None, now: float | None = None) -> None:
         """The performer played the look (`names`, None: all of it, a recall): theirs for
-        `resume_s` from now (default: the latest frame's time)."""
+        `resume_s` from now (default: the latest frame's time), and what they touched no
+        longer drifts until the next look."""
+        self.evolution.release(names)
         if self.on:
             self.held_until = (self._now if now is None else now) + self.resume_s
 
@@ -134,12 +147,17 @@ class LiveAutopilot:
         log.info(f"autopilot: resumed ({self.section})")
         self._play(show, Cue(now, self.section, look, self.bar_seconds, False), now)
 
-    def switch(self, action: Action, now: float) -> None:
-        """Off and on (value None: the other way; 0 off, else on)."""
+    def switch(self, action: Action, now: float, show: Any = None) -> None:
+        """Off and on (value None: the other way; 0 off, else on). Off, the look stays where
+        it is; on, the look playing (`show`'s) starts to drift at once."""
+        was = self.on
         self.on = (not self.on) if action.value is None else bool(action.value)
         self.held_until = -math.inf
         if not self.on:
             self.waiting = []
+            self.evolution.stop()
+        elif not was and show is not None:
+            self._evolve(show.params, now)
         log.info(f"autopilot {'on' if self.on else 'off'}")
 
     def telemetry(self, now: float) -> dict[str, Any]:
@@ -175,7 +193,7 @@ def act_on_autopilot(show: Any, action: Action) -> None:
     its plan) says on its HUD how to have one, never nothing at all."""
     pilot = show.autopilot
     if action.kind == "autopilot" and hasattr(pilot, "switch"):
-        pilot.switch(action, show.now)
+        pilot.switch(action, show.now, show)
     elif action.kind == "autopilot_resume" and hasattr(pilot, "resume"):
         pilot.resume(show, show.now)
     else:
