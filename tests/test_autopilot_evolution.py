@@ -150,6 +150,10 @@ def test_live_the_autopilots_look_drifts_and_the_hand_takes_over(ctx):
         held = show.params["camera_distance"]
         show.update(2 * PHRASE + 1.0)
         assert show.params["camera_distance"] == held and show.looks.evolving == set()
+        show.act(Action("autopilot", 1))  # on again: the look playing drifts at once
+        for frame in range(1, 3 * FPS):
+            show.update(2 * PHRASE + 1.0 + frame / FPS)
+        assert show.params["camera_distance"] != held and "hue_shift" in show.looks.evolving
     finally:
         show.release()
 

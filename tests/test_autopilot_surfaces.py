@@ -95,6 +95,19 @@ def test_resume_now_hands_the_look_back_at_once_over_a_bar():
     assert pilot.on and len(show.looks.went) == 2
 
 
+def test_at_the_rate_phrase_the_next_change_is_the_next_phrase():
+    presets = [Preset(look.name, {}, tags=look.tags) for look in LOOKS]
+    pilot = LiveAutopilot(FakeAudio(), presets, rate="phrase")
+    pilot.section, pilot.section_start = "groove", 10.0  # phrases of 8 s (bars of 2 s)
+    upcoming = pilot.telemetry(12.0)["next"]
+    assert upcoming == {"t": 18.0, "section": "groove", "look": None}
+    assert autopilot_view(pilot.telemetry(12.0), 12.0)["lines"][1] == \
+        "next: groove in 6 s: another groove look"
+    pilot.section = "build"  # a build's morph is under way: no change inside it
+    assert pilot.telemetry(12.0)["next"] is None
+    assert LiveAutopilot(FakeAudio(), presets).telemetry(12.0)["next"] is None  # "section"
+
+
 def test_a_show_without_an_autopilot_answers_the_switch_and_resume(ctx):
     show = Show(ctx, Params({"count": 256}), ShowOptions())
     try:
