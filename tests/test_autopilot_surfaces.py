@@ -57,7 +57,7 @@ def test_the_surfaces_say_the_section_the_next_change_and_who_has_the_look():
     live = autopilot_view({**state, "next": {"t": 28.0, "section": "groove", "look": None},
                            "section": None, "phrase": None, "look": None}, 20.0)
     assert live["lines"][:2] == ["LISTENING  |  no look chosen yet",
-                                 "next: groove in 8 s: another groove look"]
+                                 "next: another groove look in 8 s"]
     none = autopilot_view(None, 20.0)
     assert not none["available"] and none["lines"][2] == NOT_RUNNING and not none["said"]
     assert autopilot_view({"on": False}, 0.0, NO_AUTOPILOT)["said"]  # a render's "off"
@@ -102,7 +102,7 @@ def test_at_the_rate_phrase_the_next_change_is_the_next_phrase():
     upcoming = pilot.telemetry(12.0)["next"]
     assert upcoming == {"t": 18.0, "section": "groove", "look": None}
     assert autopilot_view(pilot.telemetry(12.0), 12.0)["lines"][1] == \
-        "next: groove in 6 s: another groove look"
+        "next: another groove look in 6 s"
     pilot.section = "build"  # a build's morph is under way: no change inside it
     assert pilot.telemetry(12.0)["next"] is None
     assert LiveAutopilot(FakeAudio(), presets).telemetry(12.0)["next"] is None  # "section"

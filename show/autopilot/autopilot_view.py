@@ -45,11 +45,12 @@ def autopilot_view(state: dict[str, Any] | None, now: float, note: str | None = 
         coming = "next: nothing (switched off)"
     elif upcoming is None:
         coming = "next: when the music moves to another section"
-    else:
-        chosen = upcoming.get("look") or f"another {upcoming['section']} look"
-        coming = f"next: {upcoming['section']} in {_seconds(next_in)}: {chosen}"
-        if resumes_in is not None and next_in < resumes_in:
-            coming += " (left to you)"
+    elif upcoming.get("look"):
+        coming = f"next: {upcoming['section']} in {_seconds(next_in)}: {upcoming['look']}"
+    else:  # the next phrase's change, its look chosen then
+        coming = f"next: another {upcoming['section']} look in {_seconds(next_in)}"
+    if next_in is not None and resumes_in is not None and next_in < resumes_in:
+        coming += " (left to you)"  # the performer will still have the look then
     who = {"autopilot": "autopilot in control", "off": "autopilot off",
            "performer": "performer in control"}.get(control, str(control))
     if resumes_in is not None:
