@@ -10,7 +10,8 @@ from typing import Any
 
 # Actions a MIDI mapping may bind to a note or a program change, and a control track records.
 MAPPABLE = ("respawn", "separation_burst", "recall_preset", "tap", "downbeat", "tempo_half",
-            "tempo_double", "autopilot")  # a note switches the autopilot off and on
+            "tempo_double", "autopilot",  # a note switches the autopilot off and on
+            "autopilot_resume")  # ... or hands it the look back now
 KINDS = MAPPABLE + (
     "set",          # values: parameters to set at once (a knob already set its own)
     "learned",      # param: MIDI learn just bound a knob to it

@@ -60,8 +60,12 @@ class Looks:
         self.pick_up = pick_up  # knobs pick up the new values instead of jumping
         # told when the performer plays the look (a played value, a recall): the live
         # autopilot's hand-over (show/autopilot/live_autopilot.py)
-        self.on_played: Callable[[], None] | None = None
+        # with the names played (None: the whole look, a recall)
+        self.on_played: Callable[[set[str] | None], None] | None = None
         self.morph: Morph | None = None
+        # what the autopilot moves inside its look (show/autopilot/evolution.py): the look as
+        # chosen, moving, not "modified"
+        self.evolving: set[str] = set()
         self._morph_started = 0.0
         self.modified = False  # the live look differs from the recalled preset
         self.problem: str | None = None  # the last bad slot file, for the HUD
@@ -91,7 +95,7 @@ class Looks:
             return False
         self.go_to(preset, self.params["morph_seconds"], now)
         if self.on_played is not None:
-            self.on_played()
+            self.on_played(None)
         log.info(f"preset: slot {slot}, {preset.name}")
         return True
 
@@ -128,14 +132,14 @@ class Looks:
         if not names:
             return
         if self.on_played is not None:
-            self.on_played()
+            self.on_played(set(names))
         if self.morph is not None:
             self.morph.let_go(names)
         self.pinned -= names
 
     def preset_modified(self) -> bool:
         return self.preset is not None and differs(self.preset, self.params, self.routes,
-                                                   keep=self.kept)
+                                                   keep=self.kept | self.evolving)
 
     def _problem(self, message: str) -> None:
         self.problem = message[:200]

@@ -33,6 +33,7 @@ from swarm_instrument.control.looks.presets import Preset
 from swarm_instrument.control.musical_time.tempo import TapTempo, Tempo
 from swarm_instrument.control.parameters.modulation import Burst, Route, modulate, tempo_sources
 from swarm_instrument.control.parameters.registry import Params
+from swarm_instrument.show.autopilot.live_autopilot import act_on_autopilot
 from swarm_instrument.show.cli.options import ShowOptions
 from swarm_instrument.show.frame_cpu import FrameCpu
 from swarm_instrument.show.governor import Governor
@@ -281,10 +282,8 @@ class Show:
             self.paused = not self.paused
         elif kind == "lure":
             self.lure.move_to(action.values["point"], self.now)  # idle on the clock
-        elif kind == "autopilot" and hasattr(self.autopilot, "switch"):  # --autopilot live
-            self.autopilot.switch(action, self.now)
-        elif kind == "autopilot":  # nothing to switch: the HUD says how to have one
-            self.status["autopilot"] = "off: start the show with --autopilot to use it"
+        elif kind in ("autopilot", "autopilot_resume"):  # the switch, "resume now"
+            act_on_autopilot(self, action)
         elif kind == "outputs":
             switch_outputs(self.outputs, action, self.status)
 

@@ -121,6 +121,7 @@ def test_the_same_seed_chooses_the_same_looks_another_seed_others():
 class FakeLooks:
     def __init__(self):
         self.went = []
+        self.morph, self.kept, self.evolving = None, frozenset(), set()
 
     def go_to(self, preset, seconds, now):
         self.went.append((preset.name, seconds, now))
@@ -129,6 +130,7 @@ class FakeLooks:
 class FakeShow:
     def __init__(self):
         self.looks, self.acts, self.show_time, self.recorder = FakeLooks(), [], 0.0, None
+        self.params = Params()
 
     def act(self, action):
         self.acts.append((action.kind, action.value))
@@ -208,6 +210,11 @@ def test_a_render_follows_the_songs_sections(rendered):
     assert len(set(looks)) == 3 and drop[0]["preset"]["name"] == looks[2]
     assert abs(groove[0]["autopilot"]["section_start"] - 4 * bar) < 0.03
     assert "autopilot: drop at" in said and "(cut, burst)" in said
+    # inside the drop the look moves (evolution.py): the camera and the hue drift, the look
+    # as chosen, not "modified"
+    for name in ("camera_distance", "hue_shift"):
+        assert len({r["params"][name] for r in drop}) >= 3, name
+    assert not any(r["preset"]["modified"] for r in records)
 
 
 @pytest.mark.slow  # the command renders a song, twice (the fixture)
@@ -275,7 +282,7 @@ def play_live(pilot, audio, samples, until, show=None, touch_at=None, start=0.0)
         audio.play(samples[frame * step:(frame + 1) * step])
         show.show_time = now
         if touch_at is not None and abs(now - touch_at) < 1 / 60:
-            pilot.touched(now)
+            pilot.touched(now=now)
         pilot.update(show, now)
     return show
 

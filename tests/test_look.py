@@ -110,11 +110,14 @@ def a_row(count: int) -> np.ndarray:
     return np.c_[np.linspace(-24.0, 24.0, count), np.zeros(count), np.zeros(count)]
 
 
-@pytest.mark.parametrize("palette,far", [("ember", False), ("neon", False),
-                                         ("colors", False), ("ember", True)])
-def test_agents_take_the_palette_colour_of_their_speed(ctx, renderer, palette, far):
-    """Near agents (a glow's quad) and far ones (a point, past the level of detail) alike."""
-    values = look_values(palette=palette, color_by="speed", lod_pixels=1e6 if far else 0.0)
+@pytest.mark.parametrize("palette,far,hue", [("ember", False, 0.0), ("neon", False, 0.0),
+                                             ("colors", False, 0.0), ("ember", True, 0.0),
+                                             ("ember", False, 120.0), ("colors", True, -90.0)])
+def test_agents_take_the_palette_colour_of_their_speed(ctx, renderer, palette, far, hue):
+    """Near agents (a glow's quad) and far ones (a point, past the level of detail) alike;
+    with hue_shift, the palette turned round the colour wheel."""
+    values = look_values(palette=palette, color_by="speed", lod_pixels=1e6 if far else 0.0,
+                         hue_shift=hue)
     speeds = np.linspace(0.0, 1.2, 7) * values["max_speed"]
     position = a_row(len(speeds))
     velocity = np.c_[speeds, np.zeros(len(speeds)), np.zeros(len(speeds))]
@@ -132,6 +135,24 @@ def test_agents_take_the_palette_colour_of_their_speed(ctx, renderer, palette, f
             assert len(palette_stops(values)) == len(PALETTES[palette])
     finally:
         agents.release()
+
+
+def test_hue_shift_turns_the_palette_round_the_colour_wheel():
+    ember = PALETTES["ember"]
+    assert palette_stops({"palette": "ember"}) == [tuple(stop) for stop in ember]
+    assert palette_stops({"palette": "ember", "hue_shift": 0.0}) == \
+        [tuple(stop) for stop in ember]  # 0: the very same colours
+    turned = palette_stops({"palette": "ember", "hue_shift": 120.0})
+    red, green, blue = turned[2]  # ember's orange (1.0, 0.30, 0.04), a third of a turn on
+    assert green > 0.9 and red < green and blue < green
+    for stop, turn in zip(ember, turned):  # lightness and saturation kept
+        assert max(turn) + min(turn) == pytest.approx(max(stop) + min(stop), abs=1e-9)
+    around = palette_stops({"palette": "neon", "hue_shift": 180.0})
+    np.testing.assert_allclose(palette_stops({"palette": "neon", "hue_shift": -180.0}), around)
+    colours = palette_stops({"palette": "colors", "slow_color": (0.0, 0.0, 1.0),
+                             "fast_color": (0.5, 0.5, 0.5), "hue_shift": 120.0})
+    assert colours[0] == pytest.approx((1.0, 0.0, 0.0)) and colours[1] == pytest.approx(
+        (0.5, 0.5, 0.5))  # blue a third of a turn on is red; a grey has no hue to turn
 
 
 def test_heading_colours_go_round_the_compass_without_a_seam(ctx, renderer):

@@ -39,7 +39,7 @@ def test_the_wheel_holds_the_package_and_its_data_and_nothing_else(wheel):
     presets = {Path(n).name for n in names if n.startswith("swarm_instrument/presets/")}
     assert {p.name for p in (ROOT / "presets").glob("[0-9]*.json")} | {"midi-default.json"} \
         == presets  # the bundled looks and the default mapping; never a learned midi.json
-    for page in ("index.html", "app.js", "style.css"):
+    for page in ("index.html", "app.js", "autopilot.js", "style.css"):
         assert f"swarm_instrument/control/web/page/{page}" in names
     assert not [n for n in names if "/tests/" in n or "/benchmarks/" in n or "/docs/" in n]
     entry = next(n for n in names if n.endswith("entry_points.txt"))

@@ -12,6 +12,8 @@ sets parameters and triggers what the MIDI pads trigger.
     /swarm/tempo/half           the audio's tempo read at half (tempo_min, tempo_max halved)
     /swarm/tempo/double         ... at double (the range doubled), as DJ software's buttons
     /swarm/autopilot [0|1]      the autopilot off, on, or the other way
+    /swarm/autopilot/resume     the autopilot takes the look back now (the performer's hold
+                                over)
 
 Every datagram is hostile until parsed, and the parser is strict OSC 1.0: every size a multiple
 of four inside the datagram; padding after the address, the type tags, strings and blobs all
@@ -157,11 +159,12 @@ def interpret(address: str, args: list[Any]) -> Action:
             raise OscError(f"{printable(address)}: takes no arguments, got "
                            f"{', '.join(_show(a) for a in args)}")
         return Action(path)
-    if path in ("tempo/half", "tempo/double"):
+    if path in ("tempo/half", "tempo/double", "autopilot/resume"):
         if args:
             raise OscError(f"{printable(address)}: takes no arguments, got "
                            f"{', '.join(_show(a) for a in args)}")
-        return Action("tempo_" + path.partition("/")[2])
+        first, _, second = path.partition("/")
+        return Action(f"{first}_{second}" if first == "autopilot" else f"tempo_{second}")
     if path == "burst":
         strength = _number(address, args[0]) if args else 1.0
         if len(args) > 1 or not 0.0 <= strength <= 1.0:
@@ -193,7 +196,7 @@ def interpret(address: str, args: list[Any]) -> Action:
     if spec is None or suffix not in ("", "norm"):
         raise _unknown(address, f"parameters: {PREFIX}<name>, {PREFIX}<name>/norm; "
                                 "also preset, respawn, burst, tap, downbeat, tempo/half, "
-                                "tempo/double, outputs, autopilot")
+                                "tempo/double, outputs, autopilot, autopilot/resume")
     if suffix == "norm":  # a fader over the performance range, on the parameter's curve
         if spec.kind == "color":
             raise OscError(f"{printable(address)}: /norm takes one number; '{name}' is a colour")

@@ -19,7 +19,7 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("rules", ("separation_weight", "alignment_weight", "cohesion_weight", "seek_weight",
                "obstacle_weight", "separation", "alignment", "cohesion", "seek",
                "containment", "lure_radius")),
-    ("look", ("shape", "blend", "palette", "color_by", "slow_color", "fast_color",
+    ("look", ("shape", "blend", "palette", "hue_shift", "color_by", "slow_color", "fast_color",
               "telegraph_color", "agent_size", "size_by_speed", "glow", "fog", "trail")),
     ("picture", ("post", "exposure", "tonemap", "bloom", "bloom_radius", "bloom_threshold",
                  "feedback", "feedback_zoom", "feedback_rotate", "feedback_drift_x",

@@ -282,6 +282,8 @@ REGISTRY: tuple[Param, ...] = (
     Param("palette", "colors", "choice",
           "the agents' colours: colors (slow_color to fast_color) or a bundled gradient",
           choices=("colors", "ember", "ocean", "aurora", "neon", "sunset", "ice", "mono")),
+    _f("hue_shift", 0, -180, 180, "turns the palette's colours round the colour wheel by this "
+       "many degrees (0: as they are); the autopilot drifts it inside a section", (-180, 180)),
     Param("color_by", "speed", "choice",
           "what picks the colour along the palette: speed, heading (direction of travel), "
           "depth (distance from the camera) or density (neighbours nearby)",

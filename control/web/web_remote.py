@@ -2,7 +2,8 @@
 its sliders, switches, preset grid and buttons speaking to the show over a WebSocket, and live
 meters and values pushed back a few times a second.
 
-    GET /  /app.js  /style.css    the page (control/web/page/, held in memory from the start)
+    GET /  /app.js  /autopilot.js  /style.css
+                                  the page (control/web/page/, held in memory from the start)
     GET /ws                       the WebSocket: JSON text messages, each OSC's address and
                                   arguments as an array (control/web/web_messages.py)
     from the show: {"type": "hello", ...} once (the parameters, their groups and ranges), then
@@ -80,14 +81,15 @@ PAGE_DIR = Path(str(files("swarm_instrument.control.web").joinpath("page")))  # 
 PAGE_FILES = {"/": ("index.html", "text/html; charset=utf-8"),
               "/index.html": ("index.html", "text/html; charset=utf-8"),
               "/app.js": ("app.js", "text/javascript; charset=utf-8"),
+              "/autopilot.js": ("autopilot.js", "text/javascript; charset=utf-8"),
               "/style.css": ("style.css", "text/css; charset=utf-8")}
 SOCKET_PATH = "/ws"
-QUERY_MARK = "__QUERY__"  # where index.html's links to app.js and style.css take the token
+QUERY_MARK = "__QUERY__"  # where index.html's links to its scripts and style.css take the token
 
 QUEUE_LIMIT = 512  # actions waiting for the frame, all connections together
 MAX_ACTIONS_PER_FRAME = 256  # as OSC: a frame's work stays bounded
 MAX_CLIENTS = 16  # WebSocket connections at once (each has two threads)
-REQUEST_RATE = 50.0  # requests a second with the token (a page load is three), burst below
+REQUEST_RATE = 50.0  # requests a second with the token (a page load is four), burst below
 REQUEST_BURST = 100.0
 STRANGER_RATE = 50.0  # requests a second refused for no token or a foreign Host: answered
 STRANGER_BURST = 100.0  # 403 within this budget, closed unanswered beyond it

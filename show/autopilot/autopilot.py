@@ -6,9 +6,10 @@ before the first frame (`for_song`): the beat tracker's beats made a steady grid
 sections found and labelled, a cue planned for each; each frame `update(show, now)` plays
 the cues whose time has come (the first frame at or after a section's downbeat), through
 the same path as a recall (`Looks.go_to`) and a burst (`Action("separation_burst")`), and
-tells the recorder (`record_autopilot`, when one is listening). The looks are the bundled
-presets and the user's tagged preset files; a file that cannot be read is left out with one
-line.
+tells the recorder (`record_autopilot`, when one is listening); between cues the look drifts
+(evolution.py: the camera, the hue, the feedback, a new place each phrase). The looks are the
+bundled presets and the user's tagged preset files; a file that cannot be read is left out
+with one line.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ from swarm_instrument.audio.form.sections import Section, find_sections
 from swarm_instrument.control.actions import Action
 from swarm_instrument.control.looks.preset_bank import preset_files
 from swarm_instrument.control.looks.presets import Preset, PresetError, load_preset
-from swarm_instrument.show.autopilot.choreography import Cue, Look, plan
+from swarm_instrument.show.autopilot.choreography import PHRASE_BARS, Cue, Look, plan
+from swarm_instrument.show.autopilot.evolution import Evolution
 
 log = logging.getLogger(__name__)
 
@@ -71,8 +73,10 @@ class Autopilot:
     """Plays a plan of cues on the show's clock; its state for telemetry and the HUD."""
 
     def __init__(self, cues: list[Cue], presets: Iterable[Preset],
-                 sections: list[Section] | None = None, bar_seconds: float = 2.0) -> None:
+                 sections: list[Section] | None = None, bar_seconds: float = 2.0,
+                 seed: int = 0) -> None:
         self.cues = cues
+        self.evolution = Evolution(seed)  # the look moving inside its section
         self.presets = {preset.name: preset for preset in presets}
         self.sections = sections or []
         self.bar_seconds = bar_seconds
@@ -90,7 +94,7 @@ class Autopilot:
                     how_often)
         shown = ", ".join(f"{s.label} {s.start:.1f} s" for s in sections)
         log.info(f"autopilot: {len(sections)} sections ({shown}); {len(looks)} looks")
-        return cls(cues, presets, sections, bar)
+        return cls(cues, presets, sections, bar, seed)
 
     def update(self, show: Any, now: float) -> None:
         """Play every cue due by `now` (the song's time of the frame about to be made)."""
@@ -103,6 +107,8 @@ class Autopilot:
             if not cue.phrase:  # a phrase's change is no new section
                 self.section_start = cue.t
             self.look, self.section = cue.look, cue.section
+            self.evolution.new_look(self.presets[cue.look].values, self.section_start,
+                                    PHRASE_BARS * self.bar_seconds, cue.section)
             recorder = getattr(show, "recorder", None)
             record = getattr(recorder, "record_autopilot", None)
             if record is not None:
@@ -110,6 +116,8 @@ class Autopilot:
             how = "cut" if cue.morph == 0 else f"morph {cue.morph:.1f} s"
             log.info(f"autopilot: {cue.section} at {cue.t:.2f} s: {cue.look} ({how}"
                      f"{', burst' if cue.burst else ''})")
+        show.looks.evolving = self.evolution.step(show.params, now, show.looks.morph is not None,
+                                                  show.looks.kept)
 
     def telemetry(self, now: float) -> dict[str, Any]:
         """The `autopilot` object of telemetry: on, the section and its start, the phrase

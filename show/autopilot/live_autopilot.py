@@ -11,7 +11,11 @@ Hand-over: whatever the performer does to the look (a knob, a key, a recall, OSC
 page, the control window: the looks tell it, `Looks.on_played`) takes over at once (a morph under
 way lets go of what the hand touched: show/look_state.py) and the autopilot holds off for
 `resume_s` seconds from the last touch, following the form all the while; it then plays the
-next change. `Action("autopilot")` switches it off and on (the A key, /swarm/autopilot).
+next change, or at once when asked (`Action("autopilot_resume")`: "resume now" on the web
+page and in the control window, /swarm/autopilot/resume), which plays a look for the section
+heard now over a bar. `Action("autopilot")` switches it off and on (the A key,
+/swarm/autopilot, a MIDI note, the switch on the web page and in the control window); a show
+started without --autopilot says on its HUD how to have one (`act_on_autopilot`).
 """
 
 from __future__ import annotations
@@ -27,8 +31,10 @@ from swarm_instrument.control.looks.preset_bank import BUNDLED_DIR, user_presets
 from swarm_instrument.control.looks.presets import Preset
 from swarm_instrument.show.autopilot.autopilot import autopilot_looks
 from swarm_instrument.show.autopilot.choreography import PHRASE_BARS, Choreographer, Cue, Look
+from swarm_instrument.show.autopilot.evolution import Evolution
 
 log = logging.getLogger(__name__)
+NO_AUTOPILOT = "off: start the show with --autopilot to use it"
 RESUME_S = 30.0  # the performer's touch holds the autopilot off this long (--autopilot-resume)
 BAR_S = 2.0  # a bar's length before the tempo is known
 
@@ -54,6 +60,7 @@ class LiveAutopilot:
         self.section_start: float | None = None
         self.bar_seconds = BAR_S
         self._offset: float | None = None  # show's time - stream's time
+        self.evolution = Evolution(seed)  # the look moving inside its section
 
     def attach(self, show: Any) -> LiveAutopilot:
         """Become `show`'s autopilot, told by its looks when the performer plays them."""
@@ -71,8 +78,7 @@ class LiveAutopilot:
             self._plan(change)
         if self.form.grid.period:
             self.bar_seconds = 4 * self.form.grid.period
-        phrase = (None if self.section_start is None else
-                  self.section_start + (self._phrases + 1) * PHRASE_BARS * self.bar_seconds)
+        phrase = self._next_phrase()
         if phrase is not None and now >= phrase:  # a phrase inside the section
             self._phrases += 1
             cue = self.choreographer.phrase_cue(phrase, self.section, self.bar_seconds)
@@ -80,6 +86,15 @@ class LiveAutopilot:
                 self.waiting.append(cue)
         while self.waiting and self.waiting[0].t <= now + 1e-9:
             self._play(show, self.waiting.pop(0), now)
+        looks = show.looks
+        looks.evolving = (self.evolution.step(show.params, now, looks.morph is not None,
+                                              looks.kept) if self.on else set())
+
+    def _next_phrase(self) -> float | None:
+        """When the section's next phrase begins (the show's time); None before a section."""
+        if self.section_start is None:
+            return None
+        return self.section_start + (self._phrases + 1) * PHRASE_BARS * self.bar_seconds
 
     def _plan(self, change: Change) -> None:
         at = change.at + (self._offset or 0.0)
@@ -103,24 +118,46 @@ class LiveAutopilot:
         show.looks.go_to(self.presets[cue.look], cue.morph, show.show_time)
         if cue.burst:
             show.act(Action("separation_burst", 1.0))
-        self.look = cue.look
+        self.look, self.section = cue.look, cue.section
+        self._evolve(self.presets[cue.look].values, cue.t)
         recorder = getattr(show, "recorder", None)
         if recorder is not None and hasattr(recorder, "record_autopilot"):
             recorder.record_autopilot(show.show_time, cue.section, cue.look)
         log.info(f"autopilot: {cue.section}: {cue.look}")
 
-    def touched(self, now: float | None = None) -> None:
-        """The performer played the look: theirs for `resume_s` from now (default: the
-        latest frame's time)."""
+    def _evolve(self, values: Any, at: float) -> None:
+        """The look `values` drifts from now on, phrase by phrase of its section."""
+        start = self.section_start if self.section_start is not None else at
+        self.evolution.new_look(values, start, PHRASE_BARS * self.bar_seconds, self.section)
+
+    def touched(self, names: set[str] | None = None, now: float | None = None) -> None:
+        """The performer played the look (`names`, None: all of it, a recall): theirs for
+        `resume_s` from now (default: the latest frame's time), and what they touched no
+        longer drifts until the next look."""
+        self.evolution.release(names)
         if self.on:
             self.held_until = (self._now if now is None else now) + self.resume_s
 
-    def switch(self, action: Action, now: float) -> None:
-        """Off and on (value None: the other way; 0 off, else on)."""
+    def resume(self, show: Any, now: float) -> None:
+        """"Resume now": the performer's hold over (the autopilot on if it was off), and a
+        look for the section heard now played over a bar (no cut, no burst: the section is
+        under way)."""
+        self.on, self.held_until = True, -math.inf
+        look = self.choreographer.choose(self.section)
+        log.info(f"autopilot: resumed ({self.section})")
+        self._play(show, Cue(now, self.section, look, self.bar_seconds, False), now)
+
+    def switch(self, action: Action, now: float, show: Any = None) -> None:
+        """Off and on (value None: the other way; 0 off, else on). Off, the look stays where
+        it is; on, the look playing (`show`'s) starts to drift at once."""
+        was = self.on
         self.on = (not self.on) if action.value is None else bool(action.value)
         self.held_until = -math.inf
         if not self.on:
             self.waiting = []
+            self.evolution.stop()
+        elif not was and show is not None:
+            self._evolve(show.params, now)
         log.info(f"autopilot {'on' if self.on else 'off'}")
 
     def telemetry(self, now: float) -> dict[str, Any]:
@@ -129,6 +166,11 @@ class LiveAutopilot:
         control = ("off" if not self.on else "performer" if now < self.held_until
                    else "autopilot")
         upcoming = self.waiting[0] if self.waiting else None
+        phrase_at = self._next_phrase()
+        if (upcoming is None and self.on and phrase_at is not None
+                and self.choreographer.rate == "phrase" and self.section != "build"):
+            # the next phrase's change: another look of the section's kind, chosen then
+            upcoming = Cue(phrase_at, self.section, "", 0.0, False, phrase=True)
         phrase = None
         if self.section_start is not None and self.bar_seconds > 0:
             beats = (now - self.section_start) / (self.bar_seconds / 4)
@@ -141,7 +183,21 @@ class LiveAutopilot:
                 "resumes_at": (round(self.held_until, 3) if control == "performer" else None),
                 "next": None if upcoming is None else {
                     "t": round(upcoming.t, 3), "section": upcoming.section,
-                    "look": upcoming.look}}
+                    "look": upcoming.look or None}}
+
+
+def act_on_autopilot(show: Any, action: Action) -> None:
+    """The switch (`Action("autopilot")`: the A key, OSC, a MIDI note, the web page, the
+    control window) and "resume now" (`Action("autopilot_resume")`), carried out by the live
+    autopilot; a show without one (started without --autopilot, or a render's, which plays
+    its plan) says on its HUD how to have one, never nothing at all."""
+    pilot = show.autopilot
+    if action.kind == "autopilot" and hasattr(pilot, "switch"):
+        pilot.switch(action, show.now, show)
+    elif action.kind == "autopilot_resume" and hasattr(pilot, "resume"):
+        pilot.resume(show, show.now)
+    else:
+        show.status["autopilot"] = NO_AUTOPILOT
 
 
 def open_autopilot(args: Any, show: Any, seed: int) -> LiveAutopilot | None:

@@ -55,8 +55,8 @@ from swarm_instrument.show.video_outputs import DEFAULT_RATE, open_outputs
 from swarm_instrument.visual.gpu.context import prepared_or_new_context
 from swarm_instrument.visual.gpu.limits import machine_limits
 from swarm_instrument.visual.output.png import write_png
+from swarm_instrument.visual.ui.control_window.preview import Preview
 from swarm_instrument.visual.ui.hud import hud_layout
-from swarm_instrument.visual.ui.preview import Preview
 from swarm_instrument.visual.ui.screens import ScreenArea, side_by_side
 from swarm_instrument.visual.ui.window import (
     LiveWindow,
@@ -358,7 +358,7 @@ def open_control(live: LiveShow, screen, where, plan: ScreenPlan,
     not --windowed; at `area` beside the picture when they share one), wired as one more
     input of the show; the output window's context is current again afterwards. A control
     window that cannot open is said and the show plays on without it."""
-    from swarm_instrument.visual.ui.control_window import ControlWindow  # noqa: PLC0415 - display: pyglet.window
+    from swarm_instrument.visual.ui.control_window.control_window import ControlWindow  # noqa: PLC0415 - display: pyglet.window
 
     show, args = live.show, live.args
     version = (4, 3) if screen.ctx.version_code >= 430 else (4, 1)  # as the output's

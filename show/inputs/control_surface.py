@@ -1,4 +1,4 @@
-"""The control window as one of the show's inputs (visual/ui/control_window.py draws it): its
+"""The control window as one of the show's inputs (visual/ui/control_window/ draws it): its
 gestures become the frame's actions through the same checks as OSC and the web remote
 (control/osc/osc_input.py `interpret`), and the show's state goes back to it every frame or two.
 
@@ -7,14 +7,16 @@ gestures become the frame's actions through the same checks as OSC and the web r
     publish(show, now)   the window's state at most every PUSH_SECONDS: each parameter's
                          position on its slider and its text, the knobs waiting for pickup,
                          the learn, the slots and the one playing, the meters
-                         (show/inputs/web_input.py's ShowView, as the web page reads them), MIDI and
-                         OSC activity, the HUD's lines; and one step of the thumbnails
+                         (show/inputs/web_input.py's ShowView, as the web page reads them), the
+                         autopilot, MIDI and OSC activity, the HUD's lines; and one step of the
+                         thumbnails
 
-The pictures are GPU copies in the output's context (visual/ui/preview.py): the preview is a
-frame taker of the one loop, filled each frame before the HUD; the thumbnails are each slot's
-preset played offscreen as the contact sheet plays a look (show/offline/contact_sheet.py `LookRun`),
-a few frames of it per show frame so the show never stalls, then copied into the slot's
-texture; again when a slot's file changes (a save). Main thread only.
+The pictures are GPU copies in the output's context (visual/ui/control_window/preview.py): the
+preview is a frame taker of the one loop, filled each frame before the HUD; the thumbnails are
+each slot's preset played offscreen as the contact sheet plays a look
+(show/offline/contact_sheet.py `LookRun`), a few frames of it per show frame so the show never
+stalls, then copied into the slot's texture; again when a slot's file changes (a save). Main
+thread only.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from swarm_instrument.show.offline.contact_sheet import (
     SheetSettings,
 )
 from swarm_instrument.visual.gpu.context import is_software
-from swarm_instrument.visual.ui.preview import Preview, Thumbnails
+from swarm_instrument.visual.ui.control_window.preview import Preview, Thumbnails
 
 if TYPE_CHECKING:
     from swarm_instrument.show.show import Show
@@ -51,7 +53,8 @@ THUMBNAIL_SIZE = (192, 108)
 SLOTS_CHECK_SECONDS = 1.0  # how often the slot files are looked at for a save
 BUTTON_ADDRESSES = {"tap": "/swarm/tap", "downbeat": "/swarm/downbeat",
                     "half": "/swarm/tempo/half", "double": "/swarm/tempo/double",
-                    "respawn": "/swarm/respawn", "burst": "/swarm/burst"}
+                    "respawn": "/swarm/respawn", "burst": "/swarm/burst",
+                    "resume": "/swarm/autopilot/resume"}
 
 
 def layout_groups() -> list[tuple[str, list[dict[str, Any]]]]:
@@ -76,9 +79,9 @@ def shown(value: Any) -> str:
 
 
 def to_action(message: tuple, values: dict[str, Any]) -> Action:
-    """A window message (visual/ui/control_window.py) -> the Action it asks for, through OSC's
-    checks; OscError (or ValueError for a malformed one) says why not. `values`: the
-    parameters now (a nudge moves from them)."""
+    """A window message (visual/ui/control_window/control_window.py) -> the Action it asks
+    for, through OSC's checks; OscError (or ValueError for a malformed one) says why not.
+    `values`: the parameters now (a nudge moves from them)."""
     kind, *rest = message
     if kind == "norm":
         name, x = rest
@@ -105,6 +108,8 @@ def to_action(message: tuple, values: dict[str, Any]) -> Action:
         if not 1 <= slot <= 9:
             raise OscError(f"save: slots are 1-9, got {slot}")
         return Action("save_preset", slot)
+    if kind == "autopilot":  # the switch: 0 off, 1 on
+        return interpret("/swarm/autopilot", [int(rest[0])])
     if kind == "action" and rest[0] in BUTTON_ADDRESSES:
         return interpret(BUTTON_ADDRESSES[rest[0]], [])
     raise OscError(f"{kind}: not a control window message")
@@ -318,6 +323,7 @@ class ControlSurface:
                 "learning": learning, "slots": slots, "active": view.active,
                 "morph": looks["morph"], "crossfade": fade, "meters": meters,
                 "status": status, "notice": show.looks.problem or "",
+                "autopilot": view.autopilot(show),
                 "hud": show.hud_lines()}
 
     def _meter_texts(self, show: Show, meters: dict[str, Any], midi: int | None,
@@ -351,6 +357,7 @@ class ControlSurface:
                 "draws": self.window.draws, "focused": self.window.focused,
                 "editing": self.window.editing, "notice": self.window.notice_shown,
                 "hud": list(self.window.hud),
+                "autopilot": list(self.window.autopilot_shown),
                 "widgets": dict(self.window.widgets)}
 
     def close(self) -> None:

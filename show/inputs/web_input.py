@@ -5,7 +5,8 @@ become the frame's actions, and the show's state goes back to the page a few tim
 hands the server a fresh snapshot (the meters and slots read by `ShowView`, which the control
 window reads too: show/inputs/control_surface.py) at most every PUSH_SECONDS
 (control/web/web_session.py): the meters (level, bands, onset, tempo and beat, frame time), the
-preset slots with their names, the preset playing and its morph, and every parameter's value.
+preset slots with their names, the preset playing and its morph, the autopilot (its section, next
+change and who is in control), and every parameter's value.
 Building it costs a few tens of microseconds; the slot names (nine small files read) only when the
 preset changes (a recall, a save). Main thread only; the server reads the snapshot on its threads
 and never changes it.
@@ -21,6 +22,7 @@ from swarm_instrument.control.web.web_address import is_loopback
 from swarm_instrument.control.web.web_messages import plain_value
 from swarm_instrument.control.web.web_remote import WebProblem, WebRemote
 from swarm_instrument.control.web.web_token import load_or_create_token
+from swarm_instrument.show.autopilot.autopilot_view import autopilot_view
 
 if TYPE_CHECKING:
     from swarm_instrument.show.show import Show
@@ -58,6 +60,13 @@ class ShowView:
             "frame_ms": _r(clock.frame_ms, 2), "fps": _r(clock.fps, 1),
             "agents": show.swarm.count, "paused": show.paused,
         }
+
+    def autopilot(self, show: Show) -> dict[str, Any]:
+        """The autopilot's section, next change and who is in control
+        (show/autopilot/autopilot_view.py); a show without one says how to have one."""
+        pilot = getattr(show, "autopilot", None)
+        return autopilot_view(None if pilot is None else pilot.telemetry(show.now), show.now,
+                              show.status.get("autopilot"))
 
     def update_slots(self, show: Show) -> bool:
         """The slots' names and which one is playing, read again only when the preset
@@ -113,6 +122,7 @@ class WebInput:
             "preset": preset,
             "slots": {str(slot): name for slot, name in view.slot_names.items()},
             "outputs": outputs_state(show),
+            "autopilot": view.autopilot(show),
             "values": {name: plain_value(value) for name, value in show.params.items()},
         }
 

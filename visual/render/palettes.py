@@ -1,10 +1,12 @@
 """The agents' palettes: gradients of 2 to 5 colour stops, sampled in the shader (agent.vert) at
 a place 0..1 chosen by `color_by`. `colors` is the performer's own two (slow_color to
-fast_color); the others are bundled. Pure data and functions: any thread.
+fast_color); the others are bundled; `hue_shift` turns any of them round the colour wheel.
+Pure data and functions: any thread.
 """
 
 from __future__ import annotations
 
+import colorsys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -26,11 +28,22 @@ COLOR_BY = ("speed", "heading", "depth", "density")
 
 
 def palette_stops(values: Mapping[str, Any]) -> list[tuple[float, float, float]]:
-    """The stops of this frame's palette (`palette`, or slow_color and fast_color)."""
+    """The stops of this frame's palette (`palette`, or slow_color and fast_color), turned
+    round the colour wheel by `hue_shift` degrees."""
     name = values.get("palette", "colors")
     if name in PALETTES:
-        return [tuple(map(float, stop)) for stop in PALETTES[name]]
-    return [tuple(map(float, values["slow_color"])), tuple(map(float, values["fast_color"]))]
+        stops = [tuple(map(float, stop)) for stop in PALETTES[name]]
+    else:
+        stops = [tuple(map(float, values["slow_color"])),
+                 tuple(map(float, values["fast_color"]))]
+    degrees = float(values.get("hue_shift", 0.0))
+    return [turn_hue(stop, degrees) for stop in stops] if degrees else stops
+
+
+def turn_hue(color: Sequence[float], degrees: float) -> tuple[float, float, float]:
+    """A colour's hue turned by `degrees`, its lightness and saturation kept (HLS)."""
+    hue, lightness, saturation = colorsys.rgb_to_hls(*(float(c) for c in color))
+    return colorsys.hls_to_rgb((hue + degrees / 360.0) % 1.0, lightness, saturation)
 
 
 def srgb_to_linear(color: Sequence[float]) -> tuple[float, ...]:

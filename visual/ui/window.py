@@ -183,7 +183,7 @@ class LiveWindow:
     def __init__(self, window, *, fps: float | None, overlay: bool = True) -> None:
         self.window = window
         # overlay False: the projector's picture with nothing drawn over it (the HUD and its
-        # notices are on the control window then, visual/ui/control_window.py)
+        # notices are on the control window then, visual/ui/control_window/control_window.py)
         self.overlay = overlay
         # GPU objects are released by their owners (Swarm, Renderer), once, as headless runs
         # do: no moderngl gc_mode. ("context_gc" broke ctx.gc() on preset recall: an object

@@ -353,6 +353,7 @@ function update(state) {
   }
   if (state.slots) slots(state.slots, state.preset || {});
   if (state.outputs) outputs(state.outputs);
+  if (state.autopilot) autopilotPanel(state.autopilot); // autopilot.js
   if (state.values) {
     for (const [name, value] of Object.entries(state.values)) {
       const control = controls.get(name);

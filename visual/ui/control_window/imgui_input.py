@@ -2,7 +2,7 @@
 the window's focus, its size and its framebuffer's scale (high-DPI screens).
 
 It feeds what it is given; which keys reach imgui at all is the control window's choice
-(visual/ui/control_layout.py `route_key`: the performer's keys go to the show unless a field
+(control_layout.py `route_key`: the performer's keys go to the show unless a field
 is being typed into). Main thread only.
 """
 

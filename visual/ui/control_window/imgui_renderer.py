@@ -8,7 +8,7 @@ moderngl context: a program (shaders/imgui.*), a vertex and an index buffer grow
 one vertex array.
 
 Textures are looked up by GL name: the font atlas's pages are this renderer's own (released
-here); the preview and the slots' thumbnails are the output context's (visual/ui/preview.py),
+here); the preview and the slots' thumbnails are the output context's (preview.py),
 borrowed by name (`borrow`) and never deleted here (moderngl does not delete an external
 texture's name when the wrapper is released). Main thread only, with the control window's
 context current.

@@ -5,7 +5,7 @@ Both live in the output window's context and are shown by the control window's, 
 makes in the same share group: textures are shared between the two contexts (framebuffers and
 vertex arrays are not, so every framebuffer here is the output context's own). The owner of
 each texture is the class here, which releases it once; the control window only borrows the
-texture's GL name (visual/ui/control_window.py). Main thread only.
+texture's GL name (control_window.py). Main thread only.
 """
 
 from __future__ import annotations

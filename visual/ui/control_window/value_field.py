@@ -1,7 +1,7 @@
 """A parameter's field, to type an exact value into: it opens in place of the slider
 (right-click, Ctrl+click, or Enter with the keyboard focus on it), holding the value as the
 slider says it, all selected so typing replaces it; Enter sets it, Esc or a click elsewhere
-leaves it. The value is parsed here (visual/ui/control_layout.py `parse_typed`: what is no
+leaves it. The value is parsed here (control_layout.py `parse_typed`: what is no
 value at all is said in the window) and handed on as ("set", name, value), for OSC's checks to
 take or refuse (out of range: refused, and said). Main thread only.
 """
@@ -14,7 +14,11 @@ from typing import Any
 
 from imgui_bundle import imgui
 
-from swarm_instrument.visual.ui.control_layout import Messages, parse_typed, typed_text
+from swarm_instrument.visual.ui.control_window.control_layout import (
+    Messages,
+    parse_typed,
+    typed_text,
+)
 
 NEVER_TOOK_IT = 30  # frames: a field that never got the keyboard closes
 

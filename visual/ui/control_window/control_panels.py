@@ -1,12 +1,13 @@
 """The control window's panels, drawn with Dear ImGui each frame from the show's latest state:
-a bar on top (title, notice, where things play), on the left the output's preview, the meters,
+a bar on top (title, notice, where things play), the autopilot's bar under it
+(autopilot_bar.py), on the left the output's preview, the meters,
 the nine preset slots as thumbnails, SAVE, TAP, DOWNBEAT, RESPAWN and BURST, and the A/B
-crossfade; on the right the parameters in columns (visual/ui/param_rows.py) and under them
+crossfade; on the right the parameters in columns (param_rows.py) and under them
 the HUD's lines (the show's figures, shader errors, refusals, outputs: what the picture's HUD
 says when it has one).
 
 Pictures are the output context's textures, borrowed by GL name through the renderer
-(visual/ui/imgui_renderer.py). Main thread only.
+(imgui_renderer.py). Main thread only.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from typing import Any
 
 from imgui_bundle import imgui
 
-from swarm_instrument.visual.ui.control_layout import (
+from swarm_instrument.visual.ui.control_window.autopilot_bar import AutopilotBar
+from swarm_instrument.visual.ui.control_window.control_layout import (
     BACKGROUND,
     DIM,
     ERROR,
@@ -31,7 +33,7 @@ from swarm_instrument.visual.ui.control_layout import (
     fit_text,
     rgba,
 )
-from swarm_instrument.visual.ui.param_rows import ParamColumns, Widgets
+from swarm_instrument.visual.ui.control_window.param_rows import ParamColumns, Widgets
 
 BUTTONS = ("save", "tap", "downbeat", "half", "double", "respawn", "burst")
 METERS = ("level", "low", "mid", "high", "onset")
@@ -60,6 +62,7 @@ class ControlPanels:
         self.renderer = renderer
         self.widgets = Widgets()
         self.params = ParamColumns(groups, messages, self.widgets, say, fonts)
+        self.autopilot = AutopilotBar(messages, self.widgets, fonts)
         self.save_armed = False
         self.images: dict[Any, tuple[int, tuple[int, int]]] = {}  # key -> (GL name, size)
         self.hud_shown: list[str] = []
@@ -73,6 +76,7 @@ class ControlPanels:
         imgui.begin("control", None, WINDOW_FLAGS)
         margin = 10 * self.scale
         top = self._top(width, state, notice)
+        top += self.autopilot.draw(top, width, self.scale, state.get("autopilot") or {})
         inner = height - top - 2 * margin
         # the pictures' panel: a third of the window, within its own bounds, and never more than
         # half (a narrow window beside the picture, at a high DPI, keeps a column of parameters)

@@ -1,5 +1,5 @@
 """The control window's parameters: every parameter a row in its group, the groups flowed into
-columns (visual/ui/control_layout.py `flow_columns`), drawn with Dear ImGui each frame.
+columns (control_layout.py `flow_columns`), drawn with Dear ImGui each frame.
 
 A row: the name, a bar over the performance range (filled to the value, its text on it, a
 white mark where a MIDI knob waiting for pickup points), or a switch, or a colour's swatch and
@@ -8,8 +8,8 @@ own (an invisible button and the draw list), so they look as before and map the 
 plainly as before: a click jumps, a drag follows, the wheel steps. Right-click, Ctrl+click or
 Enter (keyboard focus on it) opens a field to type an exact value into.
 
-Gestures become the window's messages (visual/ui/control_window.py lists them); the field is
-visual/ui/value_field.py's; `Widgets` keeps where each widget was drawn and which one holds
+Gestures become the window's messages (control_window.py lists them); the field is
+value_field.py's; `Widgets` keeps where each widget was drawn and which one holds
 the keyboard focus, for the window's key routing and for tests. Main thread only.
 """
 
@@ -20,7 +20,7 @@ from typing import Any
 
 from imgui_bundle import imgui
 
-from swarm_instrument.visual.ui.control_layout import (
+from swarm_instrument.visual.ui.control_window.control_layout import (
     DIM,
     FILL,
     GHOST,
@@ -36,7 +36,7 @@ from swarm_instrument.visual.ui.control_layout import (
     flow_columns,
     rgba,
 )
-from swarm_instrument.visual.ui.value_field import ValueField
+from swarm_instrument.visual.ui.control_window.value_field import ValueField
 
 WHEEL_STEP, WHEEL_STEP_SHIFT = 0.01, 0.1  # of the performance range, a wheel click
 NAV = imgui.ButtonFlags_.enable_nav  # an invisible button the keyboard focus can reach

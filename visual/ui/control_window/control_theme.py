@@ -1,5 +1,5 @@
 """The control window's look: today's dark style on imgui (flat, the colours of
-visual/ui/control_layout.py), at a scale for high-DPI screens, and its fonts: DejaVu Sans
+control_layout.py), at a scale for high-DPI screens, and its fonts: DejaVu Sans
 where the system has it (as the pyglet window before), else the Roboto that imgui-bundle ships
 in its wheel on every platform. Main thread only, with the window's imgui context current.
 """
@@ -11,7 +11,7 @@ from pathlib import Path
 import imgui_bundle
 from imgui_bundle import imgui
 
-from swarm_instrument.visual.ui.control_layout import (
+from swarm_instrument.visual.ui.control_window.control_layout import (
     BACKGROUND,
     DIM,
     FILL,

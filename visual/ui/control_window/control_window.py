@@ -1,7 +1,8 @@
 """The control window: the performer's screen beside the projector's, drawn with Dear ImGui
 and moderngl in a pyglet window: a live preview of the output, every parameter as a slider in
 its group (a value can be typed in), the nine preset slots as thumbnails, the A/B crossfade,
-tap, downbeat, respawn and burst, the meters and the HUD's lines.
+tap, downbeat, respawn and burst, the meters, the autopilot (its switch, RESUME NOW, the
+section, the next change, who is in control) and the HUD's lines.
 
 It knows nothing of the show: show/inputs/control_surface.py hands it a layout once (groups of
 parameters as plain data) and a state a few dozen times a second (positions and texts, knobs
@@ -14,12 +15,13 @@ plain messages, which it turns into the show's actions through the same checks a
     ("select", name)           a slider clicked or focused: the chosen parameter (keys, L)
     ("learn", name)            its L box: MIDI-learn it (again: cancel)
     ("preset", slot)  ("save", slot)  ("action", "tap" | "downbeat" | "respawn" | "burst")
+    ("autopilot", 0 | 1)       the autopilot's switch   ("action", "resume")  RESUME NOW
 
 Keys: while a field is typed into, every key is the field's. Otherwise Tab and Up/Down move
 the keyboard focus (imgui's navigation), Left/Right step the focused parameter, Enter opens its
 field (or flips a switch, presses a button or a slot), and every other key goes to the output
 window's handler (1-9, Space, T, D, L, Esc twice quits...): `route_key`. Pictures are the
-output context's textures (visual/ui/preview.py), borrowed by GL name: pyglet's windows share
+output context's textures (preview.py), borrowed by GL name: pyglet's windows share
 textures, and nothing is read back. Main thread only (pyglet's event loop).
 """
 
@@ -35,7 +37,7 @@ import pyglet
 from imgui_bundle import imgui
 from pyglet.window import key
 
-from swarm_instrument.visual.ui.control_layout import (
+from swarm_instrument.visual.ui.control_window.control_layout import (
     BACKGROUND,
     KeyQueue,
     Messages,
@@ -43,10 +45,10 @@ from swarm_instrument.visual.ui.control_layout import (
     route_key,
     ui_scale,
 )
-from swarm_instrument.visual.ui.control_panels import ControlPanels
-from swarm_instrument.visual.ui.control_theme import apply_theme, load_fonts
-from swarm_instrument.visual.ui.imgui_input import PygletInput
-from swarm_instrument.visual.ui.imgui_renderer import ImguiRenderer
+from swarm_instrument.visual.ui.control_window.control_panels import ControlPanels
+from swarm_instrument.visual.ui.control_window.control_theme import apply_theme, load_fonts
+from swarm_instrument.visual.ui.control_window.imgui_input import PygletInput
+from swarm_instrument.visual.ui.control_window.imgui_renderer import ImguiRenderer
 
 DRAW_RATE = 30.0  # the control window's redraws a second, at most
 MODIFIER_KEYS = (key.LCTRL, key.RCTRL, key.LSHIFT, key.RSHIFT, key.LALT, key.RALT,
@@ -162,6 +164,11 @@ class ControlWindow:
     def hud(self) -> list[str]:
         """The HUD's lines as the last frame drew them."""
         return self.panels.hud_shown
+
+    @property
+    def autopilot_shown(self) -> list[str]:
+        """The autopilot bar's lines as the last frame drew them."""
+        return self.panels.autopilot.shown
 
     @property
     def editing(self) -> str | None:
