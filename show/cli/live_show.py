@@ -236,7 +236,10 @@ class LiveShow:
         self.show.move_lure(self.show.camera.screen_to_swarm(x, y, width, height))
 
     def scroll(self, clicks: float) -> None:
-        self.show.camera.zoom(0.9 ** clicks)
+        show = self.show
+        show.camera.zoom(0.9 ** clicks)
+        if show.recorder is not None:  # no Action: the camera's own, recorded all the same
+            show.recorder.record_action(show.show_time, "zoom", 0.9 ** clicks)
 
     # ---- the end ----------------------------------------------------------------------------
 
