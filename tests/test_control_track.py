@@ -264,7 +264,7 @@ HEADER = '{"format": "swarm-control", "version": 1, "seed": 0, "count": 100}'
     ([HEADER, '{"t": 1, "kind": "frame", "now": 5, "dt": 0, "steps": 1, "late": 5, '
               '"size": [0, 90]}'], r"set\.jsonl:2: frame \"size\" must be \[width, height\]"),
     ([HEADER, '{"t": 1, "kind": "action", "action": "respawn", "came": "soon"}'],
-     r"set\.jsonl:2: \"came\" must be one of between, late"),
+     r"set\.jsonl:2: \"came\" must be one of between, advance, late"),
     ([HEADER, '{"t": 1, "kind": "action", "action": "lure", "point": [1, 2]}'],
      r"set\.jsonl:2: lure \"point\" must be \[x, y, z\]"),
     ([HEADER, '{"t": 1, "kind": "action", "action": "zoom", "value": 0}'],

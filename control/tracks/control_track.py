@@ -28,8 +28,10 @@ own clock, perf_counter's; `late`: the time of its late read of the inputs, and 
 when that read made the frame's values again), the governor's lowered levers, and its size
 in pixels when it changed. The events before it, since the frame
 before, are that frame's: `came` says where an input came in, "between" (after the frame
-before was drawn: a key, the pointer, the scroll wheel) or "late" (the late read just before
-the draw); without `came`, at the frame's update.
+before was drawn: a key, the pointer, the scroll wheel), "advance" (the show's own change as
+the swarm stepped: a count capped to what the machine holds live, `count_limit` in the
+header; a replay makes it again itself) or "late" (the late read just before the draw);
+without `came`, at the frame's update.
 
 Playback rules (the offline render, show/offline/):
 - a set with frame events, rendered with its sound file (`--render SONG --control TRACK`),
@@ -78,7 +80,7 @@ FORMAT = "swarm-control"
 VERSION = 1
 KINDS = ("audio", "param", "preset", "midi", "action", "autopilot", "frame", "end")
 PHASED = ("param", "preset", "midi", "action", "autopilot")  # the kinds that may say `came`
-PHASES = ("between", "late")  # where an input came in, other than at the frame's update
+PHASES = ("between", "advance", "late")  # where a change came in, other than at the update
 SECTIONS = ("intro", "groove", "build", "drop", "break", "outro")  # the autopilot's labels
 AUDIO_KEYS = SOURCES  # what an audio event records: the modulation sources
 ACTION_KINDS = MAPPABLE + ("pause", "lure", "zoom")  # zoom: the window's scroll wheel
@@ -228,7 +230,7 @@ def _check_header(item: Any, where: str) -> dict[str, Any]:
         routes_from_json(item.get("routes", []), where=f"{where}: routes")
     except ParamError as exc:
         raise ControlTrackError(str(exc)) from None
-    for key in ("seed", "count", "audio_samples"):
+    for key in ("seed", "count", "audio_samples", "count_limit"):
         if key in item and (isinstance(item[key], bool) or not isinstance(item[key], int)):
             raise ControlTrackError(f"{where}: \"{key}\" must be a whole number")
     if "rate" in item and not (_number(item["rate"]) and item["rate"] > 0):

@@ -27,6 +27,7 @@ class RecordedFrame:
     between: list[Event] = field(default_factory=list)  # came after the frame before's draw
     update: list[Event] = field(default_factory=list)  # came at the update
     late_events: list[Event] = field(default_factory=list)  # came at the late read
+    advanced: list[Event] = field(default_factory=list)  # the show's own, as it stepped
 
 
 def recorded_frames(events: Iterable[Event]) -> list[RecordedFrame]:
@@ -34,7 +35,7 @@ def recorded_frames(events: Iterable[Event]) -> list[RecordedFrame]:
     the events since the one before are its own. Events after the last frame event came after
     the last frame was drawn: no frame shows them, so none is made."""
     frames: list[RecordedFrame] = []
-    phases: dict[str | None, list[Event]] = {"between": [], None: [], "late": []}
+    phases: dict[str | None, list[Event]] = {"between": [], None: [], "late": [], "advance": []}
     heard: int | None = None
     size: tuple[int, int] | None = None
     for event in events:
@@ -45,8 +46,8 @@ def recorded_frames(events: Iterable[Event]) -> list[RecordedFrame]:
                 float(event.get("now")), float(event.get("dt")), int(event.get("steps")),
                 float(event.get("late")), bool(event.get("latched")), heard,
                 dict(event.get("governor") or {}), size,
-                phases["between"], phases[None], phases["late"]))
-            phases = {"between": [], None: [], "late": []}
+                phases["between"], phases[None], phases["late"], phases["advance"]))
+            phases = {"between": [], None: [], "late": [], "advance": []}
             heard = None
         elif event.kind == "audio":
             heard = event.get("heard", heard)

@@ -44,7 +44,8 @@ class ControlRecorder:
 
     def __init__(self, path: str | os.PathLike, *, params: Params, routes: Sequence[Any] = (),
                  seed: int = 0, neighbors: str = "grid", rate: float = 48000.0,
-                 audio_file: str | None = None, audio_samples: int | None = None) -> None:
+                 audio_file: str | None = None, audio_samples: int | None = None,
+                 count_limit: int | None = None) -> None:
         self.path = Path(path)
         folder = self.path.resolve().parent
         if self.path.is_dir():
@@ -63,8 +64,8 @@ class ControlRecorder:
         self.events = 0
         self._last_t = 0.0
         # Where the events now recorded came in: None (the frame's update, or no frames told),
-        # "late" (the late read, show/show.py latch) or "between" (after a frame's draw: a key,
-        # the pointer, the window's scroll).
+        # "advance" (the swarm's steps: a count capped), "late" (the late read, show/show.py
+        # latch) or "between" (after a frame's draw: a key, the pointer, the window's scroll).
         self._phase: str | None = None
         self._tick: tuple[float, float, int] = (0.0, 0.0, 1)
         self._size: list[int] | None = None
@@ -77,6 +78,8 @@ class ControlRecorder:
                   "audio_file": str(audio_file) if audio_file else None}
         if audio_file and audio_samples is not None:
             header["audio_samples"] = int(audio_samples)  # the file's length: the same file?
+        if count_limit is not None:  # the most agents this machine held live (a cap)
+            header["count_limit"] = int(count_limit)
         self._closed = False
         self._queue: queue.SimpleQueue[dict | None] = queue.SimpleQueue()
         self._queue.put(header)
@@ -106,7 +109,11 @@ class ControlRecorder:
         self._phase = None
 
     def latching(self, show: Any) -> None:
-        """The frame's late read of its inputs begins (show/show.py latch)."""
+        """The frame's late read of its inputs begins (show/show.py latch): what the swarm's
+        steps changed first (a count capped: the show's own doing, said as such)."""
+        self._phase = "advance"
+        self.record_params(show.show_time, show.params)
+        self.record_routes(show.show_time, getattr(show, "routes", ()))
         self._phase = "late"
         self._values = getattr(show, "values", None)
 
@@ -247,11 +254,12 @@ def _route_json(route: Any) -> dict[str, Any]:
     return route.to_dict() if hasattr(route, "to_dict") else dict(route)
 
 
-def open_recorder(args: Any, params: Params, routes: Sequence[Any], audio: Any = None
-                  ) -> ControlRecorder | None:
+def open_recorder(args: Any, params: Params, routes: Sequence[Any], audio: Any = None,
+                  count_limit: int | None = None) -> ControlRecorder | None:
     """The recorder `--record-control PATH` asks for (None without it), with the set's
-    starting parameters, routes, seed, neighbour mode and audio rate in its header. Call it
-    after the show is built (the count is final) and before the first frame."""
+    starting parameters, routes, seed, neighbour mode, audio rate and the machine's live count
+    limit in its header. Call it after the show is built (the count is final) and before the
+    first frame."""
     path = getattr(args, "record_control", None)
     if not path:
         return None
@@ -261,4 +269,5 @@ def open_recorder(args: Any, params: Params, routes: Sequence[Any], audio: Any =
     return ControlRecorder(path, params=params, routes=routes, seed=seed,
                            neighbors=getattr(args, "neighbors", "grid"), rate=rate,
                            audio_file=getattr(args, "audio_file", None),
-                           audio_samples=None if duration is None else round(duration * rate))
+                           audio_samples=None if duration is None else round(duration * rate),
+                           count_limit=count_limit)

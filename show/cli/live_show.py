@@ -163,7 +163,8 @@ class LiveShow:
         show = Show(ctx, self.params, self.options, routes=self.routes,
                     presets=PresetBank(), preset=self.preset, recovery=recovery,
                     **open_inputs(self.args, self.params))
-        show.recorder = open_recorder(self.args, self.params, self.routes, show.audio)
+        show.recorder = open_recorder(self.args, self.params, self.routes, show.audio,
+                                      self.options.count_limit)
         open_autopilot(self.args, show, self.options.seed)
         clock = getattr(show.midi, "clock", None)
         if clock is not None:  # MIDI clock from any input: a DAW, a drum machine
