@@ -60,8 +60,8 @@ def add_render_arguments(parser: argparse.ArgumentParser) -> None:
                        help="with --render: replace --out if it exists (default: refuse)")
     group.add_argument("--control", metavar="TRACK",
                        help="automate parameters along the song: a control track recorded "
-                            "with --record-control, or a MIDI file (.mid) through the MIDI "
-                            "mapping")
+                            "with --record-control (with the file the set played: its own "
+                            "frames again), or a MIDI file (.mid) through the MIDI mapping")
     group.add_argument("--codec", metavar="NAME",
                        help="video codec (default libx264: H.264; mpeg4 where it is missing)")
     group.add_argument("--crf", type=_crf, default=DEFAULT_CRF, metavar="Q",
@@ -76,7 +76,8 @@ def add_render_arguments(parser: argparse.ArgumentParser) -> None:
                             "not the set's pictures")
     group.add_argument("--record-control", metavar="TRACK.jsonl",
                        help="live: save the audio features, MIDI, parameter and preset "
-                            "changes with their times, to re-render the set with --control")
+                            "changes with their times and each frame's clock, to render the "
+                            "set again with --control (the show runs reproducibly meanwhile)")
 
 
 def _crf(text: str) -> float:
