@@ -30,6 +30,7 @@ from conftest import run_instrument
 from pictures import read_png
 
 SIZE = ("--size", "96x54", "--count", "600", "--seed", "4")
+FRAMES = 200  # of a jittery live clock: 12 s of the song, the autopilot's first change in it
 
 
 class Hands:
@@ -66,8 +67,9 @@ class Hands:
 
 
 class Jittery:
-    """A live clock whose frames come 20 to 60 ms apart, with a 150 ms hitch now and then, and
-    whose late read comes a few ms after each frame's update (show/loop.py WallClock)."""
+    """A live clock whose frames come 30 to 90 ms apart (one or more steps each), with a 150 ms
+    hitch now and then, and whose late read comes a few ms after each frame's update
+    (show/loop.py WallClock)."""
 
     def __init__(self, seed: int = 1) -> None:
         self.rng = np.random.default_rng(seed)
@@ -76,7 +78,7 @@ class Jittery:
     def __call__(self) -> float:
         self.calls += 1
         if self.calls % 2:  # a frame's update
-            gap = 0.15 if self.calls % 97 == 1 else float(self.rng.uniform(0.02, 0.06))
+            gap = 0.15 if self.calls % 97 == 1 else float(self.rng.uniform(0.03, 0.09))
             self.now += gap if self.calls > 1 else 0.0
             return self.now
         return self.now + float(self.rng.uniform(0.002, 0.01))  # its late read
@@ -115,7 +117,7 @@ def test_an_autopilot_set_with_a_performers_hands_plays_again_bit_for_bit(ctx, w
     track = tmp_path / "set.jsonl"
     args = instrument.build_parser().parse_args([
         "--headless", "--audio-file", str(wav), "--mute", "--autopilot", "--autopilot-resume",
-        "2", "--no-midi", "--frames", "300", "--record-control", str(track), *SIZE])
+        "2", "--no-midi", "--frames", str(FRAMES), "--record-control", str(track), *SIZE])
     params, routes, preset = instrument.build_params(args)
     monkeypatch.setattr(live_show, "check_machine", lambda *_: 700)  # a machine of 700 agents
     live = LiveShow(args, params, routes, preset, StopSignals())
@@ -123,7 +125,7 @@ def test_an_autopilot_set_with_a_performers_hands_plays_again_bit_for_bit(ctx, w
     show.surfaces.append(Hands())
     live.loop.clock = WallClock(time_source=Jittery())
     sink = Frames(show, (96, 54), live)
-    live.loop.run(sink, frames=300)
+    live.loop.run(sink, frames=FRAMES)
     looks = [show.autopilot.look]
     assert show.swarm.count == 700 and "capped at 700" in show.status["count"]
     live.finish(None)
@@ -154,16 +156,16 @@ def test_an_autopilot_set_with_a_performers_hands_plays_again_bit_for_bit(ctx, w
     monkeypatch.setattr(offline_render.VideoSink, "after", keep)
     options = options_from_args(args, params, render=True)
     result = offline_render.render(job, params, options, routes, ctx=ctx, observe=observe)
-    assert job.size == (96, 54) and len(drawn) == len(sink.kept) == 300
+    assert job.size == (96, 54) and len(drawn) == len(sink.kept) == FRAMES
     differ = [k for k, (a, b) in enumerate(zip(sink.kept, drawn)) if a != b]
-    assert not differ, f"frames {differ[:5]}... of 300 differ from the set's"
+    assert not differ, f"frames {differ[:5]}... of {FRAMES} differ from the set's"
     differ = [k for k, (a, b) in enumerate(zip(sink.values, values)) if a != b]
     assert not differ, (f"the values of frames {differ[:5]}... differ from the set's", [
         (k, {n: (sink.values[k][n], values[k].get(n)) for n in sink.values[k]
              if sink.values[k][n] != values[k].get(n)}) for k in differ[:3]])
     assert np.frombuffer(drawn[-1], np.uint8).max() > 40, "nothing drawn"
     assert looks[-1] == looks[0]
-    assert result.frames == job.slots(299).stop  # a video that covers the set at 60 fps
+    assert result.frames == job.slots(FRAMES - 1).stop  # a video covering the set at 60 fps
 
 
 def test_the_video_shows_the_latest_frame_drawn_at_each_of_its_times():
