@@ -86,7 +86,7 @@ AUDIO_KEYS = SOURCES  # what an audio event records: the modulation sources
 ACTION_KINDS = MAPPABLE + ("pause", "lure", "zoom")  # zoom: the window's scroll wheel
 LEVERS = ("render_scale", "post", "count")  # the governor's (show/governor.py)
 MAX_SIDE = 16384  # pixels: a frame's side
-TRACK_LIMIT = 1 << 30  # an hour's set at 60 fps is ~50 MB: a gigabyte is not a control track
+TRACK_LIMIT = 1 << 30  # an hour at 60 fps is ~75 MB (audio and frame events): a GB is no track
 
 
 def _number(value: Any) -> bool:
