@@ -173,6 +173,9 @@ class Loop:
         cpu = self.cpu.clock
         stamps = [cpu()]
         tick = self.clock.next()
+        recorder = show.recorder  # --record-control: each frame's clock, each input's phase
+        if recorder is not None:
+            recorder.begin_frame(show, tick)
         if self.before is not None:
             self.before(tick)
         show.update(tick.now)
@@ -182,6 +185,8 @@ class Loop:
         show.pace.tick(tick.now, show.show_time)  # behind real time?
         stamps.append(cpu())
         late = getattr(self.clock, "late", None)  # the inputs read again, just before the draw
+        if recorder is not None:
+            recorder.latching(show)
         show.latch(late(tick) if late is not None else tick.now)
         stamps.append(cpu())
         show.draw(target, size)
@@ -189,6 +194,8 @@ class Loop:
         wall = self.wall()
         if self.outputs is not None:  # video out: never waits (visual/output/readback.py)
             self.outputs.take(target, tuple(size or target.size), wall)
+        if recorder is not None:
+            recorder.end_frame(show)
         if show.clock.tick(wall) and show.options.live and wall >= self._next_slow_note:
             self._next_slow_note = wall + 10.0  # at most a line every 10 s
             log.info(f"slow frame: {show.clock.last_slow_ms:.0f} ms at frame {show.frame} "

@@ -201,7 +201,7 @@ class Show:
         if self._waiting and due:
             waiting, self._waiting = self._waiting, []
             for action in waiting:
-                self._carry_out(action)
+                self.carry_out(action)
 
     def played(self, names: set[str]) -> None:
         """The performer changed `names` live: the look lets go of them; a played `bpm` is a
@@ -233,17 +233,17 @@ class Show:
     # ---- actions ----------------------------------------------------------------------------
 
     def act(self, action: Action) -> None:
-        """Carry out one action, whatever asked for it (a key, MIDI, OSC, a recorded track);
-        with `quantize` on, a recall, respawn or burst waits for the next beat or bar."""
+        """Carry out one action, whatever asked for it (a key, MIDI, OSC); with `quantize` on, a
+        recall, respawn or burst waits for a beat or bar (`carry_out`: at once, as a replay)."""
         if action.kind in QUANTIZABLE and self.params["quantize"] != "off":
             self._waiting.append(action)
             return
-        self._carry_out(action)
+        self.carry_out(action)
 
-    def _carry_out(self, action: Action) -> None:
+    def carry_out(self, action: Action) -> None:
         kind = action.kind
         if self.recorder is not None:
-            self.recorder.record_action(self.show_time, kind, action.value)
+            self.recorder.record_action(self.show_time, kind, action.value, action.values)
         if kind == "set":
             self.params.update(action.values)
             self.played(set(action.values))

@@ -7,6 +7,7 @@ import json
 import math
 import threading
 import time
+from types import SimpleNamespace
 
 import pytest
 
@@ -102,8 +103,6 @@ def test_recorded_audio_plays_back_the_features(tmp_path):
 
 def test_capture_records_what_changed(tmp_path):
     """`capture(show, t)` once a frame: audio always, parameters and routes only on change."""
-    from types import SimpleNamespace
-
     params = Params()
     show = SimpleNamespace(params=params, routes=[], audio=SimpleNamespace(
         features=features(0.25)))
@@ -121,6 +120,82 @@ def test_capture_records_what_changed(tmp_path):
     assert track.events[3].get("routes") == [
         {"source": "low", "param": "cohesion_weight", "amount": 1.5}]
     assert track.values_at(0.5)["trail"] == 0.9 and track.values_at(0.4)["trail"] == 0.0
+
+
+class FrameShow:
+    """What the recorder reads of a show around a frame (show/loop.py calls it)."""
+
+    def __init__(self, params: Params) -> None:
+        self.params, self.routes, self.show_time, self.now = params, [], 0.0, 0.0
+        self.audio = SimpleNamespace(features=features(0.5), ring=SimpleNamespace(written=0))
+        self.governor = SimpleNamespace(level={"render_scale": 0, "post": 0, "count": 0})
+        self.renderer = SimpleNamespace(last_size=(160, 90))
+        self.values: dict = {}
+
+
+def test_each_frame_is_recorded_with_its_clock_and_where_each_input_came_in(tmp_path):
+    """The loop's calls around a frame: a frame event with its clock (now, dt, steps, the late
+    read's time), the samples the file had played, the governor's lowered levers and the
+    size when they change; each input is that frame's, said to have come between frames, at
+    the update (unsaid) or at the late read; the track reads them back frame by frame."""
+    path, params = tmp_path / "set.jsonl", Params()
+    show = FrameShow(params)
+    recorder = ControlRecorder(path, params=params)
+    for frame in range(3):
+        now = 100.0 + frame * 0.02
+        recorder.begin_frame(show, SimpleNamespace(now=now, dt=0.01, steps=2))  # a key's
+        show.now = now
+        show.audio.ring.written = 320 * frame
+        if frame == 1:
+            recorder.record_action(show.show_time, "lure", None, {"point": (1.0, 2.0, 3.0)})
+            recorder.record_autopilot(show.show_time, "drop", "lure-rush")
+        recorder.capture(show, show.show_time)
+        show.show_time += 0.02
+        recorder.latching(show)
+        show.now = now + 0.015
+        if frame == 1:  # a knob turned while the swarm stepped: the frame's values made again
+            params["max_speed"] = 11.0
+            show.values = {"max_speed": 11.0}
+            show.governor.level["render_scale"] = 2
+        recorder.end_frame(show)
+        if frame == 1:  # a key after the draw: the next frame's, come between
+            recorder.record_action(show.show_time, "respawn")
+            params["trail"] = 0.5
+            recorder.record_action(show.show_time, "zoom", 0.9)
+    recorder.close(show.show_time)
+    lines = [json.loads(line) for line in path.read_text().splitlines()[1:]]
+    frames = [line for line in lines if line["kind"] == "frame"]
+    assert [(f["now"], f["dt"], f["steps"], f["late"]) for f in frames] == [
+        (100.0 + k * 0.02, 0.01, 2, 100.0 + k * 0.02 + 0.015) for k in range(3)]
+    assert [f.get("size") for f in frames] == [[160, 90], None, None]
+    assert [f.get("governor") for f in frames] == [None, {"render_scale": 2},
+                                                     {"render_scale": 2}]
+    assert [f.get("latched", False) for f in frames] == [False, True, False]
+    assert [line["heard"] for line in lines if line["kind"] == "audio"] == [0, 320, 640]
+
+    times = [line["t"] for line in lines]
+    assert times == sorted(times), "the file's order is its time order"
+    assert {line.get("came") for line in lines} == {None, "between", "late"}
+    track = ControlTrack.load(path)
+    first, second, third = track.frames
+    assert (second.now, second.dt, second.steps, second.late, second.heard) == (
+        100.02, 0.01, 2, 100.035, 320)
+    assert third.size == (160, 90) and second.governor == {"render_scale": 2}
+    assert [(e.kind, e.get("action") or e.get("look")) for e in second.update] == [
+        ("action", "lure"), ("autopilot", "lure-rush")]
+    assert second.update[0].get("point") == [1.0, 2.0, 3.0]
+    assert [(e.get("name"), e.get("value")) for e in second.late_events] == [
+        ("max_speed", 11.0)]
+    assert [(e.kind, e.get("action") or e.get("name")) for e in third.between] == [
+        ("action", "respawn"), ("action", "zoom"), ("param", "trail")]
+    assert not first.between and not first.late_events and not third.update
+
+
+def test_the_tracks_governor_levers_are_the_governors():
+    from swarm_instrument.control.tracks.control_track import LEVERS
+    from swarm_instrument.show.governor import LEVERS as GOVERNOR_LEVERS
+
+    assert LEVERS == GOVERNOR_LEVERS
 
 
 def test_recording_never_waits_for_the_disk(tmp_path, monkeypatch):
@@ -180,6 +255,24 @@ HEADER = '{"format": "swarm-control", "version": 1, "seed": 0, "count": 100}'
     ([HEADER, '{"t": 1, "kind": "dance"}'], r"set\.jsonl:2: \"kind\" must be one of"),
     ([HEADER, '{"t": 1, "kind": "midi", "data": [300]}'], r"set\.jsonl:2: midi \"data\""),
     ([HEADER, '{"t": 1, "kind": "preset", "params": {"trail": 5}}'], r"set\.jsonl:2: .*trail"),
+    ([HEADER, '{"t": 1, "kind": "frame", "now": 5, "dt": 0.01, "steps": 0, "late": 5}'],
+     r"set\.jsonl:2: frame \"steps\" must be a whole number"),
+    ([HEADER, '{"t": 1, "kind": "frame", "now": "x", "dt": 0.01, "steps": 1, "late": 5}'],
+     r"set\.jsonl:2: frame \"now\" must be a time"),
+    ([HEADER, '{"t": 1, "kind": "frame", "now": 5, "dt": 0, "steps": 1, "late": 5, '
+              '"governor": {"warp": 1}}'], r"set\.jsonl:2: frame \"governor\" must map"),
+    ([HEADER, '{"t": 1, "kind": "frame", "now": 5, "dt": 0, "steps": 1, "late": 5, '
+              '"size": [0, 90]}'], r"set\.jsonl:2: frame \"size\" must be \[width, height\]"),
+    ([HEADER, '{"t": 1, "kind": "action", "action": "respawn", "came": "soon"}'],
+     r"set\.jsonl:2: \"came\" must be one of between, advance, late"),
+    ([HEADER, '{"t": 1, "kind": "action", "action": "lure", "point": [1, 2]}'],
+     r"set\.jsonl:2: lure \"point\" must be \[x, y, z\]"),
+    ([HEADER, '{"t": 1, "kind": "action", "action": "zoom", "value": 0}'],
+     r"set\.jsonl:2: zoom \"value\" must be a factor above 0"),
+    ([HEADER, '{"t": 1, "kind": "audio", "level": 0.5, "heard": -3}'],
+     r"set\.jsonl:2: audio \"heard\" must be a count of samples"),
+    (['{"format": "swarm-control", "version": 1, "rate": "fast"}'],
+     r"set\.jsonl:1: \"rate\" must be the audio's sample rate"),
     ([], r"set\.jsonl: empty"),
 ])
 def test_bad_tracks_are_named_by_line(tmp_path, lines, expected):

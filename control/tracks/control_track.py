@@ -6,22 +6,42 @@ A control track is a JSON-lines file. The first line is a header, every other li
      "neighbors": "grid", "params": {...every parameter at the start...}, "routes": [...],
      "audio_file": "song.wav" or null}
     {"t": 0.016, "kind": "audio", "level": 0.41, "low": 0.3, "mid": 0.2, "high": 0.1,
-     "onset": 0.0, "hit": false}
+     "onset": 0.0, "hit": false, "heard": 768}
+    {"t": 0.016, "kind": "frame", "now": 5021.25, "dt": 0.016, "steps": 1, "late": 5021.26,
+     "size": [1920, 1080], "governor": {"render_scale": 1}}
     {"t": 3.2, "kind": "param", "name": "max_speed", "value": 12.5}
     {"t": 9.0, "kind": "preset", "name": "calm.json", "params": {...}, "routes": [...]}
     {"t": 9.5, "kind": "midi", "data": [176, 70, 64]}
-    {"t": 11.0, "kind": "action", "action": "respawn", "value": 100}
+    {"t": 11.0, "kind": "action", "action": "respawn", "value": 100, "came": "between"}
+    {"t": 12.0, "kind": "action", "action": "lure", "value": null, "point": [1.0, 2.0, 0.0]}
     {"t": 15.0, "kind": "autopilot", "section": "drop", "look": "lure-rush"}
     {"t": 60.0, "kind": "end"}
 
-`t` is seconds since the set's first frame; `rate` the live audio's sample rate (Hz). Audio
-events carry the modulation sources (`AudioFeatures.sources()`), so a set played without
-recording its sound can still be rendered.
+`t` is seconds of the show's time (its frames' steps added up since the first frame); `rate`
+the live audio's sample rate (Hz). Audio events carry the modulation sources
+(`AudioFeatures.sources()`), so a set played without recording its sound can still be
+rendered, and `heard`, the samples a sound file (`--audio-file`) had played by then.
 
-Playback rules (the offline render, visual/offline.py):
-- param and preset events apply at their times, in file order; so do the actions that set
-  no parameter (respawn, separation_burst): a recalled preset's values are already in the
-  param events, so recall_preset is only a log;
+A frame event closes each frame the set drew (control/tracks/track_frames.py reads them):
+its clock as the loop gave it (`now`, `dt`, `steps`: show/loop.py's Tick, `now` in the loop's
+own clock, perf_counter's; `late`: the time of its late read of the inputs, and `latched`
+when that read made the frame's values again), the governor's lowered levers, and its size
+in pixels when it changed. The events before it, since the frame
+before, are that frame's: `came` says where an input came in, "between" (after the frame
+before was drawn: a key, the pointer, the scroll wheel), "advance" (the show's own change as
+the swarm stepped: a count capped to what the machine holds live, `count_limit` in the
+header; a replay makes it again itself) or "late" (the late read just before the draw);
+without `came`, at the frame's update.
+
+Playback rules (the offline render, show/offline/):
+- a set with frame events, rendered with its sound file (`--render SONG --control TRACK`),
+  plays its own frames again (show/offline/replay.py): each frame at its recorded clock, the
+  file played to its recorded `heard`, every event applied where it came in; an autopilot's
+  changes are its events, not decided again;
+- otherwise (`--retime`, no SONG, a track without frames) the frames are the video's:
+  param and preset events apply at their times, in file order; so do the actions that set
+  no parameter (respawn, separation_burst, pause, lure, zoom, tap, downbeat): a recalled
+  preset's values are already in the param events, so recall_preset is only a log;
 - audio events drive the swarm only when no song is given (`--render` without SONG): the
   latest event at or before a frame's time holds until the next; with a song, the song's own
   analysis drives it and audio events are ignored;
@@ -54,22 +74,24 @@ from swarm_instrument.control.parameters.modulation import SOURCES, routes_from_
 from swarm_instrument.control.parameters.registry import BY_NAME, ParamError, Params
 from swarm_instrument.control.tracks.midi_track import MIDI_SUFFIXES, load_midi_file
 from swarm_instrument.control.tracks.track_events import ControlTrackError, Event
+from swarm_instrument.control.tracks.track_frames import RecordedFrame, recorded_frames
 
 FORMAT = "swarm-control"
 VERSION = 1
-KINDS = ("audio", "param", "preset", "midi", "action", "autopilot", "end")
+KINDS = ("audio", "param", "preset", "midi", "action", "autopilot", "frame", "end")
+PHASED = ("param", "preset", "midi", "action", "autopilot")  # the kinds that may say `came`
+PHASES = ("between", "advance", "late")  # where a change came in, other than at the update
 SECTIONS = ("intro", "groove", "build", "drop", "break", "outro")  # the autopilot's labels
 AUDIO_KEYS = SOURCES  # what an audio event records: the modulation sources
-ACTION_KINDS = MAPPABLE
-TRACK_LIMIT = 1 << 30  # an hour's set at 60 fps is ~50 MB: a gigabyte is not a control track
+ACTION_KINDS = MAPPABLE + ("pause", "lure", "zoom")  # zoom: the window's scroll wheel
+LEVERS = ("render_scale", "post", "count")  # the governor's (show/governor.py)
+MAX_SIDE = 16384  # pixels: a frame's side
+TRACK_LIMIT = 1 << 30  # an hour at 60 fps is ~75 MB (audio and frame events): a GB is no track
 
 
 def _number(value: Any) -> bool:
     return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(
         value)
-
-
-# ----- recording ------------------------------------------------------------------------------
 
 
 # ----- playback -------------------------------------------------------------------------------
@@ -88,6 +110,7 @@ class ControlTrack:
         self._times = [e.t for e in self.events]
         self._audio = [e for e in self.events if e.kind == "audio"]
         self._audio_times = [e.t for e in self._audio]
+        self._frames: list[RecordedFrame] | None = None
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> ControlTrack:
@@ -141,6 +164,14 @@ class ControlTrack:
     @property
     def has_audio(self) -> bool:
         return bool(self._audio)
+
+    @property
+    def frames(self) -> list[RecordedFrame]:
+        """The frames the set drew, with their clocks and events (empty for a track recorded
+        before frames were, or written by hand)."""
+        if self._frames is None:
+            self._frames = recorded_frames(self.events)
+        return self._frames
 
     @property
     def duration(self) -> float:
@@ -199,9 +230,15 @@ def _check_header(item: Any, where: str) -> dict[str, Any]:
         routes_from_json(item.get("routes", []), where=f"{where}: routes")
     except ParamError as exc:
         raise ControlTrackError(str(exc)) from None
-    for key in ("seed", "count"):
+    for key in ("seed", "count", "audio_samples", "count_limit"):
         if key in item and (isinstance(item[key], bool) or not isinstance(item[key], int)):
             raise ControlTrackError(f"{where}: \"{key}\" must be a whole number")
+    if "rate" in item and not (_number(item["rate"]) and item["rate"] > 0):
+        raise ControlTrackError(f"{where}: \"rate\" must be the audio's sample rate in Hz, got "
+                                f"{item['rate']!r}")
+    if item.get("audio_file") is not None and not isinstance(item["audio_file"], str):
+        raise ControlTrackError(f"{where}: \"audio_file\" must be the sound file's name or "
+                                "null")
     return item
 
 
@@ -216,11 +253,19 @@ def _check_event(item: Any, where: str) -> Event:
         raise ControlTrackError(f"{where}: \"kind\" must be one of {', '.join(KINDS)}, "
                                 f"got {kind!r}")
     data = {k: v for k, v in item.items() if k not in ("t", "kind")}
+    if "came" in data and (kind not in PHASED or data["came"] not in PHASES):
+        raise ControlTrackError(f"{where}: \"came\" must be one of {', '.join(PHASES)} (on "
+                                f"{', '.join(PHASED)} events), got {data['came']!r}")
     if kind == "audio":
         for key in AUDIO_KEYS:
             value = data.get(key, 0.0)
             if not _number(value) or not 0.0 <= value <= 1.0:
                 raise ControlTrackError(f"{where}: audio \"{key}\" must be 0..1, got {value!r}")
+        if "heard" in data and not _whole(data["heard"], 0):
+            raise ControlTrackError(f"{where}: audio \"heard\" must be a count of samples, got "
+                                    f"{data['heard']!r}")
+    elif kind == "frame":
+        _check_frame(data, where)
     elif kind == "param":
         name = data.get("name")
         if name not in BY_NAME:
@@ -261,9 +306,43 @@ def _check_event(item: Any, where: str) -> Event:
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
                                   or not math.isfinite(value) or value < 0):
             raise ControlTrackError(f"{where}: action \"value\" must be a number from 0 or null")
+        point = data.get("point")
+        if data["action"] == "lure" and not (isinstance(point, list) and len(point) == 3
+                                             and all(_number(v) for v in point)):
+            raise ControlTrackError(f"{where}: lure \"point\" must be [x, y, z], got {point!r}")
+        if data["action"] == "zoom" and not (_number(value) and value > 0):
+            raise ControlTrackError(f"{where}: zoom \"value\" must be a factor above 0, got "
+                                    f"{value!r}")
     return Event(float(t), kind, data)
 
 
-# ----- MIDI files -----------------------------------------------------------------------------
+def _whole(value: Any, low: int, high: int | None = None) -> bool:
+    return (isinstance(value, int) and not isinstance(value, bool) and value >= low
+            and (high is None or value <= high))
 
 
+def _check_frame(data: dict[str, Any], where: str) -> None:
+    """A frame event's clock, governor and size (see the module's comment)."""
+    for key in ("now", "late"):
+        if not _number(data.get(key)):
+            raise ControlTrackError(f"{where}: frame \"{key}\" must be a time in seconds, got "
+                                    f"{data.get(key)!r}")
+    if not _number(data.get("dt")) or data["dt"] < 0:
+        raise ControlTrackError(f"{where}: frame \"dt\" must be seconds >= 0, got "
+                                f"{data.get('dt')!r}")
+    if not _whole(data.get("steps"), 1, 1000):
+        raise ControlTrackError(f"{where}: frame \"steps\" must be a whole number from 1, got "
+                                f"{data.get('steps')!r}")
+    governor = data.get("governor", {})
+    if not isinstance(governor, dict) or not all(
+            lever in LEVERS and _whole(level, 0, 16) for lever, level in governor.items()):
+        raise ControlTrackError(f"{where}: frame \"governor\" must map {', '.join(LEVERS)} to "
+                                f"levels 0-16, got {governor!r}")
+    if not isinstance(data.get("latched", False), bool):
+        raise ControlTrackError(f"{where}: frame \"latched\" must be true or false, got "
+                                f"{data['latched']!r}")
+    size = data.get("size")
+    if size is not None and not (isinstance(size, list) and len(size) == 2
+                                 and all(_whole(side, 1, MAX_SIDE) for side in size)):
+        raise ControlTrackError(f"{where}: frame \"size\" must be [width, height] in pixels, "
+                                f"got {size!r}")

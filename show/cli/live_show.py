@@ -170,7 +170,8 @@ class LiveShow:
         show = Show(ctx, self.params, self.options, routes=self.routes,
                     presets=PresetBank(), preset=self.preset, recovery=recovery, **inputs)
         mark("show: built")
-        show.recorder = open_recorder(self.args, self.params, self.routes, show.audio)
+        show.recorder = open_recorder(self.args, self.params, self.routes, show.audio,
+                                      self.options.count_limit)
         open_autopilot(self.args, show, self.options.seed)
         clock = getattr(show.midi, "clock", None)
         if clock is not None:  # MIDI clock from any input: a DAW, a drum machine
@@ -245,7 +246,10 @@ class LiveShow:
         self.show.move_lure(self.show.camera.screen_to_swarm(x, y, width, height))
 
     def scroll(self, clicks: float) -> None:
-        self.show.camera.zoom(0.9 ** clicks)
+        show = self.show
+        show.camera.zoom(0.9 ** clicks)
+        if show.recorder is not None:  # no Action: the camera's own, recorded all the same
+            show.recorder.record_action(show.show_time, "zoom", 0.9 ** clicks)
 
     # ---- the end ----------------------------------------------------------------------------
 

@@ -29,8 +29,9 @@ class ShowOptions:
     position: np.ndarray | None = None  # --state-in
     velocity: np.ndarray | None = None
     # Same input, same frames: the renderer's counts (which the camera follows) are read a
-    # fixed two frames late, waiting for the GPU if need be (--dt and --render). A live show
-    # reads them when the GPU is done instead, never waiting.
+    # fixed two frames late, waiting for the GPU if need be, and the cull lists agents in
+    # order (--dt, --render, and --record-control, so that the set renders again into its own
+    # frames). A live show reads them when the GPU is done instead, never waiting.
     reproducible: bool = False
     # Parameters the command line set (--count): preset recalls and crossfades leave them as
     # they are until the performer changes them live.
@@ -51,7 +52,8 @@ class ShowOptions:
 def options_from_args(args: argparse.Namespace, params: Params, *, render: bool = False
                       ) -> ShowOptions:
     """ShowOptions from the command line, reading --state-in (which sets the count: a
-    --count that disagrees is refused). A render steps by its frame rate, reproducibly."""
+    --count that disagrees is refused). A render steps by its frame rate, reproducibly; a
+    recorded set (--record-control) is reproducible too, so its render is its own frames."""
     position = velocity = None
     state_in = getattr(args, "state_in", None)
     if state_in:
@@ -61,10 +63,11 @@ def options_from_args(args: argparse.Namespace, params: Params, *, render: bool 
                               f"{args.count}; drop --count (the state sets it)")
         params["count"] = len(position)
     fixed_dt = None if render else args.dt
+    recorded = bool(getattr(args, "record_control", None))
     return ShowOptions(
         neighbors=getattr(args, "neighbors", "grid"), seed=args.seed or 0, fixed_dt=fixed_dt,
         obstacles=getattr(args, "obstacle", None) or (), position=position, velocity=velocity,
-        reproducible=render or fixed_dt is not None, live=not render,
+        reproducible=render or fixed_dt is not None or recorded, live=not render,
         shader_dir=BUNDLED_SHADERS if getattr(args, "safe_mode", False) else None,
         gl=getattr(args, "gl", None) or "auto",
         pinned=frozenset({"count"}) if args.count is not None or position is not None

@@ -8,17 +8,19 @@ same song, preset, seed and settings give the same frames.
 
 The plan (every check before the first frame) is show/offline/render_job.py, the progress line
 show/offline/progress.py. A control track (`--control`, control/tracks/control_track.py) automates
-parameters along the song:
-a track recorded live with `--record-control`, or a Standard MIDI File sent through the MIDI
-mapping. Every check that can fail (the song, the track, the codec, the size, the output)
-runs before the first frame, each failure one line naming the file and what to do. Ctrl+C
-stops the render, finishes the file (playable, with its sound up to the last frame) and says
-how many frames it holds.
+parameters along the song: a track recorded live with `--record-control`, or a Standard MIDI
+File sent through the MIDI mapping. A recorded set with its sound file is drawn again on its
+own frames instead (show/offline/replay.py: the set's pictures, bit for bit), unless
+`--retime` asks for the video's. Every check that can fail (the song, the track, the codec,
+the size, the output) runs before the first frame, each failure one line naming the file and
+what to do. Ctrl+C stops the render, finishes the file (playable, with its sound up to the
+last frame) and says how many frames it holds.
 
-`--telemetry PATH` gets the live show's record (show/report.py) with the frame's `song_time`:
-one at each whole second of song time (the first frame at or after it) and one at the end, so
-a render writes the same records, at the same frames, every time (their wall-clock `time`,
-`fps` and `frame_ms` tell the render's own speed).
+`--telemetry PATH` gets the live show's record (show/report.py) with the frame's `song_time`
+(a replay's: from the set's first frame): one at each whole second of song time (the first
+frame at or after it) and one at the end, so a render writes the same records, at the same
+frames, every time (their wall-clock `time`, `fps` and `frame_ms` tell the render's own
+speed).
 
 Main thread only (it owns the GL context); the encoder and the progress bar's output are the
 only other activity, the encoder on its own thread.
@@ -41,12 +43,10 @@ import numpy as np
 
 from swarm_instrument.audio.base import OfflineAudio
 from swarm_instrument.audio.files.recorded import RecordedAudio
-from swarm_instrument.control.actions import Action
 from swarm_instrument.control.looks.preset_bank import BUNDLED_DIR, PresetBank, user_presets_dir
 from swarm_instrument.control.looks.swarm_state import save_state
 from swarm_instrument.control.midi.controller import MidiController
 from swarm_instrument.control.midi.midi_in import Midi, user_mapping
-from swarm_instrument.control.parameters.modulation import routes_from_json
 from swarm_instrument.control.parameters.registry import Params
 from swarm_instrument.control.tracks.midi_track import MidiFileSource
 from swarm_instrument.show.autopilot.autopilot import Autopilot, autopilot_looks
@@ -55,6 +55,7 @@ from swarm_instrument.show.cli.options import ShowOptions, options_from_args
 from swarm_instrument.show.loop import Loop, Offscreen, SongClock, Tick
 from swarm_instrument.show.offline.progress import Progress
 from swarm_instrument.show.offline.render_job import RenderJob, RenderProblem, plan_render
+from swarm_instrument.show.offline.replay import ReplayedFile, apply_all
 from swarm_instrument.show.report import Telemetry
 from swarm_instrument.show.show import Show
 from swarm_instrument.visual.gpu.context import create_headless_context
@@ -115,16 +116,17 @@ class SongTelemetry:
     """--telemetry for a render: the live record on song time, a record at each whole second
     of it and one at the end. A write that fails is said once and telemetry stops."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, job: RenderJob) -> None:
         try:
             self.file = Telemetry(path)
         except OSError as exc:
             raise RenderProblem(str(exc)) from None
+        self.job = job
         self._second = -math.inf  # the last whole second of song time a record was written at
 
     def frame(self, show: Show) -> None:
         """After each frame: a record if a new whole second of song time has begun."""
-        second = math.floor(show.now + 1e-9)
+        second = math.floor(self.job.time_of(show.frame - 1) + 1e-9)
         if second > self._second:
             self._second = second
             self._write(show)
@@ -138,7 +140,8 @@ class SongTelemetry:
     def _write(self, show: Show) -> None:
         if self.file.error is not None:
             return
-        self.file.write({**show.telemetry(), "song_time": round(show.now, 6)})
+        song_time = self.job.time_of(show.frame - 1) if show.frame else 0.0
+        self.file.write({**show.telemetry(), "song_time": round(song_time, 6)})
         if self.file.error is not None:
             log.info(self.file.error)
 
@@ -168,18 +171,24 @@ class VideoSink:
         if self.yuv is not None:
             texture = self.offscreen.framebuffer.color_attachments[0]
             for tag, planes in self.yuv.capture(texture, index):
-                self.encoder.submit(planes, tag)
+                self._submit(planes, tag)
         else:
-            self.encoder.submit(self.offscreen.pixels(), index)
+            self._submit(self.offscreen.pixels(), index)
         if self.observe is not None:
-            self.observe(show, index, index / self.job.fps)
+            self.observe(show, index, self.job.time_of(index))
         self.progress.update(index + 1)
+
+    def _submit(self, picture: Any, index: int) -> None:
+        """Frame `index` drawn, into each video frame that shows it (a replay's frame may be
+        shown in none, once or more: show/offline/replay.py)."""
+        for slot in self.job.slots(index):
+            self.encoder.submit(picture, slot)
 
     def flush(self) -> None:
         """The frames still on their way back from the GPU, to the encoder (at the end)."""
         if self.yuv is not None:
             for tag, planes in self.yuv.flush():
-                self.encoder.submit(planes, tag)
+                self._submit(planes, tag)
 
     def last_pixels(self) -> bytes:
         """The last frame drawn, RGB rows bottom first (waits for the GPU: at the end only)."""
@@ -206,10 +215,12 @@ def render(job: RenderJob, params: Params, options: ShowOptions, routes: Sequenc
     telemetry = None
     try:
         path = getattr(job.args, "telemetry", None)
-        telemetry = SongTelemetry(path) if path else None
+        telemetry = SongTelemetry(path, job) if path else None
         if own_ctx:
             ctx = create_headless_context("4.1")  # at least: the show picks (--gl)
-        if job.samples is not None:
+        if job.replay is not None:  # the set's own frames: the file as the set played it
+            audio = ReplayedFile(job.song)
+        elif job.samples is not None:
             audio = OfflineAudio(job.samples, job.rate, name=job.song.name)
         else:
             audio = RecordedAudio(job.track)
@@ -222,6 +233,7 @@ def render(job: RenderJob, params: Params, options: ShowOptions, routes: Sequenc
         show = Show(ctx, params, options, audio=audio, routes=routes, **extra)
         if getattr(job.args, "autopilot", False):
             show.autopilot = _autopilot(job, options.seed)
+        clock, before = _playback(job, show)
         sink = VideoSink(show, job, encoder, progress, observe)
     except BaseException:
         encoder.abandon()  # nothing rendered: leave no empty file behind
@@ -233,22 +245,9 @@ def render(job: RenderJob, params: Params, options: ShowOptions, routes: Sequenc
             ctx.release()
         raise
 
-    width, height = job.size
-    source = job.song.name if job.song else f"{job.track.path.name} (recorded audio)"
-    log.info(f"render: {source}, {job.duration:.2f} s -> {job.out}: {job.frames} frames at "
-        f"{job.fps:g} fps ({job.substeps} step{'s' if job.substeps > 1 else ''} of "
-        f"{job.step * 1000:.2f} ms each), {width}x{height}, {job.codec}, "
-        f"{show.swarm.count} agents, {ctx.info['GL_RENDERER']}, GL {show.backend} backend")
-    track = job.track if job.track is not None and not job.track.from_midi_file else None
-    previous = [-math.inf]
-
-    def replay(tick: Tick) -> None:  # a recorded set's events up to this frame's time
-        if track is not None:
-            for event in track.events_between(previous[0], tick.now):
-                apply_event(show, event)
-        previous[0] = tick.now
-
-    loop = Loop(show, SongClock(job.fps, job.substeps), before=replay,
+    log.info(f"{job.summary()}, {show.swarm.count} agents, {ctx.info['GL_RENDERER']}, GL "
+             f"{show.backend} backend")
+    loop = Loop(show, clock, before=before,
                 after=None if telemetry is None else lambda: telemetry.frame(show))
     started = time.perf_counter()
     interrupted = False
@@ -275,11 +274,11 @@ def render(job: RenderJob, params: Params, options: ShowOptions, routes: Sequenc
                 failure = exc
             stats = encoder.stats
     seconds = time.perf_counter() - started
-    result = RenderResult(stats.frames, job.frames, seconds, interrupted, job.out)
+    result = RenderResult(stats.frames, job.video_frames, seconds, interrupted, job.out)
     try:
         if failure is None:
             if interrupted:
-                log.info(f"render stopped (Ctrl+C): {result.frames} of {job.frames} frames "
+                log.info(f"render stopped (Ctrl+C): {result.frames} of {result.planned} frames "
                     f"({result.frames / job.fps:.2f} s) written to {job.out}, a playable "
                     "file")
             else:
@@ -299,28 +298,24 @@ def render(job: RenderJob, params: Params, options: ShowOptions, routes: Sequenc
     return result
 
 
-def apply_event(show: Show, event: Any) -> None:
-    """A recorded param, preset or action event, at its time (audio and midi events are
-    read elsewhere or only logged: see control/tracks/control_track.py). A recalled preset's values
-    are in the param events that follow; only actions that change no parameter (a respawn, a
-    separation burst) are replayed. A burst recorded before strengths were 0..1 holds the
-    note's velocity 1-127."""
-    if event.kind == "param":
-        show.params[event.get("name")] = event.get("value")
-    elif event.kind == "preset":
-        show.params.update(event.get("params") or {})
-        show.looks.routes = routes_from_json(event.get("routes") or [])
-    elif event.kind == "action":
-        if event.get("action") == "respawn":
-            show.act(Action("respawn"))
-        elif event.get("action") == "tap":  # at its time on the song's clock
-            show.act(Action("tap", event.t))
-        elif event.get("action") == "downbeat":
-            show.act(Action("downbeat"))
-        elif event.get("action") == "separation_burst":
-            value = event.get("value")
-            strength = 1.0 if value is None else value / 127.0 if value > 1 else float(value)
-            show.act(Action("separation_burst", strength))
+def _playback(job: RenderJob, show: Show) -> tuple[Any, Callable[[Tick], None]]:
+    """The render's clock, and what runs before each frame: a recorded set's own frames
+    (show/offline/replay.py), or the song's frames with a track's events at their times."""
+    if job.replay is not None:
+        clock = job.replay.attach(show)
+        return clock, lambda tick: job.replay.before(show, clock)
+    track = job.track if job.track is not None and not job.track.from_midi_file else None
+    previous = [-math.inf]
+
+    def replay(tick: Tick) -> None:  # a recorded set's events up to this frame's time
+        if track is not None:
+            action = apply_all(show, track.events_between(previous[0], tick.now),
+                               live_clock=False)
+            if action is not None:
+                show.act(action)
+        previous[0] = tick.now
+
+    return SongClock(job.fps, job.substeps), replay
 
 
 def _midi_file_input(job: RenderJob, params: Params) -> Any:

@@ -19,6 +19,7 @@ from swarm_instrument.control.looks.files import FileProblem
 from swarm_instrument.control.parameters.registry import Params
 from swarm_instrument.control.tracks.control_track import ControlTrack
 from swarm_instrument.show.cli.options import START_LOOK_NOTE
+from swarm_instrument.show.offline.replay import Replay
 from swarm_instrument.show.video_outputs import render_refusal
 from swarm_instrument.visual.output.video import DEFAULT_CRF, DEFAULT_PRESET, X264_PRESETS
 from swarm_instrument.visual.output.video_files import (
@@ -59,8 +60,8 @@ def add_render_arguments(parser: argparse.ArgumentParser) -> None:
                        help="with --render: replace --out if it exists (default: refuse)")
     group.add_argument("--control", metavar="TRACK",
                        help="automate parameters along the song: a control track recorded "
-                            "with --record-control, or a MIDI file (.mid) through the MIDI "
-                            "mapping")
+                            "with --record-control (with the file the set played: its own "
+                            "frames again), or a MIDI file (.mid) through the MIDI mapping")
     group.add_argument("--codec", metavar="NAME",
                        help="video codec (default libx264: H.264; mpeg4 where it is missing)")
     group.add_argument("--crf", type=_crf, default=DEFAULT_CRF, metavar="Q",
@@ -69,9 +70,14 @@ def add_render_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--encoder-preset", default=DEFAULT_PRESET, metavar="NAME",
                        help="x264 speed preset, ultrafast to veryslow (default "
                             f"{DEFAULT_PRESET})")
+    group.add_argument("--retime", action="store_true",
+                       help="with --control of a recorded set: draw it on the video's own "
+                            "frames (i / fps) instead of the set's own, smooth at --fps but "
+                            "not the set's pictures")
     group.add_argument("--record-control", metavar="TRACK.jsonl",
                        help="live: save the audio features, MIDI, parameter and preset "
-                            "changes with their times, to re-render the set with --control")
+                            "changes with their times and each frame's clock, to render the "
+                            "set again with --control (the show runs reproducibly meanwhile)")
 
 
 def _crf(text: str) -> float:
@@ -109,6 +115,7 @@ class RenderJob:
     track: Any = None  # control.tracks.control_track.ControlTrack
     midi_mapping: str | None = None
     args: argparse.Namespace | None = None  # for --screenshot and --state-out at the end
+    replay: Replay | None = None  # the set's own frames (show/offline/replay.py), or None
 
     @property
     def substeps(self) -> int:
@@ -118,6 +125,32 @@ class RenderJob:
     @property
     def step(self) -> float:
         return 1.0 / self.fps / self.substeps
+
+    @property
+    def video_frames(self) -> int:
+        """Frames the video gets (a replay's: as many as cover the set at --fps)."""
+        return self.replay.video_frames if self.replay is not None else self.frames
+
+    def time_of(self, index: int) -> float:
+        """Seconds of song (or of the set) at frame `index` drawn."""
+        return self.replay.time_of(index) if self.replay is not None else index / self.fps
+
+    def slots(self, index: int) -> range:
+        """The video frames that show frame `index` drawn."""
+        return self.replay.slots[index] if self.replay is not None else range(index, index + 1)
+
+    def summary(self) -> str:
+        """The render in a line, said before its first frame."""
+        width, height = self.size
+        video = (f"{self.video_frames} frames at {self.fps:g} fps, {width}x{height}, "
+                 f"{self.codec}")
+        if self.replay is not None:
+            return (f"render: {self.track.path.name}'s own {self.frames} frames "
+                    f"({self.duration:.2f} s, with {self.song.name}) -> {self.out}: {video}")
+        source = self.song.name if self.song else f"{self.track.path.name} (recorded audio)"
+        return (f"render: {source}, {self.duration:.2f} s -> {self.out}: {video} "
+                f"({self.substeps} step{'s' if self.substeps > 1 else ''} of "
+                f"{self.step * 1000:.2f} ms each)")
 
 
 def plan_render(args: argparse.Namespace, params: Params, routes: list
@@ -154,7 +187,6 @@ def plan_render(args: argparse.Namespace, params: Params, routes: list
         raise RenderProblem(f"--encoder-preset {args.encoder_preset}: not one of "
                             f"{', '.join(X264_PRESETS)}")
     fps = float(fps_fraction(float(args.fps) if args.fps else DEFAULT_FPS))  # as stored
-    size = tuple(args.size) if args.size else DEFAULT_SIZE
 
     song = None if args.render == FROM_CONTROL else Path(args.render)
     track = ControlTrack.load(args.control) if args.control else None
@@ -165,6 +197,9 @@ def plan_render(args: argparse.Namespace, params: Params, routes: list
         raise RenderProblem(f"{track.path}: holds no recorded audio to drive the swarm; give "
                             "the song too: --render SONG --control "
                             f"{track.path}")
+    replay = _plan_replay(track, song, args, fps)
+    recorded_size = replay.frames[0].size if replay is not None else None
+    size = tuple(args.size) if args.size else recorded_size or DEFAULT_SIZE
     out = Path(args.out) if args.out else Path.cwd() / (
         (song.stem if song else track.path.stem) + ".mp4")
     check_output(out, (song, args.control), overwrite=getattr(args, "overwrite", False))
@@ -174,7 +209,10 @@ def plan_render(args: argparse.Namespace, params: Params, routes: list
     check_size(size, codec)
 
     samples, rate = (load_song(song) if song is not None else (None, 0))
-    if samples is not None:
+    if replay is not None:
+        duration = replay.video_frames / fps
+        _check_replay_song(track, song, len(samples), rate)
+    elif samples is not None:
         duration = len(samples) / rate
     else:
         duration = track.duration
@@ -188,12 +226,12 @@ def plan_render(args: argparse.Namespace, params: Params, routes: list
     opens_on_track = track is not None and not track.from_midi_file
     if opens_on_track:
         routes = _apply_track_start(track, args, params, routes)
-    frames = frames_for(duration, fps)
-    if getattr(args, "frames", None):
+    frames = frames_for(duration, fps) if replay is None else len(replay.frames)
+    if getattr(args, "frames", None) and replay is None:
         frames = min(frames, int(args.frames))
     job = RenderJob(song, samples, rate, out, fps, size, codec, float(args.crf),
                     args.encoder_preset, frames, duration, track,
-                    getattr(args, "midi_map", None), args)
+                    getattr(args, "midi_map", None), args, replay)
     if getattr(args, "start_look", False) and not opens_on_track:
         log.info(START_LOOK_NOTE)  # the track's own start said above
     return job, routes
@@ -217,3 +255,46 @@ def _apply_track_start(track: Any, args: argparse.Namespace, params: Params, rou
         if seed != 0:
             log.info(f"seed {seed}, as recorded in {track.path.name}")
     return routes
+
+
+def _plan_replay(track: Any, song: Path | None, args: argparse.Namespace, fps: float
+                 ) -> Replay | None:
+    """A recorded set's own frames to draw again, where the track holds them and SONG is the
+    file the set played (show/offline/replay.py); None: the video's own frames (--retime, no
+    song, a MIDI file, a track without frames or of a set that heard its live input)."""
+    retime = getattr(args, "retime", False)
+    if retime and (track is None or track.from_midi_file):
+        raise RenderProblem("--retime renders a recorded set (--control TRACK.jsonl) on the "
+                            "video's own frames; give the set's track")
+    if track is None or track.from_midi_file or retime or song is None or not track.frames:
+        return None
+    if not track.header.get("audio_file"):
+        log.info(f"{track.path.name}: the set heard its live input, not a file: rendered on "
+                 f"the video's own frames with {song.name}'s sound (not the set's pictures)")
+        return None
+    if getattr(args, "autopilot", False):
+        raise RenderProblem(f"--autopilot: {track.path} is a set that plays its own looks "
+                            "again (its autopilot's as they were chosen); drop --autopilot, or "
+                            "add --retime to choose again on the video's own frames")
+    replay = Replay.plan(track, fps, getattr(args, "frames", None))
+    sizes = {frame.size for frame in track.frames if frame.size is not None}
+    if args.size and tuple(args.size) not in sizes:
+        log.info(f"--size {args.size[0]}x{args.size[1]}: the set was drawn at "
+                 f"{', '.join(f'{w}x{h}' for w, h in sorted(sizes)) or 'another size'}: its "
+                 "frames again, but not its pictures pixel for pixel")
+    elif len(sizes) > 1:
+        log.info(f"{track.path.name}: the set's frame changed size; all are drawn at the "
+                 "first one's (--size chooses)")
+    return replay
+
+
+def _check_replay_song(track: Any, song: Path, length: int, rate: int) -> None:
+    """Say so when SONG is not the file the set played (another name, rate or length): the
+    set's frames follow it all the same, but they are no longer the set's pictures."""
+    played = Path(str(track.header.get("audio_file")))
+    said, played_rate = track.header.get("audio_samples"), track.header.get("rate") or rate
+    if played.name != song.name or float(played_rate) != rate or (
+            isinstance(said, int) and said != length):
+        log.info(f"{song}: the set played {played.name} ({float(played_rate):g} Hz"
+                 f"{f', {said} samples' if isinstance(said, int) else ''}): its frames follow "
+                 "this file all the same, but they are not the set's pictures")
