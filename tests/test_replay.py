@@ -24,7 +24,7 @@ from swarm_instrument.show.loop import Offscreen, WallClock
 from swarm_instrument.show.offline import offline_render
 from swarm_instrument.show.offline.render_job import RenderProblem, plan_render
 from swarm_instrument.show.offline.replay import video_slots
-from swarm_instrument.show.supervisor import StopSignals
+from swarm_instrument.show.supervision.supervisor import StopSignals
 
 from conftest import run_instrument
 from pictures import read_png
