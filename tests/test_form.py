@@ -16,7 +16,7 @@ from swarm_instrument.audio.form.beat_features import (
     frame_features,
     steady_grid,
 )
-from swarm_instrument.audio.form.form_live import FormFollower
+from swarm_instrument.audio.form.form_live import FormFollower, LiveGrid
 from swarm_instrument.audio.form.sections import find_sections
 
 RATE = 16000
@@ -145,3 +145,27 @@ def test_live_changes_come_a_bar_after_each_start_on_a_downbeat_and_only_then():
         assert abs(change.at - (start + 4 * BEAT)) < 1e-6  # heard of on the next downbeat
     assert any(c.relabel and c.label == "build" for c in changes)  # the roll, while it rises
     assert news[0].label == "groove" and news[2].label == "drop" and news[3].label == "break"
+
+
+def test_the_live_grid_takes_the_trackers_phase_back_after_a_filled_gap():
+    # a tracker's beats, a gap (a break it heard no beat in), then beats 0.65 of a beat off
+    # the filled ones: the first of them is no stray, and the grid runs on the tracker's beats
+    grid = LiveGrid()
+    before = [k * BEAT for k in range(8)]
+    after = [(8 + 3 + k + 0.65) * BEAT for k in range(8)]
+    ticks = grid.ticks(before[-1] + 0.01, before)
+    for k in range(1, 4):  # the gap: time passes, no beat
+        ticks += grid.ticks(before[-1] + k * BEAT + 0.03, [])
+    for beat in after:
+        ticks += grid.ticks(beat + 0.03, [beat])
+    assert ticks[:8] == before and set(after) <= set(ticks)
+    assert all(later > earlier for earlier, later in zip(ticks, ticks[1:]))
+
+
+def test_the_live_grid_leaves_a_stray_beside_the_trackers_beat_out():
+    grid = LiveGrid()
+    beats = [k * BEAT for k in range(8)]
+    ticks = []
+    for beat in sorted([*beats, 3.3 * BEAT]):
+        ticks += grid.ticks(beat + 0.03, [beat])
+    assert ticks == beats

@@ -108,9 +108,10 @@ class FormFollower:
     def _score(self, rows: np.ndarray, first: int) -> float:
         """Beats `first` and `first + 1` against the section's past, weighted by where
         `first` falls on the phrase grid (no grid before the first section change: the
-        first beat heard need not be a downbeat). 0 within MIN_BARS of the section's start."""
-        if first < 0 or first + 1 >= len(rows) or first - self.section < MIN_BARS * \
-                BEATS_PER_BAR:
+        first beat heard need not be a downbeat). 0 within MIN_BARS of the section's start:
+        the first section's counted in time from the stream's start, as the tracker's first
+        beat comes 1.5 s or more into it."""
+        if first < 0 or first + 1 >= len(rows) or self._too_soon(first):
             return 0.0
         weight = 1.0
         if self.found:
@@ -120,6 +121,14 @@ class FormFollower:
             if self.label == "build":  # a build changes all along, and ends on a phrase
                 weight = weight * DROP_DUE if weight == 1.0 else weight / IN_BUILD
         return weight * self._distance(rows, first, rows[first:first + 2].mean(axis=0))
+
+    def _too_soon(self, first: int) -> bool:
+        """Beat `first` is within MIN_BARS of the current section's start."""
+        beats = MIN_BARS * BEATS_PER_BAR
+        if self.found:
+            return first - self.section < beats
+        period = float(np.median(np.diff(self.starts[-9:])))
+        return self.starts[first] < (beats - 0.5) * period
 
     def _distance(self, rows: np.ndarray, first: int, new: np.ndarray) -> float:
         """`new` (beats first and first + 1) against the same two beats of each bar of the
@@ -182,15 +191,23 @@ class FormFollower:
 class LiveGrid:
     """A live beat grid from a tracker's beats as they come: a beat closer than STRAY of a
     period to the one before is a stray and left out (an off-beat ghost would halve the
-    grid); the period follows intervals within 25 % of it; a gap longer than 1.5 periods (a
-    break without drums) is filled at the period, as the time passes. `ticks(now,
-    reported)` hands out each beat start known by `now`, in order."""
+    grid); the period follows intervals within 25 % of it; a gap longer than FILL periods (a
+    break without drums) is filled at the period, as the time passes. A filled beat is a
+    guess: the tracker's next beat counts however close to it it comes (the grid takes the
+    tracker's phase back), else a fill a third of a beat off the music, whose next real beat
+    came too soon after it and was left out as a stray, kept the grid there by filling on
+    (hip-hop's whole groove was heard 0.35 beat late). `ticks(now, reported)` hands out each
+    beat start known by `now`, in order."""
 
     STRAY = 0.75
+    # The tracker places a beat up to 1.5 periods after the last one and reports it a little
+    # later (beats.py): a gap is longer than that.
+    FILL = 2.0
 
     def __init__(self) -> None:
         self.last: float | None = None
         self.period: float | None = None
+        self.filled = False  # the last beat handed out was filled in, not the tracker's
 
     def ticks(self, now: float, reported: list[float]) -> list[float]:
         out = []
@@ -198,21 +215,25 @@ class LiveGrid:
             out += self._fill(beat)
             if self.last is not None:
                 interval = beat - self.last
+                if interval <= 0.0:
+                    continue
                 if self.period is None:
                     self.period = interval
-                elif interval < self.STRAY * self.period:
+                elif interval < self.STRAY * self.period and not self.filled:
                     continue
                 elif abs(interval / self.period - 1.0) < 0.25:
                     self.period += 0.2 * (interval - self.period)
-            self.last = beat
+            self.last, self.filled = beat, False
             out.append(beat)
         out += self._fill(now)
         return out
 
     def _fill(self, until: float) -> list[float]:
         out = []
-        while self.last is not None and self.period and until - self.last > 1.5 * self.period:
+        while (self.last is not None and self.period
+               and until - self.last > self.FILL * self.period):
             self.last += self.period
+            self.filled = True
             out.append(self.last)
         return out
 
