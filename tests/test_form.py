@@ -169,3 +169,15 @@ def test_the_live_grid_leaves_a_stray_beside_the_trackers_beat_out():
     for beat in sorted([*beats, 3.3 * BEAT]):
         ticks += grid.ticks(beat + 0.03, [beat])
     assert ticks == beats
+
+
+def test_live_the_first_section_counts_from_the_streams_start_not_the_first_beat():
+    # the tracker's first beat comes 1.5 s into the song: the intro's four bars began at 0
+    audio = song([("pad", 4), ("groove", 8)])
+    grid = np.arange(3 * BEAT, len(audio) / RATE, BEAT)
+    times, frames = frame_features(audio, RATE)
+    follower = FormFollower()
+    changes = [c for start, end, row in zip(grid[:-1], grid[1:],
+                                            beat_features(times, frames, grid))
+               if (c := follower.beat(start, end, row)) is not None]
+    assert [round(c.start, 3) for c in changes] == [16 * BEAT], changes
