@@ -4,8 +4,8 @@ Main thread only; pure Python and numpy. The form reads a song bar by bar, so it
 hold through what throws the tracker for a few beats: a build's snare roll doubling to 32nd
 notes, the drop's new drums (measured on benchmarks/music/form_songs.py: the tracker's tempo
 went 138 -> 100 -> 79 -> 100 -> 138 BPM from three beats before trance's drop to six after
-it; at each drop of house, trance and drum and bass its beats were a quarter to three
-quarters of a beat off the music for 6-8 beats). The show's pulse follows every move of the
+it; at each drop of house, trance and drum and bass its beats were up to half a beat off
+the music for 6-8 beats). The show's pulse follows every move of the
 tracker; the form's grid does not:
 
 - until the tracker has placed FIRST_LOCK beats in a row that it heard clearly (salience at
