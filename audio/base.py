@@ -130,6 +130,13 @@ class AudioFrameSource:
     def rate(self) -> float:
         return self.analyzer.rate
 
+    @property
+    def beat_tracker(self) -> BeatTracker | None:
+        """The beat tracker `update` feeds (every sample, in order, the listeners' too), for
+        readers that want its beats (the live form); None for a source without samples or
+        once it stopped. A new sample rate or a seek replaces it: read it again each frame."""
+        return self._beats
+
     def update(self, now: float) -> AudioFeatures:
         """Once a frame, main thread: analyse the newest samples. `now` is in seconds."""
         dt = 1.0 / 60.0 if self._last_now is None else min(max(now - self._last_now, 0.0), MAX_DT)

@@ -17,6 +17,7 @@ from test_form import BEAT, RATE, song
 
 from swarm_instrument.audio.analysis.beat_feed import FileBeatFeed
 from swarm_instrument.audio.analysis.beats import BeatTracker
+from swarm_instrument.audio.base import OfflineAudio
 from swarm_instrument.audio.files.wav_writer import write_wav
 from swarm_instrument.control.actions import Action
 from swarm_instrument.control.looks.preset_bank import BUNDLED_DIR, preset_files
@@ -257,29 +258,18 @@ LIVE_FORM = [("pad", 4), ("groove", 4), ("drop", 4), ("pad", 4)]
 LIVE_STARTS = np.cumsum([0] + [n for _, n in LIVE_FORM[:-1]]) * 4 * BEAT
 
 
-class FakeAudio:
-    rate = RATE
-
-    def __init__(self):
-        self.sample_listeners = []
-
-    def play(self, samples):
-        for listen in self.sample_listeners:
-            listen(samples)
-
-
 class LiveShow(FakeShow):
     """What the live autopilot touches of a show: the look, the burst, the show's time."""
 
 
 def play_live(pilot, audio, samples, until, show=None, touch_at=None, start=0.0):
-    """The song heard in blocks of a 30 fps frame from `start` to `until` (s), the autopilot
-    updated each frame."""
+    """The song heard by a real source (OfflineAudio: its beat tracker and its listeners fed
+    each frame the samples up to the frame's end) at 30 fps from `start` to `until` (s), the
+    autopilot updated each frame after the audio, as the show's loop does."""
     show = show or LiveShow()
-    step = RATE // 30
     for frame in range(round(start * 30), round(until * 30)):
         now = frame / 30
-        audio.play(samples[frame * step:(frame + 1) * step])
+        audio.update((frame + 1) / 30)
         show.show_time = now
         if touch_at is not None and abs(now - touch_at) < 1 / 60:
             pilot.touched(now=now)
@@ -291,10 +281,13 @@ def test_live_the_looks_change_within_a_phrase_of_each_section_start():
     """Issue 29's live target. (The tracker takes about 1.5 s to lock when the drums come in
     after a beatless pad, so the change comes up to 7 beats after the start, not on the
     music's downbeat: see docs/measured.md.)"""
-    audio, samples = FakeAudio(), song(LIVE_FORM)
+    samples = song(LIVE_FORM)
+    audio = OfflineAudio(samples, RATE)
     presets = [Preset(look.name, {}, tags=look.tags) for look in LOOKS]
     pilot = LiveAutopilot(audio, presets, seed=1, resume_s=10.0)
     show = play_live(pilot, audio, samples, len(samples) / RATE)
+    # the form reads the source's beat tracker and runs none of its own
+    assert pilot.form.tracker is audio.beat_tracker and not pilot.form.own
     went = show.looks.went
     assert len(went) == 3, went
     for (name, seconds, at), start in zip(went, LIVE_STARTS[1:]):
@@ -307,7 +300,8 @@ def test_live_the_looks_change_within_a_phrase_of_each_section_start():
 
 
 def test_live_the_performers_touch_holds_the_autopilot_off_then_it_takes_over_again():
-    audio, samples = FakeAudio(), song(LIVE_FORM)
+    samples = song(LIVE_FORM)
+    audio = OfflineAudio(samples, RATE)
     presets = [Preset(look.name, {}, tags=look.tags) for look in LOOKS]
     pilot = LiveAutopilot(audio, presets, seed=1, resume_s=6.0)
     touch = LIVE_STARTS[1] + 1.0  # a knob turned as the groove begins
@@ -327,7 +321,8 @@ def test_the_autopilot_switches_off_and_on_by_key_and_osc():
     assert interpret("/swarm/autopilot", []) == Action("autopilot", None)
     with pytest.raises(OscError, match="takes 0\\|1, or nothing"):
         interpret("/swarm/autopilot", [2])
-    pilot = LiveAutopilot(FakeAudio(), [Preset("a", {}, tags=("calm",))])
+    pilot = LiveAutopilot(OfflineAudio(np.zeros(RATE), RATE),
+                          [Preset("a", {}, tags=("calm",))])
     pilot.switch(Action("autopilot"), 0.0)
     assert pilot.telemetry(0.0)["on"] is False and pilot.telemetry(0.0)["control"] == "off"
     pilot.switch(Action("autopilot", 1), 0.0)
@@ -407,7 +402,8 @@ def test_the_rate_of_change_from_rarely_to_every_phrase():
 
 
 def test_live_at_the_rate_phrase_a_long_section_changes_its_look_each_phrase():
-    audio, samples = FakeAudio(), song([("pad", 4), ("groove", 12)])
+    samples = song([("pad", 4), ("groove", 12)])
+    audio = OfflineAudio(samples, RATE)
     presets = [Preset(look.name, {}, tags=look.tags) for look in LOOKS]
     pilot = LiveAutopilot(audio, presets, seed=2, rate="phrase")
     went = play_live(pilot, audio, samples, len(samples) / RATE).looks.went

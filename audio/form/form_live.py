@@ -1,19 +1,22 @@
 """The song's sections live: causal, told each beat as it ends, never looking ahead.
 
-Main thread only; pure numpy. `FormFollower.beat(start, end, features)` takes a beat that has
-just ended (its features from audio/form/beat_features.py, in their fixed units) and answers
-a `Change` when the beat two before it began a new section; the change takes effect at the
-next bar's downbeat (`at`, one beat after `end`, four beats after the section began). So a
-new section is announced one bar after it started, on a downbeat, and a section lasts at
-least MIN_BARS.
+Main thread only; pure numpy. `FormFollower.beat(start, end, features, place)` takes a beat
+that has just ended (its features from audio/form/beat_features.py, in their fixed units, and
+its place in the bar where the beat tracker's downbeat is followed) and answers a `Change`
+when the beat two before it began a new section; the change takes effect at the first
+downbeat from four beats after the section began (`at`): where the bar is counted from the
+changes, the next beat after `end`. So a new section is announced about a bar after it
+started, on a downbeat, and a section lasts at least MIN_BARS (the first one counted in time
+from the stream's start, the tracker's first beat coming 1.5 s or more into it).
 
 How a beat is judged as a section's first: the mean features of it and the next beat against
 the section's recent past (the last four bars of it, at most), and against the straight line
 through the section's bars carried on (a build keeps rising, an outro keeps fading: neither
-is new); the smaller distance counts, weighted by where the beat falls on the phrase grid
-(counted from the latest section's start; no grid before the first change): a phrase's first
-beat whole, a bar's 1/ON_BAR, another beat 1/OFF_GRID. Above NOVELTY, above the beat before
-and near the beat after (LEAD), it is a new section.
+is new); the smaller distance counts, weighted by where the beat falls on the phrase grid:
+a phrase's first beat whole (phrases counted from the section's first downbeat), a bar's
+1/ON_BAR, another beat 1/OFF_GRID. The bar is the tracker's where it is followed, else it is
+counted from the latest section's start (no grid before the first change). Above NOVELTY,
+above the beat before and near the beat after (LEAD), it is a new section.
 
 Labels live can only compare with what was heard, from a section's second and third beats:
 the first section is the intro; one after a build, or as loud as the loudest yet and well
@@ -31,6 +34,7 @@ import numpy as np
 
 from swarm_instrument.audio.analysis.beats import BeatTracker
 from swarm_instrument.audio.form.beat_features import FRAME, NAMES, FrameStream, beat_features
+from swarm_instrument.audio.form.live_grid import LiveGrid
 from swarm_instrument.audio.form.sections import (
     BEATS_PER_BAR,
     MIN_BARS,
@@ -73,7 +77,9 @@ class FormFollower:
         self.starts: list[float] = []  # each beat's start (s)
         self.rows: list[np.ndarray] = []  # each beat's features, in units
         self.section = 0  # the first beat of the current section
-        self.origin = 0  # the phrase grid's first beat
+        self.origin = 0  # the first beat of the bars counted from the latest change
+        self.places: list[int | None] = []  # each beat's place in its bar, by the tracker
+        self.bar_origin = 0  # the current section's first downbeat: its phrases count from it
         self.label = "intro"
         self.section_start = 0.0
         self.energies: list[float] = []  # each past section's mean energy
@@ -82,12 +88,16 @@ class FormFollower:
         self.found = False  # a section change found: the phrase grid counts from it
         self._scores: list[float] = []  # each beat's score as a section's first (see beat)
 
-    def beat(self, start: float, end: float, features: np.ndarray) -> Change | None:
+    def beat(self, start: float, end: float, features: np.ndarray,
+             place: int | None = None) -> Change | None:
         """A beat from `start` to `end` (s) has ended, with these features (raw, as
-        beat_features gives them). The candidate is the beat two before this one: its
-        score (its first two beats against the section's past) must pass NOVELTY, stand above
-        the beat before it and reach LEAD of the beat after it (whose two beats end now)."""
+        beat_features gives them) and its `place` in its bar (0 on the downbeat) from the
+        beat tracker's downbeat, or None where the tracker has none (the bar is then counted
+        from the latest change). The candidate is the beat two before this one: its score
+        (its first two beats against the section's past) must pass NOVELTY, stand above the
+        beat before it and reach LEAD of the beat after it (whose two beats end now)."""
         self.starts.append(float(start))
+        self.places.append(None if place is None else int(place) % BEATS_PER_BAR)
         self.rows.append(scaled(features))
         rows = np.asarray(self.rows)
         last = len(rows) - 1
@@ -97,9 +107,9 @@ class FormFollower:
         if candidate >= 1 and len(self._scores) >= 3:
             before, here, after = self._scores[-3], self._scores[-2], self._scores[-1]
             if here > NOVELTY and here > before and here >= LEAD * after:
-                change = self._new_section(rows, candidate, end + (end - start))
+                change = self._new_section(rows, candidate, end, end - start)
                 self._scores[-1] = 0.0  # scored against the section before: no start
-        if change is None and (last + 1 - self.origin) % BEATS_PER_BAR == 0:
+        if change is None and self._place(last) == BEATS_PER_BAR - 1:
             change = self._maybe_build(rows, end)
         if last + 1 >= BEATS_PER_BAR and self.label != "build":
             self._bars.append((last, float(energy_of(rows[-BEATS_PER_BAR:].mean(0)))))
@@ -108,18 +118,40 @@ class FormFollower:
     def _score(self, rows: np.ndarray, first: int) -> float:
         """Beats `first` and `first + 1` against the section's past, weighted by where
         `first` falls on the phrase grid (no grid before the first section change: the
-        first beat heard need not be a downbeat). 0 within MIN_BARS of the section's start."""
-        if first < 0 or first + 1 >= len(rows) or first - self.section < MIN_BARS * \
-                BEATS_PER_BAR:
+        first beat heard need not be a downbeat). 0 within MIN_BARS of the section's start:
+        the first section's counted in time from the stream's start, as the tracker's first
+        beat comes 1.5 s or more into it."""
+        if first < 0 or first + 1 >= len(rows) or self._too_soon(first):
             return 0.0
         weight = 1.0
-        if self.found:
-            place = (first - self.origin) % BEATS_PER_BAR
-            weight = (1.0 if (first - self.origin) % (BEATS_PER_BAR * PHRASE_BARS) == 0
-                      else 1.0 / ON_BAR if place == 0 else 1.0 / OFF_GRID)
+        if self.found or self.places[first] is not None:
+            weight = (1.0 / OFF_GRID if self._place(first)
+                      else 1.0 if self._phrase_start(first) else 1.0 / ON_BAR)
             if self.label == "build":  # a build changes all along, and ends on a phrase
                 weight = weight * DROP_DUE if weight == 1.0 else weight / IN_BUILD
         return weight * self._distance(rows, first, rows[first:first + 2].mean(axis=0))
+
+    def _place(self, index: int) -> int:
+        """Beat `index`'s place in its bar: the tracker's, else counted from the latest
+        change (from the first beat heard before any)."""
+        place = self.places[index]
+        return (index - self.origin) % BEATS_PER_BAR if place is None else place
+
+    def _phrase_start(self, index: int) -> bool:
+        """Downbeat `index` begins a phrase: a whole number of phrases after the section's
+        first downbeat (before the first change, any downbeat may)."""
+        if not self.found:
+            return True
+        bars = (index - self.bar_origin) // BEATS_PER_BAR
+        return bars % PHRASE_BARS == 0
+
+    def _too_soon(self, first: int) -> bool:
+        """Beat `first` is within MIN_BARS of the current section's start."""
+        beats = MIN_BARS * BEATS_PER_BAR
+        if self.found:
+            return first - self.section < beats
+        period = float(np.median(np.diff(self.starts[-9:])))
+        return self.starts[first] < (beats - 0.5) * period
 
     def _distance(self, rows: np.ndarray, first: int, new: np.ndarray) -> float:
         """`new` (beats first and first + 1) against the same two beats of each bar of the
@@ -138,7 +170,14 @@ class FormFollower:
         expected = coef[0] + coef[1] * bars
         return min(flat, float(np.sqrt(np.mean((new - expected) ** 2))))
 
-    def _new_section(self, rows: np.ndarray, first: int, at: float) -> Change:
+    def _new_section(self, rows: np.ndarray, first: int, end: float, period: float
+                     ) -> Change:
+        """Section `first` begins; the show hears of it at the first downbeat from four beats
+        after it (`end`, the latest beat's end, is three after it), by the tracker's bar, or
+        four beats after it where the bar is counted from the changes."""
+        place = self.places[first]
+        wait = 1 if place is None else 1 + (-place) % BEATS_PER_BAR  # beats after `end`
+        at = end + wait * period
         # its second and third beats: the first may still ring with what went before (or be
         # the last of it, where the start was found a beat early)
         bar = rows[first + 1:first + BEATS_PER_BAR - 1].mean(axis=0)
@@ -157,6 +196,10 @@ class FormFollower:
             label = "groove"
         self.drums = self.drums or punch >= DRUMS_LIVE
         self.section = self.origin = first
+        # the section's bars count from its downbeat: the nearest one by the tracker (the
+        # next one from the middle of a bar)
+        self.bar_origin = (first if place is None else
+                           first - place if place < 2 else first + BEATS_PER_BAR - place)
         self.found = True
         self.label = label
         self.section_start = self.starts[first]
@@ -168,7 +211,7 @@ class FormFollower:
             return None
         count = len(rows) - self.section
         bars = count // BEATS_PER_BAR
-        if bars < 2 or (len(rows) - self.origin) % BEATS_PER_BAR:
+        if bars < 2:
             return None
         loud = rows[len(rows) - bars * BEATS_PER_BAR:, NAMES.index("loud")]
         energy = loud.reshape(bars, BEATS_PER_BAR).mean(axis=1)
@@ -179,69 +222,49 @@ class FormFollower:
         return None
 
 
-class LiveGrid:
-    """A live beat grid from a tracker's beats as they come: a beat closer than STRAY of a
-    period to the one before is a stray and left out (an off-beat ghost would halve the
-    grid); the period follows intervals within 25 % of it; a gap longer than 1.5 periods (a
-    break without drums) is filled at the period, as the time passes. `ticks(now,
-    reported)` hands out each beat start known by `now`, in order."""
-
-    STRAY = 0.75
-
-    def __init__(self) -> None:
-        self.last: float | None = None
-        self.period: float | None = None
-
-    def ticks(self, now: float, reported: list[float]) -> list[float]:
-        out = []
-        for beat in sorted(reported):
-            out += self._fill(beat)
-            if self.last is not None:
-                interval = beat - self.last
-                if self.period is None:
-                    self.period = interval
-                elif interval < self.STRAY * self.period:
-                    continue
-                elif abs(interval / self.period - 1.0) < 0.25:
-                    self.period += 0.2 * (interval - self.period)
-            self.last = beat
-            out.append(beat)
-        out += self._fill(now)
-        return out
-
-    def _fill(self, until: float) -> list[float]:
-        out = []
-        while self.last is not None and self.period and until - self.last > 1.5 * self.period:
-            self.last += self.period
-            out.append(self.last)
-        return out
-
-
 class LiveForm:
     """The form of a stream as it plays: every sample in order (`feed`, a source's sample
-    listener: zeros for the samples it lost) through the frames (FrameStream) and a beat
-    tracker of its own, the beats made a grid (LiveGrid), each beat handed to the follower
-    once it has ended and its frames exist. `update()` once a frame gives the changes found
-    since, their times in the stream's seconds (sample 0 at 0); `heard` says how far the
-    stream is."""
+    listener: zeros for the samples it lost) through the frames (FrameStream); the beats of a
+    tracker made a grid (LiveGrid); each beat handed to the follower once it has ended and its
+    frames exist. `update()` once a frame gives the changes found since, their times in the
+    stream's seconds (sample 0 at 0); `heard` says how far the stream is.
+
+    The tracker is the one the show already runs (the audio source's, `tracker`, fed the same
+    samples as the listeners: `follow` takes the source's current one each frame), or, given
+    none, one of its own fed here (a benchmark, a test). Its beat times are taken into the
+    stream's count by the difference of the two counts (the tracker may have begun before the
+    form listened, or been replaced since). With `tracker_bar`, each beat's place in its bar
+    comes from the tracker's latest downbeat (`bar_start`), else the follower counts bars from
+    its latest change (see docs/measured.md for what each gives)."""
 
     KEEP_S = 8.0  # frames kept for beats not yet ended (a beat is never this long)
 
-    def __init__(self, rate: float) -> None:
+    def __init__(self, rate: float, tracker: BeatTracker | None = None,
+                 tracker_bar: bool = False) -> None:
         self.rate = float(rate)
         self.stream = FrameStream(rate)
-        self.tracker = BeatTracker(rate)
+        self.own = tracker is None  # a tracker of its own, fed here
+        self.tracker: BeatTracker | None = BeatTracker(rate) if tracker is None else tracker
+        self.tracker_bar = tracker_bar
         self.grid = LiveGrid()
         self.follower = FormFollower()
         self.heard = 0  # samples so far
         self._counted = 0  # the tracker's beats already handed to the grid
-        self._pending: list[float] = []  # beat starts not yet handed on
+        self._pending: list[tuple[float, int]] = []  # beats (start, count) not handed on
+        self.downbeat: int | None = None  # the tracker's latest bar start (a beat count)
         self._times = np.zeros(0)
         self._frames = np.zeros((0, len(NAMES)))
 
+    def follow(self, tracker: BeatTracker | None) -> None:
+        """Read `tracker` from now on (the source's, which a new sample rate or a seek
+        replaces, or None where it stopped); the grid carries on."""
+        if tracker is not self.tracker and not self.own:
+            self.tracker, self._counted, self.downbeat = tracker, 0, None
+
     def feed(self, samples: np.ndarray) -> None:
         self.stream.feed(samples)
-        self.tracker.feed(samples)
+        if self.own and self.tracker is not None:
+            self.tracker.feed(samples)
         self.heard += len(samples)
 
     def update(self) -> list[Change]:
@@ -249,23 +272,26 @@ class LiveForm:
         if len(times):
             self._times = np.concatenate([self._times, times])
             self._frames = np.vstack([self._frames, frames])
-        reported = []
-        tracker = self.tracker
-        if tracker.beats != self._counted and tracker.last_beat:
-            self._counted = tracker.beats
-            reported.append(tracker.last_beat / self.rate)
-        if tracker.bpm > 0.0:
-            # the tracker's own tempo: the intervals of its first beats (the count rising
-            # towards the first) would set a wrong period the grid then followed for bars
-            self.grid.period = 60.0 / tracker.bpm
         now = self.heard / self.rate
-        self._pending += self.grid.ticks(now, reported)
+        reported, period = [], 0.0
+        tracker = self.tracker
+        if tracker is not None:
+            if tracker.beats != self._counted and tracker.last_beat is not None:
+                self._counted = tracker.beats
+                at = (tracker.last_beat + self.heard - tracker.position) / self.rate
+                reported.append((at, tracker.beats, tracker.salience))
+            if tracker.bar_start is not None:
+                self.downbeat = tracker.bar_start
+            period = 60.0 / tracker.bpm if tracker.bpm > 0.0 else 0.0
+        self._pending += self.grid.ticks(now, reported, period)
         changes = []
         newest = self._times[-1] if len(self._times) else -np.inf
-        while len(self._pending) >= 2 and newest >= self._pending[1] + FRAME / 2 / self.rate:
-            start, end = self._pending.pop(0), self._pending[0]
+        while len(self._pending) >= 2 and newest >= self._pending[1][0] + FRAME / 2 / self.rate:
+            (start, count), end = self._pending.pop(0), self._pending[0][0]
             row = beat_features(self._times, self._frames, np.array([start, end]))[0]
-            change = self.follower.beat(start, end, row)
+            downbeat = self.downbeat if self.tracker_bar else None
+            place = None if downbeat is None else (count - downbeat) % BEATS_PER_BAR
+            change = self.follower.beat(start, end, row, place)
             if change is not None:
                 changes.append(change)
         keep = self._times >= now - self.KEEP_S

@@ -2,8 +2,9 @@
 and the performer's hand taking over.
 
 Main thread only. The audio source hands every sample to the follower (`LiveForm`, a sample
-listener: audio/form/form_live.py), which announces a new section one bar after it began, on
-a downbeat; the look it gets is chosen as a render's (choreography.py) and played when the
+listener: audio/form/form_live.py), which reads the beats of the source's own beat tracker
+(no second tracker runs) and announces a new section about a bar after it began, on a
+downbeat; the look it gets is chosen as a render's (choreography.py) and played when the
 show's clock reaches that downbeat. Nothing is known ahead, so a build's morph runs over four
 bars and the first section is an intro.
 
@@ -49,7 +50,8 @@ class LiveAutopilot:
                                             for p in self.presets.values()], seed, rate)
         self._phrases = 0  # phrases of the section played
         self._now = 0.0  # the latest frame's time
-        self.form = LiveForm(audio.rate)
+        self.audio = audio
+        self.form = LiveForm(audio.rate, audio.beat_tracker)
         audio.sample_listeners.append(self.form.feed)
         self.resume_s = resume_s
         self.on = True
@@ -74,6 +76,7 @@ class LiveAutopilot:
         offset = now - self.form.heard / self.form.rate
         # the earliest estimate over time: a block heard soon after it arrived
         self._offset = offset if self._offset is None else min(self._offset, offset)
+        self.form.follow(self.audio.beat_tracker)
         for change in self.form.update():
             self._plan(change)
         if self.form.grid.period:
