@@ -258,6 +258,11 @@ LIVE_FORM = [("pad", 4), ("groove", 4), ("drop", 4), ("pad", 4)]
 LIVE_STARTS = np.cumsum([0] + [n for _, n in LIVE_FORM[:-1]]) * 4 * BEAT
 
 
+def silent_audio() -> OfflineAudio:
+    """A real source with nothing to hear (the autopilot reads its beat tracker)."""
+    return OfflineAudio(np.zeros(RATE), RATE)
+
+
 class LiveShow(FakeShow):
     """What the live autopilot touches of a show: the look, the burst, the show's time."""
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_autopilot import LOOKS, FakeAudio, LiveShow
+from test_autopilot import LOOKS, LiveShow, silent_audio
 
 from swarm_instrument.control.actions import Action
 from swarm_instrument.control.looks.preset_bank import BUNDLED_DIR, preset_files
@@ -163,7 +163,7 @@ def test_live_at_rate_phrase_each_look_drifts_on_from_where_the_last_left_it():
     never a jump back to the look's own (the looks here share their values: any jump would
     be the drift's)."""
     presets = [Preset(look.name, vortex(), tags=look.tags) for look in LOOKS]
-    pilot = LiveAutopilot(FakeAudio(), presets, seed=2, rate="phrase")
+    pilot = LiveAutopilot(silent_audio(), presets, seed=2, rate="phrase")
     show = LiveShow()
     show.params.update(vortex())
     pilot.section, pilot.section_start = "groove", 0.0

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_autopilot import LOOKS, FakeAudio, LiveShow
+from test_autopilot import LOOKS, LiveShow, silent_audio
 from test_web_page import LAPTOP, PHONE, TOKEN, Stage
 
 from swarm_instrument.control.actions import Action
@@ -78,7 +78,7 @@ def test_the_switch_and_resume_come_from_every_surface_as_one_action():
 
 def test_resume_now_hands_the_look_back_at_once_over_a_bar():
     presets = [Preset(look.name, {}, tags=look.tags) for look in LOOKS]
-    pilot = LiveAutopilot(FakeAudio(), presets, seed=4, resume_s=30.0)
+    pilot = LiveAutopilot(silent_audio(), presets, seed=4, resume_s=30.0)
     pilot.section, pilot.section_start = "drop", 2.0
     playing = pilot.choreographer.choose("drop")
     show = LiveShow()
@@ -97,7 +97,7 @@ def test_resume_now_hands_the_look_back_at_once_over_a_bar():
 
 def test_at_the_rate_phrase_the_next_change_is_the_next_phrase():
     presets = [Preset(look.name, {}, tags=look.tags) for look in LOOKS]
-    pilot = LiveAutopilot(FakeAudio(), presets, rate="phrase")
+    pilot = LiveAutopilot(silent_audio(), presets, rate="phrase")
     pilot.section, pilot.section_start = "groove", 10.0  # phrases of 8 s (bars of 2 s)
     upcoming = pilot.telemetry(12.0)["next"]
     assert upcoming == {"t": 18.0, "section": "groove", "look": None}
@@ -105,7 +105,7 @@ def test_at_the_rate_phrase_the_next_change_is_the_next_phrase():
         "next: another groove look in 6 s"
     pilot.section = "build"  # a build's morph is under way: no change inside it
     assert pilot.telemetry(12.0)["next"] is None
-    assert LiveAutopilot(FakeAudio(), presets).telemetry(12.0)["next"] is None  # "section"
+    assert LiveAutopilot(silent_audio(), presets).telemetry(12.0)["next"] is None  # "section"
 
 
 def test_a_show_without_an_autopilot_answers_the_switch_and_resume(ctx):
