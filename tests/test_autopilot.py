@@ -150,6 +150,13 @@ def test_cues_play_on_the_frame_at_or_after_their_time():
     assert show.acts == [("separation_burst", 1.0)]
     state = pilot.telemetry(9.0)
     assert state["section"] == "drop" and state["look"] == "b" and state["next"] is None
+    # a render's: on the frame nearest the cue, half a frame early at most
+    nearest = Autopilot([Cue(8.01, "drop", "b", 0.0, True)], presets, frame_s=1 / 30)
+    show = FakeShow()
+    for frame in range(270):
+        show.show_time = frame / 30
+        nearest.update(show, frame / 30)
+    assert show.looks.went[0][2] == 240 / 30  # 10 ms early, where the next frame was 23 late
     assert state["phrase"] == {"bar": 1, "beat": 3.0} and state["control"] == "autopilot"
 
 

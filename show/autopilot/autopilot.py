@@ -74,8 +74,12 @@ class Autopilot:
 
     def __init__(self, cues: list[Cue], presets: Iterable[Preset],
                  sections: list[Section] | None = None, bar_seconds: float = 2.0,
-                 seed: int = 0) -> None:
+                 seed: int = 0, frame_s: float = 0.0) -> None:
+        """`frame_s`: the render's frame period; a cue plays on the frame nearest its time
+        (half a frame off at most: 17 ms at 30 fps, where the frame at or after it was up to
+        33 ms late); 0: at or after it."""
         self.cues = cues
+        self.lead = frame_s / 2.0
         self.evolution = Evolution(seed)  # the look moving inside its section
         self.presets = {preset.name: preset for preset in presets}
         self.sections = sections or []
@@ -87,18 +91,19 @@ class Autopilot:
 
     @classmethod
     def for_song(cls, samples: np.ndarray, rate: float, presets: list[Preset],
-                 seed: int, how_often: str = "section") -> Autopilot:
+                 seed: int, how_often: str = "section", frame_s: float = 0.0) -> Autopilot:
         sections, bar = song_sections(samples, rate)
         looks = [Look(p.name, p.tags) for p in presets]
         cues = plan([(s.start, s.end, s.label) for s in sections], looks, seed, bar,
                     how_often)
         shown = ", ".join(f"{s.label} {s.start:.1f} s" for s in sections)
         log.info(f"autopilot: {len(sections)} sections ({shown}); {len(looks)} looks")
-        return cls(cues, presets, sections, bar, seed)
+        return cls(cues, presets, sections, bar, seed, frame_s)
 
     def update(self, show: Any, now: float) -> None:
-        """Play every cue due by `now` (the song's time of the frame about to be made)."""
-        while self.played < len(self.cues) and self.cues[self.played].t <= now + 1e-9:
+        """Play every cue due by `now` (the song's time of the frame about to be made), or
+        by the frame's end half-way to the next with `frame_s`."""
+        while self.played < len(self.cues) and self.cues[self.played].t < now + self.lead + 1e-9:
             cue = self.cues[self.played]
             self.played += 1
             show.looks.go_to(self.presets[cue.look], cue.morph, show.show_time)

@@ -339,7 +339,8 @@ def _autopilot(job: RenderJob, seed: int) -> Autopilot:
         raise RenderProblem("--autopilot: no preset has tags (calm, groove, build, peak) to "
                             f"choose looks by; tag some in {user_presets_dir()}")
     return Autopilot.for_song(job.samples, job.rate, presets, seed,
-                              getattr(job.args, "autopilot_rate", "section"))
+                              getattr(job.args, "autopilot_rate", "section"),
+                              frame_s=1.0 / job.fps)
 
 
 def _preset_bank() -> Any:
