@@ -15,7 +15,8 @@ late):
   bands above 2 kHz (snare, claps, hats);
 - tempo_estimate.py, every ESTIMATE_S over the last WINDOW_S: the tempo's family from a Fourier
   tempogram (never 2/3 or 3/2 of the beat), its level inside the performer's tempo range
-  (`set_range`, default 70-180 BPM) by how the accents fall, the period to a fraction of a
+  (`set_range`, default 70-180 BPM) by how the accents fall and how loud every other pulse
+  is (each hop's level in dB, `_loudness`), the period to a fraction of a
   hop; a new estimate near the old one moves it smoothly, another level or tempo must be
   found twice in a row;
 - beat_phase.py: a comb over the last beats' onsets that places the next beat, asked again
@@ -117,8 +118,10 @@ class BeatTracker:
         self._tempo_line = History()  # every band and the kick: the tempo's family
         self._beatline = History()  # kick and high bands: where the beat falls
         self._low = History()  # the kick: where the bar starts
+        self._loudness = History()  # each hop's level (dB): which pulses are the beat's
         self._means = np.full(3, 1e-3)  # running means of the kick, high and all bands
         self._silence = 10.0 ** (silence_db / 10.0)  # a hop's mean square
+        self._silence_db = silence_db
         self.tempo_range = tempo_range
         self._hops = 0  # hops analysed (or passed in a gap)
         self._shift = 0.0  # samples: hop k ends at (k + 1) * hop + shift
@@ -199,6 +202,7 @@ class BeatTracker:
             self._fresh -= 1
             full = kick = 0.0
         self._onsets.push(full)
+        self._loudness.push(10.0 * math.log10(max(energy, self._silence)))
         self._tempo_line.push(full + kick / self._means[0] * KICK_WEIGHT)
         self._low.push(kick)
         beat = kick / self._means[0] + high / self._means[1] + FULL_PART * full / self._means[2]
@@ -240,7 +244,9 @@ class BeatTracker:
         early = self._hops - self._first_heard < EARLY_S * self.fps
         found = self._estimator.estimate(self._tempo_line.last(size).astype(np.float64),
                                          self._onsets.last(size).astype(np.float64),
-                                         *self.tempo_range, None if early else current)
+                                         *self.tempo_range, None if early else current,
+                                         self._loudness.last(size).astype(np.float64),
+                                         self._silence_db)
         if found is None:
             return
         period = found[0]
