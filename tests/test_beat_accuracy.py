@@ -14,7 +14,11 @@ import pytest
 
 from swarm_instrument.audio.analysis.beat_feed import FileBeatFeed, RingBeatFeed
 from swarm_instrument.audio.analysis.beats import BeatInfo, BeatTracker
-from swarm_instrument.audio.analysis.tempo_estimate import alternation, peak_shift
+from swarm_instrument.audio.analysis.tempo_estimate import (
+    TempoEstimator,
+    alternation,
+    peak_shift,
+)
 from swarm_instrument.audio.base import OfflineAudio
 from swarm_instrument.audio.input.ring import Ring
 
@@ -166,6 +170,18 @@ def test_punk_at_180_stays_180_where_hip_hop_at_90_does_not():
     assert hits(beat_times(frames), beats[beats > 6.0]).all()
 
 
+def test_the_folded_pulse_reads_the_tempo_from_a_second_and_a_half():
+    """1.5 s of eighths at 120 (louder on the beat): a Fourier tempogram of so short a signal
+    has peaks 80 BPM wide; the autocorrelation's lags, folded into one octave, give 120."""
+    fps = RATE / 512
+    line = np.zeros(int(1.5 * fps))
+    for k, at in enumerate(np.arange(0.0, 1.5, 0.25)):
+        line[int(round(at * fps))] = 1.0 if k % 2 == 0 else 0.6
+    estimator = TempoEstimator(fps, int(6 * fps))
+    bpm, _ = estimator.folded_family(line)
+    assert bpm == pytest.approx(120.0, rel=0.01)
+
+
 def test_alternation_reads_how_much_louder_every_other_pulse_is():
     period, hops = 30.0, 600
     pulses = np.zeros(hops)
@@ -224,14 +240,34 @@ def test_a_quiet_intro_is_tracked_on_the_beat_and_the_drums_taken_within_2_s():
     assert hits(found, beats[beats >= drums + 2.0]).all()
 
 
-def test_drums_from_the_start_are_pulsed_on_every_beat_within_2_s():
-    """The first estimate comes 1.5 s after the first sound; the count rises towards the
-    first beat it places, so that beat pulses too (a beat later without it: 2.5 s)."""
-    samples, beats = song([(0, 120.0)], 4, ROCK)
+HOUSE = {"kick": (0, 1, 2, 3), "snare": (1, 3),
+         "hat": tuple(k / 4 for k in range(16)) + (0.5, 1.5, 2.5, 3.5)}
+
+
+@pytest.mark.parametrize(("bpm", "pattern"), [(120.0, ROCK), (90.0, HIP_HOP), (124.0, HOUSE)],
+                         ids=["rock", "hip-hop", "house"])
+def test_drums_from_the_start_are_pulsed_on_every_beat_within_2_s(bpm, pattern):
+    """The first estimate comes 1 s after the first sound, its tempo read from the hats'
+    pulse; the count rises towards the first beat it places, so that beat pulses too. House's
+    off-beat hats (on the sixteenths and the off-beats) are as strong as its beats: its
+    first beat is still on the kick."""
+    samples, beats = song([(0, bpm)], 4, pattern)
     frames = offline(samples, fps=60.0)
     assert hits(beat_times(frames), beats[beats >= beats[0] + 2.0]).all()
     first = next(k for k, (_, info) in enumerate(frames) if info is not None)
     assert frames[first][1].beat < 1.0  # the count starts short of the first beat
+
+
+def test_drums_after_a_beatless_pad_are_taken_within_2_s():
+    """Eight seconds of a held chord (its tones beating: onsets everywhere, beats nowhere,
+    the tracker's beats then land anywhere), then drums at 120: their beats within 2 s."""
+    t = np.arange(int(8.0 * RATE)) / RATE
+    pad = 0.3 * sum(np.sin(2 * np.pi * f * t) for f in (220.0, 277.2, 329.6)) / 3
+    drums, beats = song([(0, 120.0)], 8, ROCK)
+    samples = np.concatenate([pad, drums]).astype(np.float32)
+    beats = beats + 8.0
+    found = beat_times(offline(samples))
+    assert hits(found, beats[beats >= beats[0] + 2.0]).all(), np.round(found[found > 8.0], 2)
 
 
 def test_the_bars_first_beat_is_where_the_kick_is():

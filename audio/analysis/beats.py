@@ -18,9 +18,16 @@ late):
   (`set_range`, default 70-180 BPM) by how the accents fall and how loud every other pulse
   is (each hop's level in dB, `_loudness`), the period to a fraction of a
   hop; a new estimate near the old one moves it smoothly, another level or tempo must be
-  found twice in a row;
-- beat_phase.py: a comb over the last beats' onsets that places the next beat, asked again
-  each hop until it comes;
+  found twice in a row. The first estimate comes FIRST_S after the first sound; until
+  EARLY_S, and whenever the beats stop landing on the onsets (salience under
+  RELOCK_SALIENCE: a beatless pad was tracked, then the drums came in), the family is read
+  from the pulse of the high bands instead (`TempoEstimator.folded_family`: a tempogram of a
+  second or two cannot part 90 from 120 BPM; the hats' autocorrelation can);
+- beat_phase.py: a comb over the last beats' onsets (all of them in the first seconds) that
+  places the next beat, asked again each hop until it comes. When the first tempo is found,
+  the onsets heard so far are weighed again over the means of all of them (`_renormalise`:
+  over the running means of their own time, the song's first hits counted for little and
+  house's first beat fell on its off-beat);
 - a tempo change (`_follow`): when the strongest onset near each beat comes later (or earlier)
   beat after beat, by more each time (DRIFT_BEATS beats, at least DRIFT_STEP of the period a
   beat), the period takes the step at once and the estimates read only the beats since (the
@@ -50,6 +57,8 @@ from swarm_instrument.audio.analysis.beat_phase import BeatPhase, History
 from swarm_instrument.audio.analysis.onset_flux import OnsetFlux
 from swarm_instrument.audio.analysis.tempo_estimate import TempoEstimator
 
+Strength = float | np.ndarray  # one hop's, or a line of them
+
 SILENCE_DB = -60.0  # a hop quieter than this (RMS, dBFS) is silence
 HOLD_S = 2.0  # no beat for this long (or 2.5 beats, if longer) and there is no tempo to tell
 TEMPO_RANGE = (70.0, 180.0)  # BPM: the default tempo range preference
@@ -57,17 +66,18 @@ KICK_WEIGHT = 8.0  # the kick's part in the onset strength the tempo is read fro
 FULL_PART = 0.3  # every band's part there: a click or a piano with no kick nor hats
 LEVEL_S = 4.0  # the running means that weigh the kick and the high bands alike
 WINDOW_S = 6.0  # onset strength the tempo is estimated from
-FIRST_S = 1.5  # ... at least this much heard before the first estimate
-EARLY_S = 4.0  # ... and until this much, each estimate free of the one in use (a short
-# window's first reading must not hold: the ballad's 94 BPM held until 4.1 s)
+FIRST_S = 1.0  # ... at least this much heard before the first estimate
+EARLY_S = 4.0  # ... and until this much, the tempo's family from the high bands' pulse
 ESTIMATE_S = 0.17  # between estimates
-QUIET_S = 0.3  # silence this long, then sound: its first FRESH_HOPS are no accent
+QUIET_S = 0.3  # silence this long, then sound: its first FRESH_HOPS are no accent (for the
+# tempo; the beat keeps them)
 FRESH_HOPS = 3
 DRIFT_BEATS = 3  # beats whose onsets drift the same way, more each time: the tempo moved
 DRIFT_STEP = 0.03  # ... by at least this share of the period a beat (less: the tempogram's)
 FOLLOWED_BEATS = 4  # after the drift moved the tempo, estimates read only what came since,
 # once this many beats of it have come (the window still holds the old tempo)
 DRIFT_ONSET = 0.5  # ... each an onset at least this share of the usual one on the beat
+RELOCK_SALIENCE = 0.6  # beats landing on the onsets less well than this: read the tempo anew
 CLOSE = 0.02  # an estimate within this fraction of the period moves it smoothly
 SMOOTHING = 0.3  # ... by this much of the difference
 CONFIRM = 2  # another tempo must be found this many times in a row
@@ -118,6 +128,9 @@ class BeatTracker:
         self._tempo_line = History()  # every band and the kick: the tempo's family
         self._beatline = History()  # kick and high bands: where the beat falls
         self._low = History()  # the kick: where the bar starts
+        self._high = History()  # the high bands: the pulse of the first seconds
+        self._kicks = History()  # the kick and every band as heard (none left out): the
+        self._fulls = History()  # onsets that place the beat, weighed again (`_renormalise`)
         self._loudness = History()  # each hop's level (dB): which pulses are the beat's
         self._means = np.full(3, 1e-3)  # running means of the kick, high and all bands
         self._silence = 10.0 ** (silence_db / 10.0)  # a hop's mean square
@@ -198,14 +211,17 @@ class BeatTracker:
                 self._first_heard = index
             rate = max(1.0 / (LEVEL_S * self.fps), 1.0 / self._heard)
             self._means += (np.array((kick, high, full)) - self._means) * rate
-        if self._fresh:  # every band rises from nothing: left out of the tempo's view
-            self._fresh -= 1
+        self._kicks.push(kick)
+        self._fulls.push(full)
+        beat = self._beat_strength(kick, high, full)
+        if self._fresh:  # every band rises from nothing: left out of the tempo's view (not
+            self._fresh -= 1  # the beat's: a song's first hit is on a beat, often the first)
             full = kick = 0.0
         self._onsets.push(full)
         self._loudness.push(10.0 * math.log10(max(energy, self._silence)))
         self._tempo_line.push(full + kick / self._means[0] * KICK_WEIGHT)
         self._low.push(kick)
-        beat = kick / self._means[0] + high / self._means[1] + FULL_PART * full / self._means[2]
+        self._high.push(high)
         self._beatline.push(beat)
         self._phase.push(beat)
         if self._heard and index - self._first_heard >= FIRST_S * self.fps and (
@@ -241,12 +257,17 @@ class BeatTracker:
                 return
             size = since
         current = self._phase.period or None
-        early = self._hops - self._first_heard < EARLY_S * self.fps
+        # the first seconds, or beats that land anywhere (a beatless pad tracked, then drums):
+        # the tempo is read from the pulse of the high bands
+        early = self._hops - self._first_heard < EARLY_S * self.fps \
+            or self.salience < RELOCK_SALIENCE
         found = self._estimator.estimate(self._tempo_line.last(size).astype(np.float64),
                                          self._onsets.last(size).astype(np.float64),
-                                         *self.tempo_range, None if early else current,
+                                         *self.tempo_range, current,
                                          self._loudness.last(size).astype(np.float64),
-                                         self._silence_db)
+                                         self._silence_db,
+                                         self._high.last(size).astype(np.float64)
+                                         if early else None)
         if found is None:
             return
         period = found[0]
@@ -260,11 +281,35 @@ class BeatTracker:
             self._candidate = (period, 1)
         if current is None or self._candidate[1] >= CONFIRM:
             self._candidate = None
+            self._drifts.clear()  # the onsets' drift is judged on one tempo's beats
+            if self.salience < RELOCK_SALIENCE:  # a new tempo for beats that fell anywhere:
+                self._renormalise()  # (drums after a pad: its means made their first hits
+                self._grid = None  # count for all) the next beat placed afresh
             self._set_period(period)
+
+    def _beat_strength(self, kick: Strength, high: Strength, full: Strength) -> Strength:
+        """The onset strength that places the beats: the kick, the high bands and every band
+        over their running means (each part counts alike)."""
+        return kick / self._means[0] + high / self._means[1] + FULL_PART * full / self._means[2]
+
+    def _renormalise(self) -> None:
+        """The first tempo found, or a new one for beats that fell anywhere: the onset
+        strength heard so far taken again over the means of now (each hop was over the means
+        up to it: a song's first hits, over their own, counted for little; drums after a
+        beatless pad, over the pad's, for everything)."""
+        count = min(self._hops - self._first_heard, self._onsets.size)
+        if count <= 0:
+            return
+        beat = self._beat_strength(self._kicks.last(count), self._high.last(count),
+                                   self._fulls.last(count))
+        self._beatline.rewrite(beat)
+        self._phase.onsets.rewrite(beat)
 
     def _set_period(self, period: float) -> None:
         old = self._phase.period
-        if old > 0.0:
+        if old <= 0.0:
+            self._renormalise()
+        else:
             moved = abs(period - old) / old
             self._steadiness = min(max((UNSTEADY - moved) / (UNSTEADY - STEADY), 0.0), 1.0)
         self._phase.set_period(period)

@@ -41,6 +41,10 @@ LEVEL_STEP = 1.25  # accent gained a level up that makes the slower level the be
 LOUD_STEP = 8.0  # dB between the two halves of a level's pulses that makes the slower the beat
 LOUD_HYSTERESIS = 0.5  # ... less (or more) of it to leave the level in use
 LOUD_SLOWEST = 60.0  # BPM: no slower level is taken on loudness alone
+FOLD_STEPS = 240  # periods tried over the octave (0.3 % apart)
+FOLD_SHORTEST_S, FOLD_LONGEST = 0.1, 0.8  # lags read: from 0.1 s to 0.8 of the signal
+FOLD_MEMORY = 0.5  # each window's scores weigh this much of the last ones': a crash masking
+# the hats for a window (rock's first 2 s read 160 for 120) does not move the tempo
 SWITCH = 1.15  # another tempo must stand this much above the one in use
 HYSTERESIS = 0.08  # ... less (or more) of it to leave the level in use
 
@@ -64,6 +68,7 @@ class TempoEstimator:
         self._basis = np.ascontiguousarray(
             np.vstack([np.cos(angle), np.sin(angle)]).astype(np.float32))
         self._hann: dict[int, np.ndarray] = {}
+        self._folded: np.ndarray | None = None  # the folded scores so far, smoothed
 
     def _tempogram(self, signal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         size = min(len(signal), self.window)
@@ -105,18 +110,25 @@ class TempoEstimator:
 
     def estimate(self, envelope: np.ndarray, accents: np.ndarray, tmin: float, tmax: float,
                  current: float | None = None, loudness: np.ndarray | None = None,
-                 silence_db: float = -60.0) -> tuple[float, float] | None:
+                 silence_db: float = -60.0, pulse: np.ndarray | None = None
+                 ) -> tuple[float, float] | None:
         """(period in hops, strength) of the beat within [tmin, tmax] BPM, or None when nothing
         pulses. `envelope`: the onset strength the family is read from (every band, the kick
-        weighed up: four to the floor with a syncopated rim is found at the beat then);
+        weighed up: four to the floor with a syncopated rim is found at the beat then), or
+        `pulse` where given (the high bands: the first seconds, `folded_family`);
         `accents`: the one the level is judged by (every band alike: a kick on 1 and 3 must
         not make the half-bar the beat); both oldest first. `current` (hops), the period in
         use, is kept at its level unless the accents clearly say otherwise."""
         signal = prepare(envelope)
         if not signal.any():
             return None
-        bpm, strength = self.family(signal, None if current is None
-                                     else 60.0 * self.fps / current)
+        if pulse is not None and prepare(pulse).any():
+            bpm, strength = self.folded_family(prepare(pulse), None if current is None
+                                               else 60.0 * self.fps / current)
+        else:
+            self._folded = None  # the pulse's scores run again from the next first seconds
+            bpm, strength = self.family(signal, None if current is None
+                                         else 60.0 * self.fps / current)
         if not (math.isfinite(bpm) and bpm > 0.0):
             return None
         levels = binary_levels(bpm, tmin, tmax)
@@ -139,6 +151,42 @@ class TempoEstimator:
                 break
             chosen = slower
         return refine(signal, chosen), strength
+
+    def folded_family(self, signal: np.ndarray, current: float | None = None
+                      ) -> tuple[float, float]:
+        """(bpm, strength) of the period whose octaves (x 2^k) the autocorrelation likes best,
+        as one octave's BPM (90-180), and its score over the mean score. For the first seconds:
+        a Fourier tempogram of 1.5 s cannot resolve tempi 40 BPM apart, where lags of the
+        autocorrelation a hop apart can. `current` (BPM), the tempo in use: its family is kept
+        unless another scores SWITCH times as high."""
+        centred = signal - signal.mean()
+        size = len(centred)
+        spectrum = np.fft.rfft(centred, 2 * size)
+        acf = np.fft.irfft(np.abs(spectrum) ** 2)[:size]
+        if acf[0] <= 0.0:
+            return math.nan, 0.0
+        fps = self.fps
+        periods = 60.0 * fps / np.geomspace(180.0, 90.0, FOLD_STEPS, endpoint=False)
+        score = np.zeros(FOLD_STEPS)
+        for octave in range(-2, 4):
+            lags = periods * 2.0 ** octave
+            inside = (lags >= FOLD_SHORTEST_S * fps) & (lags < FOLD_LONGEST * size)
+            score += np.where(inside, np.interp(lags, np.arange(size), acf / acf[0]), 0.0)
+        if self._folded is not None:  # successive windows agree, or the new one counts half
+            score = FOLD_MEMORY * self._folded + (1.0 - FOLD_MEMORY) * score
+        self._folded = score
+        best = int(np.argmax(score))
+        if current is not None:
+            held = 60.0 * fps / (current * 2.0 ** -math.floor(math.log2(current / 90.0)))
+            near = int(np.argmin(np.abs(np.log(periods / held))))
+            low, high = max(near - 3, 0), min(near + 4, FOLD_STEPS)
+            near = low + int(np.argmax(score[low:high]))
+            if score[best] < SWITCH * score[near]:
+                best = near
+        shift = peak_shift(*score[best - 1:best + 2]) if 0 < best < FOLD_STEPS - 1 else 0.0
+        period = periods[best] * (periods[1] / periods[0]) ** shift
+        mean = float(np.mean(np.abs(score)))
+        return 60.0 * fps / period, float(score[best]) / max(mean, 1e-9)
 
 
 def peak_shift(a: float, b: float, c: float) -> float:
