@@ -259,15 +259,15 @@ class BeatTracker:
         current = self._phase.period or None
         # the first seconds, or beats that land anywhere (a beatless pad tracked, then drums):
         # the tempo is read from the pulse of the high bands
-        early = self._hops - self._first_heard < EARLY_S * self.fps \
-            or self.salience < RELOCK_SALIENCE
+        first_seconds = self._hops - self._first_heard < EARLY_S * self.fps
+        early = first_seconds or self.salience < RELOCK_SALIENCE
         found = self._estimator.estimate(self._tempo_line.last(size).astype(np.float64),
                                          self._onsets.last(size).astype(np.float64),
                                          *self.tempo_range, current,
                                          self._loudness.last(size).astype(np.float64),
                                          self._silence_db,
                                          self._high.last(size).astype(np.float64)
-                                         if early else None)
+                                         if early else None, first_seconds)
         if found is None:
             return
         period = found[0]

@@ -110,19 +110,23 @@ class TempoEstimator:
 
     def estimate(self, envelope: np.ndarray, accents: np.ndarray, tmin: float, tmax: float,
                  current: float | None = None, loudness: np.ndarray | None = None,
-                 silence_db: float = -60.0, pulse: np.ndarray | None = None
-                 ) -> tuple[float, float] | None:
+                 silence_db: float = -60.0, pulse: np.ndarray | None = None,
+                 fine_from_pulse: bool = False) -> tuple[float, float] | None:
         """(period in hops, strength) of the beat within [tmin, tmax] BPM, or None when nothing
         pulses. `envelope`: the onset strength the family is read from (every band, the kick
         weighed up: four to the floor with a syncopated rim is found at the beat then), or
-        `pulse` where given (the high bands: the first seconds, `folded_family`);
+        `pulse` where given (the high bands: the first seconds, `folded_family`; the period
+        refined on it too with `fine_from_pulse`, where the envelope holds too few kicks);
         `accents`: the one the level is judged by (every band alike: a kick on 1 and 3 must
         not make the half-bar the beat); both oldest first. `current` (hops), the period in
         use, is kept at its level unless the accents clearly say otherwise."""
         signal = prepare(envelope)
         if not signal.any():
             return None
+        fine = signal  # the line the period is refined on
         if pulse is not None and prepare(pulse).any():
+            if fine_from_pulse:  # (in its first second the ballad's kicks took 144 to 150)
+                fine = prepare(pulse)
             bpm, strength = self.folded_family(prepare(pulse), None if current is None
                                                else 60.0 * self.fps / current)
         else:
@@ -150,7 +154,7 @@ class TempoEstimator:
             if gain <= step and not loud:
                 break
             chosen = slower
-        return refine(signal, chosen), strength
+        return refine(fine, chosen), strength
 
     def folded_family(self, signal: np.ndarray, current: float | None = None
                       ) -> tuple[float, float]:
