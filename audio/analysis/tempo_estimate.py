@@ -8,7 +8,9 @@ Three steps, each chosen by measurement on the benchmark's songs (benchmarks/mus
    so the peak is the beat, the half-bar or the eighths (or sixteenths), never 2/3 or 3/2 of
    the beat, where an autocorrelation peaks as often (a drum and bass two-step read at 116 for
    174, house at 83 for 124). It is read from every band with the kick weighed up (techno's
-   syncopated rim and bass otherwise put it at 8/3 of the beat).
+   syncopated rim and bass otherwise put it at 8/3 of the beat). In the first seconds, where a
+   tempogram's peaks are 40-80 BPM wide, the tracker has it read from the high bands' pulse
+   instead (`folded_family`: the autocorrelation's lags of a period and its octaves summed).
 2. The level: the family's binary relatives (x 2^k) inside the performer's tempo range. From the
    fastest, the next slower one is taken while its pulses are clearly more accented than the
    faster one's: `accent` (the best-phase mean of the onset strength on a grid, over its mean)
