@@ -420,13 +420,16 @@ def test_live_at_the_rate_phrase_a_long_section_changes_its_look_each_phrase():
     pilot = LiveAutopilot(audio, presets, seed=2, rate="phrase")
     went = play_live(pilot, audio, samples, len(samples) / RATE).looks.went
     tags = {look.name: look.tags for look in LOOKS}
-    # the groove's change, then a change on each of its phrases (4 bars): the song's own
-    # phrase starts, 16 beats after the groove's (8 s) at 16, 24 and 32 s (the last a frame
-    # before the song ends: live, the end is not known)
+    # the groove's change, then a change on each of its phrases (4 bars): 16 beats after the
+    # section's start, about 16, 24 and 32 s (the last a frame before the song ends: live, the
+    # end is not known). The start is a beat of the live grid: the tracker's beats during the
+    # beatless pad fall where they may, and it takes the drums' beats within a second or two
+    # of their coming in (8 s), so the section starts up to two beats after them (8.0 s by
+    # chance before issue 30's relock, 9.0 with it)
     assert len(went) >= 3, went
     assert all("groove" in tags[name] for name, *_ in went)
     assert all(a[0] != b[0] for a, b in zip(went, went[1:]))
     starts = [at for *_, at in went]
-    assert pilot.section_start == pytest.approx(16 * BEAT, abs=0.1)
-    assert starts[1:] == pytest.approx([16 * BEAT * k for k in range(2, len(starts) + 1)],
-                                       abs=0.1)
+    assert 16 * BEAT - 0.1 <= pilot.section_start <= 18 * BEAT + 0.1
+    assert starts[1:] == pytest.approx(
+        [pilot.section_start + 16 * BEAT * k for k in range(1, len(starts))], abs=0.1)

@@ -38,6 +38,12 @@ class History:
         self._data[at] = self._data[at + self.size] = value
         self.count += 1
 
+    def rewrite(self, values: np.ndarray) -> None:
+        """Replace the newest len(values) values (oldest first)."""
+        for offset, value in enumerate(values[::-1]):
+            at = (self.count - 1 - offset) % self.size
+            self._data[at] = self._data[at + self.size] = value
+
     def last(self, count: int) -> np.ndarray:
         """The newest `count` values, oldest first (zeros before the stream began)."""
         end = (self.count - 1) % self.size + self.size + 1
@@ -72,11 +78,14 @@ class BeatPhase:
         if period <= 0.0:
             return None
         now = self.onsets.count - 1
-        beats = min(COMB, int((min(self.onsets.count, HISTORY) - 2) // period) - 1)
-        if beats < 1:
-            return None
         span = int(math.ceil(period))
         skip = int(math.ceil(period / 4))  # the newest quarter period is not all heard yet
+        # as many beats back as the stream has (zeros before it began: the first seconds use
+        # every beat heard) and the history holds
+        beats = min(COMB, int((HISTORY - span - skip - 2) // period),
+                    int(math.ceil((self.onsets.count - skip) / period)))
+        if beats < 1:
+            return None
         recent = self.onsets.last(int(beats * period) + span + skip + 2)
         smoothed = np.maximum(recent[1:-1], np.maximum(recent[:-2], recent[2:]))
         newest = len(smoothed) - 1  # hop `now - 1`

@@ -6,24 +6,21 @@ Main thread only. A source's `update(now)` feeds the samples that arrived since 
 (`info(at)`, `at` being the newest sample's time in the caller's clock). Never called from an
 audio callback: the callbacks only fill rings (audio/input/ring.py).
 
-The pipeline, hop by hop (about 10 ms; chosen by the beat-accuracy benchmark,
-benchmarks/bench_beat_accuracy.py, where aubio's `tempo` read drum and bass at 116 for 174,
-punk at 120 for 180, a ballad at double time, techno on the off-beat and a tempo change 6.8 s
-late):
-- onset_flux.py: the spectral flux of 24 log-spaced bands (the tempo is read from it) and two
-  parts of it that place the beat, each over its running mean: the kick (20-70 Hz) and the
-  bands above 2 kHz (snare, claps, hats);
-- tempo_estimate.py, every ESTIMATE_S over the last WINDOW_S: the tempo's family from a Fourier
-  tempogram (never 2/3 or 3/2 of the beat), its level inside the performer's tempo range
-  (`set_range`, default 70-180 BPM) by how the accents fall, the period to a fraction of a
-  hop; a new estimate near the old one moves it smoothly, another level or tempo must be
-  found twice in a row;
-- beat_phase.py: a comb over the last beats' onsets that places the next beat, asked again
-  each hop until it comes;
-- a tempo change (`_follow`): when the strongest onset near each beat comes later (or earlier)
-  beat after beat, by more each time (DRIFT_BEATS beats, at least DRIFT_STEP of the period a
-  beat), the period takes the step at once and the estimates read only the beats since (the
-  benchmark's 120 to 132: locked 1.8 s after the change, from 3.6 s).
+The pipeline, hop by hop (about 10 ms; each step chosen on benchmarks/bench_beat_accuracy.py):
+- onset_flux.py: the spectral flux of 24 log-spaced bands (the tempo is read from it) and the
+  parts that place the beat, over their running means: the kick (20-70 Hz), the bands above
+  2 kHz (snare, claps, hats);
+- tempo_estimate.py, every ESTIMATE_S over the last WINDOW_S: the tempo's family (a Fourier
+  tempogram; from FIRST_S after the first sound until EARLY_S, and while the beats land
+  anywhere (salience under RELOCK_SALIENCE: a beatless pad, then drums), the high bands'
+  folded autocorrelation), its level in the tempo range (`set_range`, default 70-180 BPM) by
+  the accents and how loud every other pulse is (`_loudness`), the period to a fraction of a
+  hop; an estimate near the tempo moves it smoothly, another must be found twice in a row;
+- beat_phase.py: a comb over the last beats' onsets (all of them in the first seconds) that
+  places the next beat, asked again each hop until it comes; when a first (or new) tempo is
+  found the onsets heard are weighed again over the means of now (`_renormalise`);
+- tempo_drift.py: onsets that drift against the beats, more each beat: the period takes the
+  step at once and the estimates read only the beats since.
 Silence is ours to judge: a beat counts only while the input was above SILENCE_DB within the
 last 1.5 periods (or 1 s); beats hidden by silence are counted when the sound comes back, so
 the grid survives a break. The bar's first beat is the beat of the four whose low band (kick,
@@ -40,13 +37,13 @@ a 4 % move: a wandering tempo, a change of level).
 from __future__ import annotations
 
 import math
-from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
 
 from swarm_instrument.audio.analysis.beat_phase import BeatPhase, History
 from swarm_instrument.audio.analysis.onset_flux import OnsetFlux
+from swarm_instrument.audio.analysis.tempo_drift import TempoDrift
 from swarm_instrument.audio.analysis.tempo_estimate import TempoEstimator
 
 SILENCE_DB = -60.0  # a hop quieter than this (RMS, dBFS) is silence
@@ -56,17 +53,15 @@ KICK_WEIGHT = 8.0  # the kick's part in the onset strength the tempo is read fro
 FULL_PART = 0.3  # every band's part there: a click or a piano with no kick nor hats
 LEVEL_S = 4.0  # the running means that weigh the kick and the high bands alike
 WINDOW_S = 6.0  # onset strength the tempo is estimated from
-FIRST_S = 1.5  # ... at least this much heard before the first estimate
-EARLY_S = 4.0  # ... and until this much, each estimate free of the one in use (a short
-# window's first reading must not hold: the ballad's 94 BPM held until 4.1 s)
+FIRST_S = 1.0  # ... at least this much heard before the first estimate
+EARLY_S = 4.0  # ... and until this much, the tempo's family from the high bands' pulse
 ESTIMATE_S = 0.17  # between estimates
-QUIET_S = 0.3  # silence this long, then sound: its first FRESH_HOPS are no accent
+QUIET_S = 0.3  # silence this long, then sound: its first FRESH_HOPS are no accent (for the
+# tempo; the beat keeps them)
 FRESH_HOPS = 3
-DRIFT_BEATS = 3  # beats whose onsets drift the same way, more each time: the tempo moved
-DRIFT_STEP = 0.03  # ... by at least this share of the period a beat (less: the tempogram's)
 FOLLOWED_BEATS = 4  # after the drift moved the tempo, estimates read only what came since,
 # once this many beats of it have come (the window still holds the old tempo)
-DRIFT_ONSET = 0.5  # ... each an onset at least this share of the usual one on the beat
+RELOCK_SALIENCE = 0.6  # beats landing on the onsets less well than this: read the tempo anew
 CLOSE = 0.02  # an estimate within this fraction of the period moves it smoothly
 SMOOTHING = 0.3  # ... by this much of the difference
 CONFIRM = 2  # another tempo must be found this many times in a row
@@ -117,8 +112,13 @@ class BeatTracker:
         self._tempo_line = History()  # every band and the kick: the tempo's family
         self._beatline = History()  # kick and high bands: where the beat falls
         self._low = History()  # the kick: where the bar starts
+        self._high = History()  # the high bands: the pulse of the first seconds
+        self._kicks = History()  # the kick and every band as heard (none left out): the
+        self._fulls = History()  # onsets that place the beat, weighed again (`_renormalise`)
+        self._loudness = History()  # each hop's level (dB): which pulses are the beat's
         self._means = np.full(3, 1e-3)  # running means of the kick, high and all bands
         self._silence = 10.0 ** (silence_db / 10.0)  # a hop's mean square
+        self._silence_db = silence_db
         self.tempo_range = tempo_range
         self._hops = 0  # hops analysed (or passed in a gap)
         self._shift = 0.0  # samples: hop k ends at (k + 1) * hop + shift
@@ -134,7 +134,7 @@ class BeatTracker:
         self._next: float | None = None  # the next beat (hop index, fractional)
         self._grid: float | None = None  # the last beat of the grid, heard or not (hop)
         self._moving = 0  # hops the comb has placed the next beat off the grid
-        self._drifts: deque[float] = deque(maxlen=DRIFT_BEATS)  # onsets' offsets, by beat
+        self._drift = TempoDrift()  # the onsets' offsets from the beats
         self._followed = -(1 << 30)  # the hop at which the drift last moved the tempo
         self.beats = 0
         self.last_beat: float | None = None  # where the latest counted beat fell (samples)
@@ -195,13 +195,17 @@ class BeatTracker:
                 self._first_heard = index
             rate = max(1.0 / (LEVEL_S * self.fps), 1.0 / self._heard)
             self._means += (np.array((kick, high, full)) - self._means) * rate
-        if self._fresh:  # every band rises from nothing: left out of the tempo's view
-            self._fresh -= 1
+        self._kicks.push(kick)
+        self._fulls.push(full)
+        beat = self._beat_strength(kick, high, full)
+        if self._fresh:  # every band rises from nothing: left out of the tempo's view (not
+            self._fresh -= 1  # the beat's: a song's first hit is on a beat, often the first)
             full = kick = 0.0
         self._onsets.push(full)
+        self._loudness.push(10.0 * math.log10(max(energy, self._silence)))
         self._tempo_line.push(full + kick / self._means[0] * KICK_WEIGHT)
         self._low.push(kick)
-        beat = kick / self._means[0] + high / self._means[1] + FULL_PART * full / self._means[2]
+        self._high.push(high)
         self._beatline.push(beat)
         self._phase.push(beat)
         if self._heard and index - self._first_heard >= FIRST_S * self.fps and (
@@ -237,10 +241,13 @@ class BeatTracker:
                 return
             size = since
         current = self._phase.period or None
-        early = self._hops - self._first_heard < EARLY_S * self.fps
-        found = self._estimator.estimate(self._tempo_line.last(size).astype(np.float64),
-                                         self._onsets.last(size).astype(np.float64),
-                                         *self.tempo_range, None if early else current)
+        first_seconds = self._hops - self._first_heard < EARLY_S * self.fps
+        pulse = first_seconds or self.salience < RELOCK_SALIENCE  # the high bands' pulse
+        tempo, onsets, loudness, high = (history.last(size).astype(np.float64) for history in
+                                         (self._tempo_line, self._onsets, self._loudness,
+                                          self._high))
+        found = self._estimator.estimate(tempo, onsets, *self.tempo_range, current, loudness,
+                                         self._silence_db, high if pulse else None, first_seconds)
         if found is None:
             return
         period = found[0]
@@ -254,11 +261,36 @@ class BeatTracker:
             self._candidate = (period, 1)
         if current is None or self._candidate[1] >= CONFIRM:
             self._candidate = None
+            self._drift.clear()  # the onsets' drift is judged on one tempo's beats
+            if self.salience < RELOCK_SALIENCE:  # a new tempo for beats that fell anywhere
+                self._renormalise()  # (drums after a pad): the next beat placed afresh
+                self._grid = None
             self._set_period(period)
+
+    def _beat_strength(self, kick: float | np.ndarray, high: float | np.ndarray,
+                       full: float | np.ndarray) -> float | np.ndarray:
+        """The onset strength that places the beats (of a hop, or of lines of them): the kick,
+        the high bands and every band over their running means (each part counts alike)."""
+        return kick / self._means[0] + high / self._means[1] + FULL_PART * full / self._means[2]
+
+    def _renormalise(self) -> None:
+        """The first tempo found, or a new one for beats that fell anywhere: the onset
+        strength heard so far taken again over the means of now (each hop was over the means
+        up to it: a song's first hits, over their own, counted for little; drums after a
+        beatless pad, over the pad's, for everything)."""
+        count = min(self._hops - self._first_heard, self._onsets.size)
+        if count <= 0:
+            return
+        beat = self._beat_strength(self._kicks.last(count), self._high.last(count),
+                                   self._fulls.last(count))
+        self._beatline.rewrite(beat)
+        self._phase.onsets.rewrite(beat)
 
     def _set_period(self, period: float) -> None:
         old = self._phase.period
-        if old > 0.0:
+        if old <= 0.0:
+            self._renormalise()
+        else:
             moved = abs(period - old) / old
             self._steadiness = min(max((UNSTEADY - moved) / (UNSTEADY - STEADY), 0.0), 1.0)
         self._phase.set_period(period)
@@ -299,38 +331,16 @@ class BeatTracker:
         self._off += (off - self._off) * SALIENCE_RATE
         total = self._on + self._off
         self.salience = self._on / total if total > 0.0 else 0.0
-        self._follow(onsets, beat, period, on)
-        slot = (self.beats - 2) % 4  # the previous beat (count beats - 1): its place
-        self._bar[slot] += (near(low, beat) - self._bar[slot]) * BAR_RATE
-        if slot == 3:
-            self._bars_seen += 1
-
-    def _follow(self, onsets: History, beat: float, period: float, on: float) -> None:
-        """A tempo that moves: the strongest onset within a quarter period of each beat is
-        found later (or earlier) beat after beat, by more each time: the period takes the
-        step at once (the tempogram, looking back 6 s, would take 3 s) and the grid may jump
-        to the onsets."""
-        low, high = int(round(beat - period / 4)), int(round(beat + period / 4))
-        values = [onsets.at(i) for i in range(low, high + 1)]
-        strongest = int(np.argmax(values))
-        drifts = self._drifts
-        if values[strongest] < DRIFT_ONSET * self._on:  # no onset to follow: start over
-            drifts.clear()
-            return
-        drifts.append(low + strongest - beat)
-        if len(drifts) < DRIFT_BEATS:
-            return
-        signs = {np.sign(d) for d in drifts}
-        steps = np.diff(list(drifts))
-        step = float(np.mean(steps))
-        even = np.all(np.abs(steps - step) <= 0.5 * abs(step) + 1.0)  # a steady drift
-        if len(signs) == 1 and abs(drifts[-1]) >= 2 and np.all(steps * drifts[-1] > 0) and even \
-                and abs(step) >= DRIFT_STEP * period:
+        step = self._drift.step(onsets, beat, period, self._on)
+        if step is not None:  # a tempo that moves: the period takes the step at once
             self._set_period(period + step)
             self._candidate = None
             self._followed = self._hops  # the tempogram still sees the old tempo: let it be
             self._moving = int(period)  # the next beat may move to the onsets at once
-            drifts.clear()
+        slot = (self.beats - 2) % 4  # the previous beat (count beats - 1): its place
+        self._bar[slot] += (near(low, beat) - self._bar[slot]) * BAR_RATE
+        if slot == 3:
+            self._bars_seen += 1
 
     # -- reading --------------------------------------------------------------------------
     @property
