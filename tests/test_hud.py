@@ -47,8 +47,10 @@ def text_window():
     window.close()
 
 
-def drawn_over_white(window, size: tuple[int, int], lines: list[str]) -> np.ndarray:
-    """The HUD drawn over a white frame of `size`: luminance, top row first."""
+def drawn_over_white(window, size: tuple[int, int], lines: list[str],
+                     hud: Hud | None = None) -> np.ndarray:
+    """The HUD (a new one unless given) drawn over a white frame of `size`: luminance, top
+    row first."""
     import pyglet
     from pyglet import gl
 
@@ -57,7 +59,7 @@ def drawn_over_white(window, size: tuple[int, int], lines: list[str]) -> np.ndar
     window.projection = pyglet.math.Mat4.orthogonal_projection(0, size[0], 0, size[1], -1, 1)
     gl.glClearColor(1.0, 1.0, 1.0, 1.0)
     gl.glClear(gl.GL_COLOR_BUFFER_BIT)
-    hud = Hud(*size)
+    hud = hud or Hud(*size)
     hud.draw(lines)
     gl.glFinish()
     image = pyglet.image.get_buffer_manager().get_color_buffer().get_image_data()
@@ -129,3 +131,21 @@ def test_the_windows_hud_at_640x360_is_compact_on_a_backdrop(display, tmp_path):
     assert lit.sum() > 200
     assert np.median(shown_block[lit & ~under_text]) < 0.7 * np.median(picture[lit])
     assert 6 <= text_rows(shown_block, 150) <= 8
+
+
+def test_hidden_and_shown_again_the_hud_draws_its_lines_without_laying_them_out_anew(
+        text_window):
+    """H hides the lines (the notice still shows) and shows them again as they were: no
+    label made anew (they were all made again, and the frame that showed them came late)."""
+    size = (640, 360)
+    hud = Hud(*size)
+    hud.draw(COMPACT)
+    labels = list(hud._labels)
+    hud.visible = False
+    hud.draw(COMPACT, "press Esc again to quit")
+    hud.visible = True
+    hud.draw(COMPACT)
+    assert hud._labels == labels and all(a is b for a, b in zip(hud._labels, labels))
+    hud.visible = False
+    hidden = drawn_over_white(text_window, size, COMPACT, hud)
+    assert (hidden > 250).all()  # hidden: nothing of the lines drawn

@@ -65,19 +65,23 @@ def fit_lines(lines: list[str], max_chars: int) -> list[str]:
 class Hud:
     """The lines, one pyglet label each: a line laid out again only when its own text changes
     (text layout is the costly part: the whole block again every frame cost 4 ms of CPU a
-    frame, where the frame rate's line alone changing costs a fraction of one)."""
+    frame, where the frame rate's line alone changing costs a fraction of one). Hidden (H),
+    the lines are kept, not drawn: shown again, only what changed meanwhile is laid out (they
+    were all made anew, and the frame that showed them came late)."""
 
     def __init__(self, width: int, height: int) -> None:
-        self._batch = pyglet.graphics.Batch()
+        self._batch = pyglet.graphics.Batch()  # the lines and their backdrop
+        self._notice_batch = pyglet.graphics.Batch()  # the notice, hidden lines or not
         self._back, self._front = pyglet.graphics.Group(order=0), pyglet.graphics.Group(order=1)
         self._backdrop = pyglet.shapes.Rectangle(0, 0, 0, 0, color=BACKDROP,
                                                  batch=self._batch, group=self._back)
         self._notice_backdrop = pyglet.shapes.Rectangle(0, 0, 0, 0, color=BACKDROP,
-                                                        batch=self._batch, group=self._back)
+                                                        batch=self._notice_batch,
+                                                        group=self._back)
         self._labels: list[pyglet.text.Label] = []
         self._notice = pyglet.text.Label(
             "", font_size=NOTICE_PT, x=width // 2, y=height // 2, anchor_x="center",
-            anchor_y="center", color=NOTICE, batch=self._batch, group=self._front)
+            anchor_y="center", color=NOTICE, batch=self._notice_batch, group=self._front)
         self.visible = True
         self._texts: list[str] = []
         self._top = height - MARGIN - PAD
@@ -99,14 +103,17 @@ class Hud:
         self._cover(self._notice_backdrop, self._notice)  # the notice's new font and place
 
     def draw(self, lines: list[str], notice: str = "") -> None:
-        """Lay out only the lines that changed, then draw."""
-        texts = fit_lines(lines, self.layout.max_chars) if self.visible else []
-        if texts != self._texts:
-            self._set_lines(texts)
+        """Lay out only the lines that changed, then draw (the notice even with the lines
+        hidden)."""
+        if self.visible:
+            texts = fit_lines(lines, self.layout.max_chars)
+            if texts != self._texts:
+                self._set_lines(texts)
+            self._batch.draw()
         if notice != self._notice.text:
             self._notice.text = notice
             self._cover(self._notice_backdrop, self._notice)
-        self._batch.draw()
+        self._notice_batch.draw()
 
     def _set_lines(self, texts: list[str]) -> None:
         while len(self._labels) > len(texts):
