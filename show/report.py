@@ -171,7 +171,7 @@ def hud_lines(show: Show, compact: bool = False) -> list[str]:
         lines.append(f"web: {web_line(show.web.state())}")
     lines.append(f"preset: {show.looks.status_line(show.show_time)}")
     if getattr(show, "autopilot", None) is not None:
-        lines.append(f"autopilot: {autopilot_line(show.autopilot.telemetry(show.now))}")
+        lines.append(f"autopilot: {autopilot_line(show.autopilot.telemetry(show.now), show.now)}")
     if show.looks.problem:
         lines.append(f"preset error: {show.looks.problem}")
     governed = show.governor.hud_line(show.params)
@@ -357,15 +357,18 @@ class Telemetry:
             self._stream = None
 
 
-def autopilot_line(state: dict[str, Any]) -> str:
+def autopilot_line(state: dict[str, Any], now: float) -> str:
     """The autopilot on the HUD: the section and where in its phrase, the look, the next
-    change and who has the look."""
+    change and who has the look, in seconds from `now` (the show's clock: a live show's is
+    the machine's, whose absolute seconds the HUD once showed)."""
     if not state.get("on"):
         return "off (A: on)"
     phrase = state.get("phrase")
     where = f" bar {phrase['bar']}" if phrase else ""
     upcoming = state.get("next")
-    after = (f"  next: {upcoming['section']} at {upcoming['t']:.1f} s" if upcoming else "")
-    who = (f"  performer until {state['resumes_at']:.1f} s"
-           if state.get("control") == "performer" else "")
+    after = (f"  next: {upcoming['section']} in {max(upcoming['t'] - now, 0.0):.1f} s"
+             if upcoming else "")
+    who = (f"  performer for {max(state['resumes_at'] - now, 0.0):.1f} s"
+           if state.get("control") == "performer" and state.get("resumes_at") is not None
+           else "")
     return f"{state.get('section')}{where}  {state.get('look') or '-'}{after}{who}"

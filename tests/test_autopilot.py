@@ -384,11 +384,13 @@ def test_a_knob_turned_during_an_autopilot_morph_wins_and_the_autopilot_waits(ct
 
 
 def test_the_hud_says_the_section_the_look_the_next_change_and_who_has_it():
-    assert autopilot_line({"on": False}) == "off (A: on)"
-    line = autopilot_line({"on": True, "section": "build", "phrase": {"bar": 3, "beat": 1.0},
-                           "look": "vortex", "control": "performer", "resumes_at": 41.0,
-                           "next": {"t": 38.5, "section": "drop", "look": "lure-rush"}})
-    assert line == "build bar 3  vortex  next: drop at 38.5 s  performer until 41.0 s"
+    assert autopilot_line({"on": False}, 0.0) == "off (A: on)"
+    state = {"on": True, "section": "build", "phrase": {"bar": 3, "beat": 1.0},
+             "look": "vortex", "control": "performer", "resumes_at": 27741.0,
+             "next": {"t": 27738.5, "section": "drop", "look": "lure-rush"}}
+    # a live show's clock is the machine's: seconds from now, never its absolute seconds
+    line = autopilot_line(state, 27730.0)
+    assert line == "build bar 3  vortex  next: drop in 8.5 s  performer for 11.0 s"
 
 
 def test_a_midi_note_mapped_to_the_autopilot_switches_it():
