@@ -19,6 +19,7 @@ import time
 from multiprocessing import resource_tracker
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from swarm_instrument.audio.input.live_input import CLOSE_TIMEOUT_S, RETRY_MAX_S, AudioInput
@@ -273,3 +274,34 @@ def test_library_lines_are_summarised():
     assert summarize_library_lines(["something else"], total=3) == \
         "3 library lines hidden, the first: 'something else'"
     assert summarize_library_lines([]) == ""
+
+
+@pytest.mark.linux  # /dev/shm
+def test_the_memory_is_unlinked_even_while_a_view_of_it_is_held():
+    """A worker being spawned clears the ring on its own thread while a show that failed to
+    build closes it: close() neither raises nor leaves the segment behind."""
+    from swarm_instrument.audio.input.process import SharedRing  # noqa: PLC0415 - one test
+    shared = SharedRing()
+    held = np.frombuffer(shared.segment.buf, np.uint8, 16)  # as a clear() in progress holds
+    path = Path("/dev/shm") / shared.name
+    assert path.exists()
+    shared.close()
+    assert not path.exists()
+    shared.clear()  # a spawning thread that comes late: nothing, no error
+    del held
+
+
+@pytest.mark.linux
+def test_a_show_that_ends_as_its_worker_is_spawned_prints_nothing():
+    """The audio worker starts beside the show's building; a show refused at once (no GL,
+    a bad option) ended with a traceback from the ring's memory in CI."""
+    script = textwrap.dedent("""
+        import sys
+        from swarm_instrument.audio.input.live_input import AudioInput
+        AudioInput("no such input anywhere", start_wait_s=0.0)
+        sys.exit(2)
+    """)
+    for _ in range(12):
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                              timeout=60)
+        assert done.returncode == 2 and done.stderr == "", done.stderr

@@ -45,14 +45,27 @@ class SharedRing:
         self.segment = shared_memory.SharedMemory(name, create=True, size=Ring.nbytes())
         self.name = self.segment.name
         self.ring = Ring.create_in(self.segment.buf)
+        # a worker's spawning thread clears the ring while the show may be closing it (a show
+        # that fails to build ends at once, its first worker still being spawned)
+        self._lock = threading.Lock()
+
+    def clear(self) -> None:
+        """Silence the ring for a new worker (any thread); nothing once closed."""
+        with self._lock:
+            if self.segment is not None:
+                self.ring.clear()
 
     def close(self) -> None:
         """Unlink the segment; the ring keeps private copies of what it held."""
-        segment, self.segment = self.segment, None
-        if segment is None:
-            return
-        self.ring.release()
-        segment.close()
+        with self._lock:
+            segment, self.segment = self.segment, None
+            if segment is None:
+                return
+            self.ring.release()
+        try:
+            segment.close()
+        except BufferError:  # a view still held somewhere: the mapping goes with the last one
+            segment._buf = segment._mmap = None  # not closed again (and raising) when collected
         try:
             segment.unlink()
         except FileNotFoundError:
@@ -99,7 +112,7 @@ class WorkerProcess:
                     "wedged", f"the audio worker process {previous.pid} does not end even "
                     "when killed")
                 return
-            self.ring.clear()  # nobody writes it now: the last worker's sound must not replay
+            self.shared.clear()  # nobody writes it now: the last worker's sound must not replay
             env = dict(os.environ)
             env.setdefault("JACK_NO_START_SERVER", "1")  # never a surprise server on stage
             began = time.monotonic()
