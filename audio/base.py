@@ -37,6 +37,7 @@ class AudioFrameSource:
     """
 
     tracks_beats = False  # a source with real samples sets it: update() feeds a BeatTracker
+    refreshes = False  # a source that reads new samples again at the late latch (`refresh`)
 
     def __init__(self, rate: float = DEFAULT_RATE, device: str = "", state: str = "silence",
                  message: str = "") -> None:
@@ -54,6 +55,10 @@ class AudioFrameSource:
         self._has_data = False
         self._last_now: float | None = None
         self._analyzer: Analyzer | None = None
+        # A live show sets it where the source `refreshes`: its loop calls `refresh` once a
+        # frame after `update`, which then leaves the level, bands and onsets to it.
+        self.analysis_at_latch = False
+        self._analysis_due = False
         self._set_rate(rate)
         self.features = AudioFeatures()
         if message:
@@ -138,13 +143,21 @@ class AudioFrameSource:
         return self._beats
 
     def update(self, now: float) -> AudioFeatures:
-        """Once a frame, main thread: analyse the newest samples. `now` is in seconds."""
-        dt = 1.0 / 60.0 if self._last_now is None else min(max(now - self._last_now, 0.0), MAX_DT)
-        self._last_now = now
+        """Once a frame, main thread: analyse the newest samples. `now` is in seconds. With
+        `analysis_at_latch` (a source that reads again at the late latch, set by a live show)
+        the samples are read and the beats fed here, but the level, bands and onsets wait for
+        `refresh`: analysed once a frame, not twice, and `features` until then are the last
+        frame's."""
         if not self._fill(now):
             self._has_data = False
             self._window[:] = 0.0  # levels fall to zero through the release smoothing
-        self.features = self.analyzer.process(self._window, dt)
+        if self.analysis_at_latch:
+            self._analysis_due = True
+        else:
+            dt = (1.0 / 60.0 if self._last_now is None else
+                  min(max(now - self._last_now, 0.0), MAX_DT))
+            self._last_now = now
+            self.features = self.analyzer.process(self._window, dt)
         self.beat_info = None
         if self._beats is not None:
             try:
@@ -161,10 +174,12 @@ class AudioFrameSource:
         return False
 
     def _analyse_again(self, now: float) -> None:
-        """`refresh` for a source whose `_fill` put new samples in `_window`."""
-        last = self._last_now if self._last_now is not None else now
+        """`refresh` for a source whose `_fill` put new samples in `_window` (or whose update
+        left the analysis to the latch)."""
+        dt = 1.0 / 60.0 if self._last_now is None else min(max(now - self._last_now, 0.0), MAX_DT)
         self._last_now = now
-        self.features = self.analyzer.process(self._window, min(max(now - last, 0.0), MAX_DT))
+        self._analysis_due = False
+        self.features = self.analyzer.process(self._window, dt)
 
     @property
     def has_data(self) -> bool:

@@ -67,6 +67,7 @@ class Show:
         self.params = params
         self.options = options
         self.audio = audio if audio is not None else Silence()
+        self.audio.analysis_at_latch = self.audio.refreshes and options.live  # one a frame
         self.midi = midi
         self.osc = osc
         self.web = web

@@ -183,3 +183,38 @@ def test_a_sound_that_arrives_while_the_swarm_steps_is_in_this_frame(ctx):
         assert brightness(sink) > dark + 20
     finally:
         show.release()
+
+
+def test_a_live_input_is_analysed_once_a_frame_at_the_latch(ctx):
+    """The level, bands and onsets of a live input are worked out once a frame, at the late
+    latch, whether or not blocks came while the swarm stepped (twice, at the update and again
+    at the latch, cost the main thread a third of a millisecond a frame here); the frame's
+    simulation steps with the last frame's."""
+    sd = BlockDevice()
+    audio = AudioInput(sd=sd, start_wait_s=5.0)
+    route = Route("level", "exposure", 7.9)
+    show = Show(ctx, Params(DARK), ShowOptions(seed=3), audio=audio, routes=[route])
+    calls = []
+    process = audio.analyzer.process
+    audio.analyzer.process = lambda *args: calls.append(args) or process(*args)
+    try:
+        loop, sink = Loop(show, FixedStep(1 / 60)), Offscreen(show, SIZE)
+        for frame in range(12):
+            sd.feed(0.0, blocks=3)
+            if frame % 2:  # and some while the swarm steps
+                Arrives(show, lambda: sd.feed(0.0, blocks=2))
+            loop.frame(*sink.target())
+        assert len(calls) == 12
+        sd.feed(0.5, blocks=3)
+        show.update(1.0)  # the update reads the blocks and feeds the beats; no analysis
+        assert len(calls) == 12 and audio.level < 0.5
+        show.latch(1.0)
+        assert len(calls) == 13 and audio.level > 0.9 and show.values["exposure"] > 7.0
+    finally:
+        show.release()
+    offline = Show(ctx, Params(DARK), ShowOptions(seed=3, live=False), audio=AudioInput(
+        sd=BlockDevice(), start_wait_s=5.0))
+    try:  # a render's loop (and a test's update alone) analyses in the update, as before
+        assert not offline.audio.analysis_at_latch
+    finally:
+        offline.release()

@@ -63,6 +63,7 @@ class AudioInput(AudioFrameSource):
     """
 
     tracks_beats = True
+    refreshes = True
 
     def __init__(self, device: int | str | None = None, *, sd: Any = None,
                  lost_after_s: float = LOST_AFTER_S, retry_first_s: float = RETRY_FIRST_S,
@@ -316,12 +317,16 @@ class AudioInput(AudioFrameSource):
         return True
 
     def refresh(self, now: float) -> bool:
-        """The blocks the worker wrote since `update` read and analysed (late latching)."""
-        if self.closed or not self._delivering or self._ring.blocks == self._seen_blocks:
+        """The blocks the worker wrote since `update` read and analysed (late latching); with
+        `analysis_at_latch`, the frame's one analysis even without new blocks."""
+        fresh = (not self.closed and self._delivering
+                 and self._ring.blocks != self._seen_blocks)
+        if fresh:
+            self._seen_blocks = self._ring.blocks
+            self._last_block_at = now
+            self._read()
+        if not (fresh or self._analysis_due):
             return False
-        self._seen_blocks = self._ring.blocks
-        self._last_block_at = now
-        self._read()
         self._analyse_again(now)
         return True
 
