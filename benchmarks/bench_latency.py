@@ -6,7 +6,8 @@ known time, and the first picture that shows it, both stamped with one monotonic
 
 The look is the default one (aurora) made dark (exposure 0.15) with the level routed to the
 exposure (+7.9), so a sound, a MIDI knob (CC 20 on channel 1, mapped to the exposure 0.15..8)
-or an OSC message (/swarm/exposure) turns the picture bright; a key (H) shows the HUD. A trial
+or an OSC message or the web page's slider (/swarm/exposure) turns the picture bright; a key
+(H) shows the HUD. A trial
 waits until the picture is dark again, then a random 50-250 ms (so the stimulus falls anywhere
 in a frame), sends the stimulus and watches the picture for half a second: the latency is the
 time to the first picture past half-way from the one before the stimulus to the trial's own
@@ -18,16 +19,18 @@ measuring).
 The window (the default; probes/latency_window.py): `instrument.py` as a performer runs it, full
 screen on an Xvfb screen, audio from a JACK server with the dummy driver (a JACK client here
 plays a 1 kHz burst into the instrument's input ports; the stimulus time is the JACK cycle
-that carried its first sample), MIDI through a JACK MIDI port, OSC over UDP, keys through
-XTest; the screen read back (XGetImage, a band across its middle, or the HUD's corner) every
-half millisecond. Needs jackd, Xvfb and a display-capable GL: this machine, not the GPU one.
+that carried its first sample), MIDI through a JACK MIDI port, OSC over UDP, the web page's
+message over its WebSocket (`--web` on loopback), keys through XTest; the screen read back
+(XGetImage, a band across its middle, or the HUD's corner) every half millisecond. Needs
+jackd, Xvfb and a display-capable GL: this machine, not the GPU one.
 
 `--offscreen` (the GPU machine: no audio, no display, EGL): the show in this process, its
 frames paced by the loop at --fps with the governor, each frame's picture read back (a band
 across its middle) once its work is done on the GPU, as a swap would be. The sound is a click
 written by the live input's own worker callback (audio/input/worker.py) into its ring, from a
 thread that delivers a 256-sample block every 5.33 ms as a 48 kHz sound card does; MIDI bytes
-are queued at the port as rtmidi's callback queues them; OSC comes over UDP to the real input.
+are queued at the port as rtmidi's callback queues them; OSC comes over UDP to the real input,
+the web page's message over a WebSocket to the real web remote.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from probes.latency_devices import ClockedDevice, QueuedPort
+from probes.latency_devices import ClockedDevice, QueuedPort, WebGesture
 from probes.latency_window import (  # run as a script: benchmarks/ is on the path
     BRIGHT_EXPOSURE,
     DARK_EXPOSURE,
@@ -60,7 +63,9 @@ from swarm_instrument.control.midi.midi_in import Midi
 from swarm_instrument.control.osc.osc_input import OscInput
 from swarm_instrument.control.parameters.modulation import Route
 from swarm_instrument.control.parameters.registry import Params
+from swarm_instrument.control.web.web_remote import WebRemote
 from swarm_instrument.show.cli.options import START_LOOK, ShowOptions
+from swarm_instrument.show.inputs.web_input import WebInput
 from swarm_instrument.show.loop import Loop, Offscreen, WallClock
 from swarm_instrument.show.show import Show
 from swarm_instrument.visual.gpu.context import create_headless_context
@@ -127,8 +132,10 @@ class OffscreenRig:
         self.osc = OscInput("127.0.0.1", 0)
         self.sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         audio = AudioInput(sd=self.device, start_wait_s=5.0)
+        remote = WebRemote("127.0.0.1", 0)
         self.show = Show(self.ctx, self.params, ShowOptions(seed=1), audio=audio,
-                         routes=routes, midi=midi, osc=self.osc)
+                         routes=routes, midi=midi, osc=self.osc, web=WebInput(remote))
+        self.web = WebGesture(remote.port)
         self.fps = args.fps
         self.frames: list[tuple[float, float]] = []
         self.done = threading.Event()
@@ -184,6 +191,8 @@ class OffscreenRig:
             self.port.queue.append((bytes([0xB0, MIDI_CC, 127 if on else 0]), 0.0))
         elif kind == "osc":
             self.sender.sendto(osc_message("/swarm/exposure", value), ("127.0.0.1", self.osc.port))
+        elif kind == "web":
+            return self.web.move("/swarm/exposure", value)
         return now
 
     def frame_s(self) -> float:
@@ -192,6 +201,7 @@ class OffscreenRig:
 
     def close(self) -> None:
         self.sender.close()
+        self.web.close()
         self.show.release()
 
 
@@ -265,7 +275,7 @@ def run_offscreen(args: argparse.Namespace) -> dict:
     def stimuli() -> None:
         try:
             time.sleep(1.0)  # the governor and the level settle
-            trials(rig, ["sound", "midi", "osc"], args.trials, results)
+            trials(rig, ["sound", "midi", "osc", "web"], args.trials, results)
         finally:
             rig.done.set()
 
@@ -290,8 +300,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="--offscreen: frame size (1920x1080); the window: the screen's "
                              "(1280x720)")
     parser.add_argument("--count", type=int, default=0, help="agents (default: the look's)")
-    parser.add_argument("--inputs", default="sound,midi,osc,key",
-                        help="the window's inputs to time (default all four)")
+    parser.add_argument("--inputs", default="sound,midi,osc,web,key",
+                        help="the window's inputs to time (default all five)")
     parser.add_argument("--workdir", default="/tmp", help="where the MIDI mapping is written")
     parser.add_argument("--json", metavar="PATH")
     args = parser.parse_args(argv)

@@ -1,11 +1,12 @@
-"""The offscreen latency rig's stand-ins for the devices the GPU machine lacks
-(benchmarks/bench_latency.py --offscreen): a sound card clocked as a real one delivers its blocks,
-and a MIDI port whose bytes arrive as rtmidi queues them. tests/test_latency.py has its own
-QueuedPort (tests do not import the benchmarks).
+"""The latency rigs' stand-ins (benchmarks/bench_latency.py): for the GPU machine, which lacks
+the devices (--offscreen), a sound card clocked as a real one delivers its blocks and a MIDI
+port whose bytes arrive as rtmidi queues them; for both rigs, the web page's socket.
+tests/test_latency.py has its own QueuedPort (tests do not import the benchmarks).
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from types import SimpleNamespace
@@ -96,3 +97,33 @@ class QueuedPort:
 
     def close(self) -> None:
         pass
+
+
+class WebGesture:
+    """The web remote's page, as far as latency goes: a WebSocket (the websockets library's
+    client, the Origin a browser on the page would send) whose `move(value)` sends what the
+    page's exposure slider sends and stamps when it went; the show's snapshots are read and
+    dropped on a thread of its own, as a page reads them."""
+
+    def __init__(self, port: int) -> None:
+        from websockets.sync.client import connect  # noqa: PLC0415 - only for the web trials
+
+        self.socket = connect(f"ws://127.0.0.1:{port}/ws", origin=f"http://127.0.0.1:{port}",
+                              open_timeout=10)
+        self._reader = threading.Thread(target=self._read, name="web-page", daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        try:
+            for _message in self.socket:
+                pass
+        except Exception:  # noqa: BLE001 - the socket closed: the reader ends
+            pass
+
+    def move(self, address: str, value: float) -> float:
+        sent = time.perf_counter()
+        self.socket.send(json.dumps([address, value]))
+        return sent
+
+    def close(self) -> None:
+        self.socket.close()

@@ -1,7 +1,8 @@
 """The running instrument for benchmarks/bench_latency.py: `instrument.py` full screen on an
 Xvfb screen, its audio from a JACK server with the dummy driver, MIDI through a JACK MIDI port,
-OSC over UDP; stimuli sent from this process and the screen read back by XGetImage, every time
-stamped by time.perf_counter (CLOCK_MONOTONIC, the same clock in every process here).
+OSC over UDP, the web remote's socket; stimuli sent from this process and the screen read back
+by XGetImage, every time stamped by time.perf_counter (CLOCK_MONOTONIC, the same clock in every
+process here).
 
 Threads: the benchmark's, and JACK's process thread for `BurstPlayer._process`.
 """
@@ -23,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 import rtmidi
+from probes.latency_devices import WebGesture  # run as a script: benchmarks/ on the path
 
 from swarm_instrument.control.looks.preset_bank import PresetBank
 from swarm_instrument.show.cli.options import START_LOOK
@@ -191,6 +193,12 @@ def free_udp_port() -> int:
         return probe.getsockname()[1]
 
 
+def free_tcp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 def osc_message(address: str, value: float) -> bytes:
     def padded(data: bytes) -> bytes:
         return data + b"\0" * (4 - len(data) % 4)
@@ -247,6 +255,7 @@ class WindowRig:
         self.midi.open_virtual_port("out")
         self.osc_port = free_udp_port()
         self.osc = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.web_port = free_tcp_port()
         look = json.loads(PresetBank().resolve(START_LOOK).read_text())
         look["name"] = "latency"
         look["params"]["exposure"] = DARK_EXPOSURE
@@ -268,7 +277,8 @@ class WindowRig:
             [sys.executable, str(ROOT / "instrument.py"), "--preset",
              str(self.folder / "latency.json"), "--midi-api", "jack", "--midi-port",
              "latency-knob", "--midi-map", str(self.folder / "midi.json"), "--osc",
-             f"127.0.0.1:{self.osc_port}", "--telemetry", str(self.telemetry)],
+             f"127.0.0.1:{self.osc_port}", "--web", f"127.0.0.1:{self.web_port}",
+             "--telemetry", str(self.telemetry)],
             env=env, stdout=self.instrument_log, stderr=subprocess.STDOUT)
         wait_until(lambda: self._last() and self._last()["audio"]["state"] == "ok"
                    and self._last()["midi"]["ports_open"], "the show with audio and MIDI",
@@ -281,6 +291,7 @@ class WindowRig:
             env=env, capture_output=True, text=True).stdout.split(), "the window", 30)
         subprocess.run(["xdotool", "windowfocus", "--sync", window[-1]], env=env, timeout=20)
         self.screen = Screen(self.display)
+        self.web = WebGesture(self.web_port)
         self.send("midi", False)  # the knob at the exposure: picked up
         time.sleep(4.0)  # the governor finds its level
         self.first_frame = self._last()["frame"]
@@ -304,7 +315,7 @@ class WindowRig:
         return None
 
     def __exit__(self, *exc) -> None:
-        for name in ("player", "screen"):
+        for name in ("player", "screen", "web"):
             if hasattr(self, name):
                 getattr(self, name).close()
         if hasattr(self, "midi"):
@@ -371,6 +382,8 @@ class WindowRig:
             self.osc.sendto(osc_message("/swarm/exposure",
                                         BRIGHT_EXPOSURE if on else DARK_EXPOSURE),
                             ("127.0.0.1", self.osc_port))
+        elif kind == "web":
+            return self.web.move("/swarm/exposure", BRIGHT_EXPOSURE if on else DARK_EXPOSURE)
         return sent
 
     def frame_s(self) -> float:
