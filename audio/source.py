@@ -33,16 +33,17 @@ __all__ = ["AudioFrameSource", "AudioInput", "AudioFile", "OfflineAudio", "Silen
 
 def open_audio(device: int | str | None = None, file: str | Path | None = None,
                mute: bool = False, *, loop: bool = True, sd: Any = None,
-               start_wait_s: float = START_WAIT_S) -> AudioFrameSource:
+               start_wait_s: float = START_WAIT_S, start_s: float = 0.0) -> AudioFrameSource:
     """The source the command line asks for: `file` if given, else the input `device`
     (None = the default input). Never raises: whatever fails becomes a source that reads as
     silence, whose `message` says why and what to try. `start_wait_s`: how long the live
     input's opening is awaited here (0: not at all; its frames read silence until the worker
-    reports, and what it reports is said then)."""
+    reports, and what it reports is said then). `start_s`: where the file starts playing."""
     try:
         if file is not None:
             try:
-                source: AudioFrameSource = AudioFile(file, mute=mute, loop=loop, sd=sd)
+                source: AudioFrameSource = AudioFile(file, mute=mute, loop=loop, sd=sd,
+                                                       start_s=start_s)
             except AudioFileError as exc:
                 return Silence("no audio file", f"{exc}; running without audio")
             if device is not None:

@@ -290,6 +290,28 @@ def test_every_sample_of_a_muted_file_reaches_the_beat_tracker_in_order(tmp_path
     np.testing.assert_array_equal(fed, np.resize(mono, played))
 
 
+def test_a_file_started_part_way_plays_and_tracks_from_there(tmp_path):
+    """--audio-start (and a supervisor's restart): the file plays from that sample, looping
+    round, and the beat tracker is fed the same samples in the same order."""
+    path = tmp_path / "ramp.wav"
+    write_wav(path, np.linspace(-0.9, 0.9, RATE // 2), RATE)  # half a second: order shows
+    mono = read_audio(path)[0][:, 0]
+    source = AudioFile(path, mute=True, start_s=0.35)
+    assert source.position == pytest.approx(0.35)
+    assert "from 0:00.3" in source.take_messages()[0]
+    source._beats = tracker = CountingTracker()
+    for now in (0.0, 0.1, 0.3):
+        source.update(50.0 + now)
+    fed = np.concatenate(tracker.fed)
+    start = round(0.35 * RATE)
+    assert len(fed) == round(0.3 * RATE)
+    np.testing.assert_array_equal(fed, np.resize(np.roll(mono, -start), len(fed)))
+    assert source.position == pytest.approx((0.35 + 0.3) % 0.5)
+    assert source.telemetry()["position_s"] == pytest.approx(0.15, abs=1e-3)
+    assert AudioFile(path, mute=True, start_s=7.2).position == pytest.approx(0.2)  # looped
+    assert AudioFile(path, mute=True, start_s=7.2, loop=False).position == pytest.approx(0.5)
+
+
 def test_a_muted_files_tempo_is_the_same_at_any_frame_rate(tmp_path):
     """A 100 BPM drum loop played muted, frames of 1/10, 1/15, 1/20 and 1/60 s of the (fake)
     clock: the tracker hears the song as it is, the same tempo at each. Before every sample went to

@@ -61,6 +61,9 @@ def fifo(tmp_path):
                  marks=pytest.mark.posix),
     (["--web", "nohost.invalid:8080"], ["--web", "'nohost.invalid:8080'", "cannot be resolved"]),
     (["--web", "8080:0.0.0.0"], ["--web", "'8080:0.0.0.0'", "HOST:PORT"]),
+    (["--audio-start", "1:75"], ["--audio-start", "'1:75'", "minutes:seconds"]),
+    (["--audio-start", "-3"], ["--audio-start", "'-3'"]),
+    (["--audio-start", "nan"], ["--audio-start"]),
 ]))
 def test_bad_values_are_refused_before_the_first_frame(args, names):
     result = run_instrument(*QUICK, *args, timeout=60)  # a hang fails at the timeout

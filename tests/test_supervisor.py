@@ -8,12 +8,16 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
+import wave
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import swarm_instrument.show.supervision.supervisor as supervisor_module
 from swarm_instrument.show.supervision.child_exit import exiting
+from swarm_instrument.show.supervision.heartbeat import SongPosition, beat_bytes
 from swarm_instrument.show.supervision.supervisor import Supervisor, crash_logger
 from swarm_instrument.visual.gpu import context as gl_context
 from swarm_instrument.visual.gpu.context import prepare_headless_context, prepared_or_new_context
@@ -222,3 +226,67 @@ def test_the_spare_s_gl_context_is_the_one_its_headless_show_takes():
     assert fresh is not taken
     fresh.release()
     taken.release()
+
+
+def write_tone(path: Path, seconds: float, rate: int = 48000) -> Path:
+    t = np.arange(int(seconds * rate)) / rate
+    samples = (0.3 * np.sin(2 * np.pi * 220 * t) * 32767).astype("<i2")
+    with wave.open(str(path), "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(rate)
+        out.writeframes(samples.tobytes())
+    return path
+
+
+@pytest.mark.posix  # SIGKILL
+def test_a_song_played_from_a_file_goes_on_where_it_was_after_a_crash(tmp_path):
+    """Rehearsing with --audio-file: the show killed mid-song comes back playing the song
+    where it would have been, not from its start (it started over, the music too)."""
+    song = write_tone(tmp_path / "song.wav", 120.0)
+    env = {**os.environ, "SWARM_STATE_DIR": str(tmp_path),
+           "SWARM_RECOVERY_FILE": str(tmp_path / "recovery.json")}
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "instrument.py"), "--headless", "--size", "96x54",
+         "--count", "300", "--no-midi", "--audio-file", str(song), "--mute",
+         "--audio-start", "0:20"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    record = tmp_path / "last-telemetry.json"
+
+    def playing(pid_not=None):
+        last = last_record(record)
+        if not last or last.get("pid") == pid_not or "position_s" not in last["audio"]:
+            return None
+        return last
+
+    try:
+        first = wait_for(lambda: (r := playing()) and r["audio"]["position_s"] > 22.0 and r,
+                         "the song to play from 0:20 past 0:22")
+        os.kill(first["pid"], signal.SIGKILL)
+        killed = time.monotonic()
+        second = wait_for(lambda: playing(first["pid"]), "the show to come back")
+        elapsed = time.monotonic() - killed
+        position = second["audio"]["position_s"]
+        # where the song was at its last heartbeat (at most a second before the kill), plus
+        # the time since: never back at 0:20 or the start
+        assert first["audio"]["position_s"] - 1.5 < position - elapsed <= \
+            first["audio"]["position_s"] + 2.5, (first["audio"], second["audio"], elapsed)
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def test_the_heartbeat_says_the_song_s_position_and_nothing_else_passes_for_one():
+    clock = iter([5.0, 9.0])
+    song = SongPosition(clock=lambda: next(clock))
+    assert beat_bytes(None) == beat_bytes(float("nan")) == beat_bytes(-1.0) == b"."
+    song.heard(b"..." + b"@@1e9.@12." + b"@x.")  # only whole positions count
+    assert song.restart_args() == ["--audio-start", "12.000", "--audio-start-clock", "5.0"]
+    song.heard(beat_bytes(93.25) + b"." + beat_bytes(94.2504))
+    assert song.restart_args()[:2] == ["--audio-start", "94.250"] and song.heard_at == 9.0
+    song.heard(b".")  # a beat without a position keeps the last one
+    assert song.seconds == 94.25

@@ -122,14 +122,16 @@ class RingBeatFeed(BeatFeed):
 
 
 class FileBeatFeed(BeatFeed):
-    """Follows a file's mono `samples` played from the first, looping: the stream's sample k
-    is `samples[k % len(samples)]`."""
+    """Follows a file's mono `samples` played from `offset` (the first by default), looping:
+    the stream's sample k is `samples[(offset + k) % len(samples)]`."""
 
     def __init__(self, tracker: BeatTracker, samples: np.ndarray,
                  max_s: float = FILE_MAX_S,
-                 listeners: list[Callable[[np.ndarray], None]] | None = None) -> None:
+                 listeners: list[Callable[[np.ndarray], None]] | None = None,
+                 offset: int = 0) -> None:
         super().__init__(tracker, max_s, listeners)
         self.samples = np.ascontiguousarray(samples, np.float32)
+        self.offset = offset
 
     @property
     def fed(self) -> int:
@@ -142,7 +144,7 @@ class FileBeatFeed(BeatFeed):
         self._catch_up(played, int(self.max_s * self.rate))
         total = len(self.samples)
         while self._next < played:
-            at = self._next % total
+            at = (self.offset + self._next) % total
             count = min(played - self._next, total - at)
             self._feed(self.samples[at:at + count])  # a view: nothing copied
             self._next += count

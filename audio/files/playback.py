@@ -8,8 +8,9 @@ follows is what the room hears. Without one (muted, no output device, no PortAud
 thread advances the file by the clock in `update`, every sample that fell due since the last
 frame, however long that frame was. Everything else is main thread only.
 
-The file is played in order from its first sample, never skipping (the ring's `written` counts
-every sample played, so the k-th is `mono[k % len(mono)]`): the level, bands and onsets look
+The file is played in order from its first sample (or from `start_s`: --audio-start, and the
+point a supervisor's restart goes on from), never skipping (the ring's `written` counts every
+sample played, so the k-th is `mono[(start + k) % len(mono)]`): the level, bands and onsets look
 at the newest window, and the beat tracker is fed every sample played, in order, from the
 file itself (audio/analysis/beat_feed.py `FileBeatFeed`), whatever the frame rate, so its tempo is
 the song's at 10 fps as at 60.
@@ -37,6 +38,12 @@ from swarm_instrument.audio.input.ring import Ring
 OUTPUT_LOST_AFTER_S = 0.5
 
 
+def clock_text(seconds: float) -> str:
+    """A point in a song as a performer reads it: 1:30.0."""
+    minutes, rest = divmod(max(seconds, 0.0), 60.0)
+    return f"{int(minutes)}:{rest:04.1f}"
+
+
 class AudioFile(AudioFrameSource):
     """Plays a sound file (looping by default) and analyses it as it plays.
 
@@ -48,7 +55,7 @@ class AudioFile(AudioFrameSource):
     tracks_beats = True
 
     def __init__(self, path: str | Path, *, mute: bool = False, loop: bool = True,
-                 sd: Any = None) -> None:
+                 sd: Any = None, start_s: float = 0.0) -> None:
         frames, rate = read_audio(path)
         super().__init__(rate, Path(path).name, "file")
         self.path = Path(path)
@@ -56,7 +63,10 @@ class AudioFile(AudioFrameSource):
         self._frames = frames
         self._mono = np.ascontiguousarray(frames.mean(axis=1, dtype=np.float32))
         self._ring = Ring()
-        self._pos = 0  # next frame to play; the output callback owns it while a stream runs
+        # `start_s` (--audio-start, a supervisor's restart): played from there, looping round
+        start = max(int(round(start_s * rate)), 0)
+        self._start = start % max(len(self._mono), 1) if loop else min(start, len(self._mono))
+        self._pos = self._start  # next frame to play; the output callback owns it then
         self._ended = False
         self._stream: Any = None
         self._sd: Any = None
@@ -65,6 +75,8 @@ class AudioFile(AudioFrameSource):
         self._seen_blocks = 0
         self._last_block_at: float | None = None
         self._beat_feed: FileBeatFeed | None = None
+        if self._start:
+            self._say(f"playing '{self.path.name}' from {clock_text(self._start / rate)}")
         if mute:
             self._say(f"playing '{self.path.name}' muted (analysis only)")
         else:
@@ -161,7 +173,7 @@ class AudioFile(AudioFrameSource):
         feed = self._beat_feed
         if feed is None or feed.tracker is not self._beats:
             assert self._beats is not None
-            feed = self._beat_feed = FileBeatFeed(self._beats, self._mono,
+            feed = self._beat_feed = FileBeatFeed(self._beats, self._mono, offset=self._start,
                                                   listeners=self.sample_listeners)
         return feed.update(self._ring.written, now)
 
@@ -200,6 +212,9 @@ class AudioFile(AudioFrameSource):
     def counters(self) -> dict[str, int]:
         return {"blocks": self._ring.blocks, "blocks_dropped": self._ring.dropped,
                 "overflows": 0}
+
+    def telemetry(self) -> dict[str, Any]:
+        return {**super().telemetry(), "position_s": round(self.position, 3)}
 
     def _close_output(self) -> None:
         stream, self._stream = self._stream, None

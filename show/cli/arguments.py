@@ -22,6 +22,7 @@ from swarm_instrument.show.cli.option_values import (
     seconds,
     seed,
     size,
+    song_time,
     time_step,
     whole,
 )
@@ -140,6 +141,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "instead of an input")
     sound.add_argument("--mute", action="store_true",
                        help="with --audio-file: analyse it without playing it out loud")
+    sound.add_argument("--audio-start", type=song_time, default=0.0, metavar="TIME",
+                       help="with --audio-file: play it from here (seconds, or 1:30); a show "
+                            "the supervisor restarts goes on where the song was")
     midi = parser.add_argument_group("MIDI")
     midi.add_argument("--midi-port", action="append", metavar="INDEX|NAME",
                       help="MIDI input by index or name substring, repeatable "
@@ -178,6 +182,8 @@ def build_parser() -> argparse.ArgumentParser:
     # the resumed state died again, so safe mode starts from the default look, not from it
     safety.add_argument("--heartbeat-fd", type=int, help=argparse.SUPPRESS)
     safety.add_argument("--last-telemetry", help=argparse.SUPPRESS)
+    # the supervisor's restart: --audio-start was the song's position at this CLOCK_MONOTONIC
+    safety.add_argument("--audio-start-clock", type=float, help=argparse.SUPPRESS)
 
     add_render_arguments(parser)
     add_output_arguments(parser)  # video out: --out-ndi, --out-stream, ...

@@ -49,8 +49,9 @@ from swarm_instrument.show.loop import Loop, Offscreen, WallClock
 from swarm_instrument.show.offline.progress import RunProgress
 from swarm_instrument.show.report import LatestRecord, Telemetry
 from swarm_instrument.show.show import Show
+from swarm_instrument.show.supervision.heartbeat import Heartbeat, audio_start
 from swarm_instrument.show.supervision.start_trace import mark
-from swarm_instrument.show.supervision.supervisor import Heartbeat, StopSignals
+from swarm_instrument.show.supervision.supervisor import StopSignals
 from swarm_instrument.show.video_outputs import DEFAULT_RATE, open_outputs
 from swarm_instrument.visual.gpu.context import prepared_or_new_context
 from swarm_instrument.visual.gpu.limits import machine_limits
@@ -78,7 +79,8 @@ def open_inputs(args: argparse.Namespace, params: Params) -> dict[str, Any]:
     # The picture first: the live input's worker starts beside the show's building and its
     # first frames (silent until it reports, said then), where awaiting it cost a start, and a
     # supervisor's restart, up to half a second (0.44 s on the H200's host, 0.67 s here).
-    audio = open_audio(args.audio_device, args.audio_file, args.mute, start_wait_s=0.0)
+    audio = open_audio(args.audio_device, args.audio_file, args.mute, start_wait_s=0.0,
+                       start_s=audio_start(args))
     midi = None
     if not args.no_midi:
         midi = Midi.open(params, ports=args.midi_port or None, virtual=args.midi_virtual,
@@ -196,7 +198,7 @@ class LiveShow:
 
     def each_frame(self) -> None:
         now = time.perf_counter()
-        self.heartbeat.beat(now)
+        self.heartbeat.beat(now, getattr(self.show.audio, "position", None))
         if self.heartbeat.orphaned:
             self.stop.request("the supervisor is gone")
         if self.progress is not None:

@@ -57,6 +57,29 @@ def seconds(text: str) -> float:
     return value
 
 
+def song_time(text: str) -> float:
+    """A point in a song: seconds, or minutes:seconds (1:30), or hours:minutes:seconds."""
+    parts = text.strip().split(":")
+    try:
+        if len(parts) > 3 or any(not part.strip() for part in parts):
+            raise ValueError(text)
+        value = 0.0
+        for part in parts[:-1]:
+            if not part.strip().isdigit():
+                raise ValueError(text)
+            value = value * 60.0 + int(part)
+        last = float(parts[-1])
+        if len(parts) > 1 and not 0 <= last < 60:
+            raise ValueError(text)
+        value = value * 60.0 + last
+    except ValueError:
+        value = math.nan
+    if not 0 <= value <= 86400:  # NaN fails the comparison too
+        raise argparse.ArgumentTypeError(f"expected seconds (90) or minutes:seconds (1:30), "
+                                         f"got {text!r}")
+    return value
+
+
 MAX_SEED = 2**32 - 1
 OBSTACLE_REACH = 1e6  # farther than any containment radius a knob reaches
 

@@ -1,15 +1,16 @@
 """The supervisor: runs the show in a child process and brings it back if it dies or hangs.
 
 `instrument.py` (unless --no-supervisor, or a bounded run) starts itself again as the child
-with `--no-supervisor --heartbeat-fd N`. The child writes one byte to that pipe about once a
-second from its frame loop. When the child exits non-zero, is killed, or sends no heartbeat
-for `hang_seconds`, the supervisor writes a crash report (the child's last stderr lines, a
-traceback among them, and its last telemetry record) to a rotating log, and starts it again
-with `--resume`: at once the first time (and after a show that played a while), then after a
-delay that doubles while crashes follow each other quickly. A resumed
-show that dies again within `QUICK_S` starts fresh (the default look) instead: a state that
-keeps killing the show is not resumed again. Three crashes within a minute and the next start
-is in `--safe-mode` (no audio, no MIDI, the bundled shaders). Exit code 0 from the child (Esc
+with `--no-supervisor --heartbeat-fd N`. The child writes a heartbeat to that pipe about once a
+second from its frame loop (with --audio-file, the song's position: heartbeat.py). When the
+child exits non-zero, is killed, or sends no heartbeat for `hang_seconds`, the supervisor
+writes a crash report (the child's last stderr lines, a traceback among them, and its last
+telemetry record) to a rotating log, and starts it again with `--resume` (and the song where
+it was): at once the first time (and after a show that played a while), then after a delay
+that doubles while crashes follow each other quickly. A resumed show that dies again within
+`QUICK_S` starts fresh (the default look): a state that keeps killing it is not resumed.
+Three crashes within a minute and the next start is in `--safe-mode` (no audio, no MIDI, the
+bundled shaders). Exit code 0 from the child (Esc
 twice, Ctrl+C) ends the supervisor too.
 
 Signals: the child runs in a process group of its own, so a Ctrl+C at the terminal reaches the
@@ -22,7 +23,6 @@ Supervisor process only, one thread reading the child's stderr.
 
 from __future__ import annotations
 
-import ctypes
 import json
 import logging
 import logging.handlers
@@ -39,6 +39,7 @@ from typing import Callable, Sequence
 
 from swarm_instrument.control.looks.user_folders import state_dir
 from swarm_instrument.show.supervision.child_exit import exiting
+from swarm_instrument.show.supervision.heartbeat import SongPosition
 from swarm_instrument.show.supervision.spare import Spare
 from swarm_instrument.show.supervision.start_trace import mark
 
@@ -151,6 +152,7 @@ class Supervisor:
         self._spare_prepare = tuple(spare_prepare)
         self._spare: Spare | None = None
         self.spares_taken = 0  # restarts played by a spare process
+        self.song = SongPosition()  # where --audio-file was, by the last heartbeat
 
     # ---- one child ------------------------------------------------------------------------------
 
@@ -158,7 +160,8 @@ class Supervisor:
         """The show's arguments (without the program)."""
         args = [*self.child_args, "--no-supervisor", "--heartbeat-fd", str(write_fd),
                 "--last-telemetry", str(self.telemetry)]
-        return args + ["--resume"] * resume + ["--safe-mode"] * safe + ["--fresh"] * fresh
+        return (args + ["--resume"] * resume + ["--safe-mode"] * safe + ["--fresh"] * fresh
+                + self.song.restart_args())
 
     def _start(self, resume: bool, safe: bool, fresh: bool) -> tuple[subprocess.Popen, int]:
         self._stderr_tail.clear()
@@ -206,6 +209,7 @@ class Supervisor:
                 data = os.read(heartbeat, 4096)
                 if data:
                     last_beat, beaten = now, True
+                    self.song.heard(data)
                     if not self._beaten:  # playing: its own stop handling is in place now
                         self._beaten = True
                         if self._use_spare and self._spare is None and not self._stop:
@@ -318,49 +322,6 @@ class Supervisor:
                 self._spare = None
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
-
-
-class Heartbeat:
-    """The child's side: one byte down the pipe at most once a second, never blocking. A pipe
-    with no reader left means the supervisor is gone: `orphaned` turns True and the show
-    ends (on Linux the parent-death signal usually says it first)."""
-
-    def __init__(self, fd: int | None) -> None:
-        self.fd = fd
-        self._next = 0.0
-        self.orphaned = False
-        if fd is not None:
-            os.set_blocking(fd, False)
-            die_with_parent()
-
-    def beat(self, now: float) -> None:
-        if self.fd is None or now < self._next:
-            return
-        self._next = now + 1.0
-        try:
-            os.write(self.fd, b".")
-        except BrokenPipeError:
-            self.orphaned = True
-        except (BlockingIOError, OSError):
-            pass
-
-
-def die_with_parent(signum: int = signal.SIGTERM) -> bool:
-    """Ask Linux to send `signum` to this process when its parent dies (prctl
-    PR_SET_PDEATHSIG), so a supervisor killed with SIGKILL leaves no show rendering on its own
-    and holding the OSC port. False where the system has no such call."""
-    if not sys.platform.startswith("linux"):
-        return False
-
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.prctl(1, signum, 0, 0, 0) != 0:  # PR_SET_PDEATHSIG = 1
-            return False
-    except (OSError, AttributeError):
-        return False
-    if os.getppid() == 1:  # the parent died before the call: nobody will signal us
-        os.kill(os.getpid(), signum)
-    return True
 
 
 class StopSignals:
