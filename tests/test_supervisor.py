@@ -41,6 +41,11 @@ def supervised(tmp_path):
          "--count", "300", "--no-midi"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     yield process, tmp_path
+    stop(process)
+
+
+def stop(process: subprocess.Popen) -> None:
+    """Ctrl+C for a supervised show still running; killed if it does not end."""
     if process.poll() is None:
         process.send_signal(signal.SIGINT)
         try:
@@ -272,12 +277,7 @@ def test_a_song_played_from_a_file_goes_on_where_it_was_after_a_crash(tmp_path):
         assert first["audio"]["position_s"] - 1.5 < position - elapsed <= \
             first["audio"]["position_s"] + 2.5, (first["audio"], second["audio"], elapsed)
     finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)
 
 
 def test_the_heartbeat_says_the_song_s_position_and_nothing_else_passes_for_one():
