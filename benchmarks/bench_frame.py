@@ -12,7 +12,10 @@ show's Python work and the driver's work inside its GL calls, never the wait for
 loop's own stamps, show/frame_cpu.py), with the HUD's lines and drawing timed the same way.
 The HUD is drawn with pyglet in a hidden headless window where pyglet can open one (else
 left out, and said). `--profile N` prints cProfile's N costliest functions of the timed frames
-of each count (CPU inside GL calls shows under the moderngl method that made them). `--split`
+of each count (CPU inside GL calls shows under the moderngl method that made them). `--audio
+WAV`: the show live with its input playing the song in real time (a clocked stand-in for the
+sound card), so the frame's CPU has the analysis and the beat tracker a performer's has;
+without it the input is silence. `--split`
 runs as many frames again with every moderngl call timed (probes/gl_calls.py): the frame's
 CPU split into the driver's (inside GL calls, by method) and the show's own Python.
  `--backend 4.3,4.1` times both
@@ -46,7 +49,10 @@ from pathlib import Path
 import numpy as np
 from bench_swarm import scaled_params  # run as a script: benchmarks/ is on the path
 from probes.gl_calls import GlCalls
+from probes.latency_devices import RATE, ClockedDevice
 
+from swarm_instrument.audio.files.decode import read_audio
+from swarm_instrument.audio.input.live_input import AudioInput
 from swarm_instrument.show.cli.options import ShowOptions
 from swarm_instrument.show.frame_cpu import STAGES
 from swarm_instrument.show.idle_gc import IdleCollector
@@ -70,7 +76,9 @@ def bench_count(ctx, hud, count: int, args: argparse.Namespace, far: str,
         params.update({"post": "on", "bloom": 0.8, "feedback": 0.85, "feedback_zoom": 0.01})
     else:
         params["post"] = "off"  # exposure and the tone map only
-    show = Show(ctx, params, ShowOptions(seed=1, fixed_dt=1 / 60, live=False, gl=backend))
+    audio = song_input(args.audio) if args.audio else None
+    show = Show(ctx, params, ShowOptions(seed=1, fixed_dt=1 / 60, live=audio is not None,
+                                         gl=backend), audio=audio)
     if backend == "4.3":
         show.renderer.far_draw = far
     sink = Offscreen(show, args.size)
@@ -136,6 +144,16 @@ def bench_count(ctx, hud, count: int, args: argparse.Namespace, far: str,
     }
     show.release()
     return row
+
+
+def song_input(path: str) -> AudioInput:
+    """The live input as a performer's show has it, fed `path` in real time: 256-sample
+    blocks every 5.3 ms from a clocked stand-in for the sound card (probes/latency_devices.py),
+    on its own thread, into the input's ring."""
+    frames, rate = read_audio(path)
+    if rate != RATE:
+        raise SystemExit(f"--audio {path}: {rate:g} Hz; the stand-in sound card runs at {RATE}")
+    return AudioInput(sd=ClockedDevice(frames.mean(axis=1)), start_wait_s=5.0)
 
 
 class FramesDone(Offscreen):
@@ -238,6 +256,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steady", type=float, default=0.0, metavar="SECONDS",
                         help="steady frames: this long at --fps, live (the first count)")
     parser.add_argument("--fps", type=float, default=60.0, help="--steady's pace (60)")
+    parser.add_argument("--audio", metavar="WAV",
+                        help="a live show's input playing this song (48 kHz) in real time: "
+                             "the analysis and the beat tracker in the frame's CPU")
     parser.add_argument("--backend", default=None,
                         help="4.3,4.1: the backends to time (default: both where the driver "
                              "has compute shaders, else 4.1)")
@@ -254,7 +275,8 @@ def main(argv: list[str] | None = None) -> int:
     renderer = ctx.info["GL_RENDERER"]
     timing = "frames: wall time to ctx.finish(); passes: " + (
         "n/a (software GL)" if is_software(ctx) else "GL timer queries")
-    print(f"# {renderer}; {timing}; {args.size[0]}x{args.size[1]}; {note}", flush=True)
+    sound = f"the live input playing {args.audio}" if args.audio else "the input silent"
+    print(f"# {renderer}; {timing}; {args.size[0]}x{args.size[1]}; {note}; {sound}", flush=True)
     if args.steady:
         row = steady(ctx, args.counts[0], args)
         print(f"steady: {row['frames']} frames of {row['count']} agents in {args.steady:g} s "
@@ -304,6 +326,7 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.json).write_text(json.dumps({
             "benchmark": "whole frame", "renderer": renderer, "timing": timing,
             "size": args.size, "hud": note, "post": args.post, "backends": backends,
+            "audio": args.audio,
             "ratios_41_over_43": ratios, "python": platform.python_version(),
             "date": time.strftime("%Y-%m-%d %H:%M:%S"), "results": rows}, indent=2))
     return 0

@@ -25,11 +25,13 @@ class ClockedDevice:
     class PortAudioError(Exception):
         pass
 
-    def __init__(self) -> None:
+    def __init__(self, song: np.ndarray | None = None) -> None:
         self.default = SimpleNamespace(device=[0, -1])
         self._armed = 0
         self.clicked_at: float | None = None
         self._stop = threading.Event()
+        # `song` (mono float32 at RATE): played in a loop instead of silence (bench_frame --audio)
+        self._song = None if song is None else np.ascontiguousarray(song, np.float32)
 
     def query_hostapis(self, index=None):
         apis = [{"name": "clocked"}]
@@ -52,7 +54,10 @@ class ClockedDevice:
         loud[::2] *= -1.0
         quiet = np.zeros((BLOCK, 1), np.float32)
 
+        song, at = self._song, 0
+
         def deliver() -> None:
+            nonlocal at
             due = time.perf_counter()
             while not self._stop.is_set():
                 due += BLOCK / RATE
@@ -64,6 +69,11 @@ class ClockedDevice:
                         self.clicked_at = time.perf_counter()
                     self._armed -= 1
                     callback(loud, BLOCK, None, None)
+                elif song is not None:
+                    if at + BLOCK > len(song):
+                        at = 0
+                    callback(song[at:at + BLOCK, None], BLOCK, None, None)
+                    at += BLOCK
                 else:
                     callback(quiet, BLOCK, None, None)
 
