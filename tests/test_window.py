@@ -45,7 +45,10 @@ def test_window_plays_the_swarm(display, tmp_path):
     assert (colours[:, 2] > colours[:, 0]).mean() > 0.5
     records = [json.loads(line) for line in telemetry.read_text().splitlines()]
     last = records[-1]
-    assert last["frame"] == 40 and last["agents"] == 4000
+    # the count asked for, unless the governor lowered it for slow frames and says so (a
+    # busy two-core machine's software GL: 2,000 agents in a full run here)
+    assert last["frame"] == 40
+    assert last["agents"] == 4000 or "count" in last["governor"]["lowered"], last["governor"]
     for key in ("time", "fps", "frame_ms", "gpu_ms", "visible", "near_lure", "params"):
         assert key in last
     assert set(last["gpu_ms"]) >= {"simulate", "cull", "draw"}
