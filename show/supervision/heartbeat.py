@@ -44,9 +44,6 @@ class SongPosition:
         if found:
             self.seconds, self.heard_at = float(found[-1]), self.clock()
 
-    def forget(self) -> None:
-        self.seconds = self.heard_at = None
-
     def restart_args(self) -> list[str]:
         """What the next show is asked for (after the first show's own arguments, so these
         win): nothing when no position was heard."""

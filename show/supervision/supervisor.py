@@ -10,8 +10,7 @@ it was): at once the first time (and after a show that played a while), then aft
 that doubles while crashes follow each other quickly. A resumed show that dies again within
 `QUICK_S` starts fresh (the default look): a state that keeps killing it is not resumed.
 Three crashes within a minute and the next start is in `--safe-mode` (no audio, no MIDI, the
-bundled shaders). Exit code 0 from the child (Esc
-twice, Ctrl+C) ends the supervisor too.
+bundled shaders). Exit code 0 from the child (Esc twice, Ctrl+C) ends the supervisor too.
 
 Signals: the child runs in a process group of its own, so a Ctrl+C at the terminal reaches the
 supervisor only, which passes it on to the child once; the child (`StopSignals`) finishes its

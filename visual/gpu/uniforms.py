@@ -86,16 +86,14 @@ class Block:
         self.size = _round_up(offset, 16)  # as GL_UNIFORM_BLOCK_DATA_SIZE reports it
         self.parameters = tuple(f.name for f in fields if not f.derived)
         self.derived = frozenset(f.name for f in fields if f.derived)
-        self._whole, self._flat = self._compile()
+        self._whole, self._plan = self._compile()
 
-    def _compile(self) -> tuple[struct.Struct, Any]:
-        """One struct for the whole block (std140's padding as pad bytes) and one function that
-        lists every number of the block in the order it takes them: `pack` makes the block in
-        one call instead of one a field. The function is written out from the fields, one
-        expression each, as `dataclasses` writes its `__init__`: a loop deciding each field's
-        kind again every frame cost a fifth of a millisecond a frame on the H200's host."""
+    def _compile(self) -> tuple[struct.Struct, list[tuple[str, bool, str, int, int]]]:
+        """One struct for the whole block (std140's padding as pad bytes) and, field by field,
+        (name, derived, how its value flattens, components, array length): `pack` makes the
+        block in one call instead of one a field."""
         layout, at = ["<"], 0
-        items = []
+        plan = []
         for field, offset, stride, packer in self._writers:
             _, size, code, components = _TYPES[field.glsl_type]
             if offset > at:
@@ -108,29 +106,14 @@ class Block:
             else:
                 layout.append(element)
                 at = offset + size
-            value = f"{'d' if field.derived else 'v'}[{field.name!r}]"
-            floats = code == "f"
-            if field.glsl_type == "mat4":
-                items.append(f"*_mat4({value})")
-            elif field.glsl_type == "bool":
-                items.append(f"(1 if {value} else 0)")
-            elif field.length:
-                items.append(f"*_array({value}, {components}, {field.length}, {floats}, "
-                             f"{field.name!r})")
-            elif components == 1:  # struct takes any number for "f"; "i" and "I" want ints
-                items.append(value if floats else f"int({value})")
-            elif floats:
-                items.append(f"*_vector({value}, {components}, {field.name!r})")
-            else:
-                items.append(f"*map(int, _vector({value}, {components}, {field.name!r}))")
+            how = ("mat4" if field.glsl_type == "mat4" else "bool" if field.glsl_type == "bool"
+                   else ("f" if code == "f" else "i") + ("1" if components == 1 else "n"))
+            plan.append((field.name, field.derived, how, components, field.length))
         if self.size > at:
             layout.append(f"{self.size - at}x")
         whole = struct.Struct("".join(layout))
         assert whole.size == self.size, (self.name, whole.size, self.size)
-        source = f"def flat(v, d):\n    return [{', '.join(items)}]\n"
-        namespace = {"_mat4": _mat4, "_array": _array, "_vector": _vector}
-        exec(compile(source, f"<{self.name} packing>", "exec"), namespace)  # noqa: S102 - ours
-        return whole, namespace["flat"]
+        return whole, plan
 
     def glsl(self, binding: bool = True) -> str:
         """The declaration: `layout(std140, binding = N) uniform Name { ... } instance;`.
@@ -160,6 +143,43 @@ class Block:
             except (KeyError, TypeError, ValueError, struct.error, IndexError):
                 pass
         return self.pack_fields(values, derived)
+
+    def _flat(self, values: Mapping[str, Any], derived: Mapping[str, Any]) -> list:
+        """Every number of the block in order, as `_whole` takes them."""
+        flat: list = []
+        add, extend = flat.append, flat.extend
+        for name, is_derived, how, components, length in self._plan:
+            value = derived[name] if is_derived else values[name]
+            if how == "f1":
+                add(float(value))
+            elif how == "fn" and not length:
+                items = value.tolist() if isinstance(value, np.ndarray) else value
+                if len(items) != components:
+                    raise ValueError(name)
+                extend([float(v) for v in items])
+            elif how == "mat4":
+                extend(np.asarray(value, np.float64).reshape(4, 4).T.ravel().tolist())
+            elif how == "i1":
+                add(int(value))
+            elif how == "bool":
+                add(1 if value else 0)
+            elif not length:  # an int vector
+                items = value.tolist() if isinstance(value, np.ndarray) else value
+                if len(items) != components:
+                    raise ValueError(name)
+                extend([int(v) for v in items])
+            else:  # an array: each item's components, then zeros for the items not given
+                items = value.tolist() if isinstance(value, np.ndarray) else list(value)
+                if len(items) > length:
+                    raise ValueError(name)
+                cast = float if how[0] == "f" else int
+                for item in items:
+                    item = [item] if components == 1 else item
+                    if len(item) != components:
+                        raise ValueError(name)
+                    extend([cast(v) for v in item])
+                extend([cast(0)] * (components * (length - len(items))))
+        return flat
 
     def pack_fields(self, values: Mapping[str, Any], derived: Mapping[str, Any]) -> bytes:
         """`pack`, field by field: the same bytes, and an error that names the field."""
@@ -201,35 +221,6 @@ def _components(field: Field, value: Any) -> list:
     if _TYPES[kind][2] == "f":
         return [float(v) for v in items]
     return [int(v) for v in items]
-
-
-def _vector(value: Any, components: int, name: str) -> Any:
-    """A vector field's components (a sequence or an array), its length checked."""
-    items = value.tolist() if isinstance(value, np.ndarray) else value
-    if len(items) != components:
-        raise ValueError(name)
-    return items
-
-
-def _mat4(value: Any) -> list[float]:
-    """A matrix's 16 numbers, column by column (GLSL's order)."""
-    return np.asarray(value, np.float64).reshape(4, 4).T.ravel().tolist()
-
-
-def _array(value: Any, components: int, length: int, floats: bool, name: str) -> list:
-    """An array field's numbers: each item's components, then zeros for the items not given."""
-    items = value.tolist() if isinstance(value, np.ndarray) else list(value)
-    if len(items) > length:
-        raise ValueError(name)
-    cast = float if floats else int
-    flat: list = []
-    for item in items:
-        item = [item] if components == 1 else item
-        if len(item) != components:
-            raise ValueError(name)
-        flat.extend([cast(v) for v in item])
-    flat.extend([cast(0)] * (components * (length - len(items))))
-    return flat
 
 
 SWARM_PARAMS = Block("SwarmParams", binding=6, instance="swarm", fields=[
