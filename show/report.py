@@ -75,6 +75,11 @@ def _round(value: float | None, digits: int = 3) -> float | None:
     return None if value is None or not math.isfinite(value) else round(value, digits)
 
 
+def _age_ms(then: float | None) -> float | None:
+    """How long ago `then` (perf_counter's) was, in ms."""
+    return None if then is None else round((time.perf_counter() - then) * 1e3, 1)
+
+
 def telemetry(show: Show) -> dict[str, Any]:
     """The telemetry record: one JSON object, as `--telemetry` writes it once a second."""
     renderer = show.renderer
@@ -83,6 +88,9 @@ def telemetry(show: Show) -> dict[str, Any]:
     return {
         "pid": os.getpid(),
         "frame": show.frame,
+        # live: how long before the record's `time` this frame began (its values are as of
+        # then: the tempo's beat and phases, the inputs); None in a render (song time)
+        "frame_age_ms": _age_ms(show.tempo.read_at) if show.options.live else None,
         "fps": _round(show.clock.fps),
         "frame_ms": _round(show.clock.frame_ms),
         "slow_frames": show.clock.slow_frames,

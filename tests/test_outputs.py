@@ -143,11 +143,13 @@ class TimedOutputs(Outputs):
     def __init__(self, ctx, outputs):
         super().__init__(ctx, outputs)
         self.take_ms: list[float] = []
+        self.take_wall_ms: list[float] = []  # with any wait: a take that blocked shows here
 
     def take(self, framebuffer, size, now):
-        started = time.thread_time()
+        started, wall = time.thread_time(), time.perf_counter()
         super().take(framebuffer, size, now)
         self.take_ms.append((time.thread_time() - started) * 1e3)
+        self.take_wall_ms.append((time.perf_counter() - wall) * 1e3)
 
 
 def play(ctx, outputs: list[FrameOutput], *, seconds: float | None = None,
@@ -181,8 +183,8 @@ def play(ctx, outputs: list[FrameOutput], *, seconds: float | None = None,
         group.close()
     finally:
         show.release()
-    return {"frame_ms": frame_ms, "take_ms": group.take_ms, "hud": hud, "telemetry": record,
-            "seconds": time.perf_counter() - started}
+    return {"frame_ms": frame_ms, "take_ms": group.take_ms, "take_wall_ms": group.take_wall_ms,
+            "hud": hud, "telemetry": record, "seconds": time.perf_counter() - started}
 
 
 def matches(received: np.ndarray, sent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -338,22 +340,28 @@ def play_side_by_side(ctx, first: list[FrameOutput], second: list[FrameOutput], 
 
 @pytest.mark.slow  # two shows side by side
 def test_a_stuck_receiver_drops_frames_and_never_slows_the_show(ctx):
-    """A receiver that takes nothing (its send hangs) and one that takes a frame in 0.12 s:
+    """A receiver that takes nothing (its send hangs) and one that takes a frame in 0.2 s:
     they drop frames, counted, while the show's frames cost what they cost in a show beside
     it whose two receivers keep up (the same readback work; on software GL its copy waits
     for the frame's rasterization, which benchmarks/bench_outputs.py measures)."""
     fast = [FrameOutput(FakeBackend(f"fast{i}"), nominal_rate=20) for i in range(2)]
     stuck = FakeBackend(block=True)
-    slow = FakeBackend("slow", send_seconds=0.12)
+    slow = FakeBackend("slow", send_seconds=0.2)
     outputs = [FrameOutput(stuck, nominal_rate=20), FrameOutput(slow, nominal_rate=20)]
     held = []  # what the stuck one had sent when the frames were done; then it is let go
+    began = time.perf_counter()
     keeping_up, stalled = play_side_by_side(
         ctx, fast, outputs, frames=40,
         after=lambda: (held.append(outputs[0].sent), stuck.unblock.set()))
+    # The slow one sends at its own pace, however fast or slow this machine plays: at most a
+    # frame each 0.2 s of the run; every frame it did not send was dropped, and counted.
+    most = (time.perf_counter() - began) / slow.send_seconds + 2
     # (At nice 19, what else runs on the machine can cost even these some frames.)
     assert all(o.sent >= 20 for o in fast), [o.state_record() for o in fast]
     assert held == [0] and outputs[0].dropped >= 30, outputs[0].state_record()
-    assert outputs[1].dropped >= 10 and 3 <= outputs[1].sent <= 25, outputs[1].state_record()
+    assert 3 <= outputs[1].sent <= most, (most, outputs[1].state_record())
+    lost = outputs[1].captured - outputs[1].sent - outputs[1].dropped  # still in the ring
+    assert outputs[1].dropped >= 10 and 0 <= lost <= RING_DEPTH + 1, outputs[1].state_record()
     assert np.all(np.diff(slow.times) > 0)  # what it did send, in order
     ratio = np.median(stalled[5:]) / np.median(keeping_up[5:])
     assert ratio < 1.25, (f"frames took {ratio:.2f}x as long with stuck receivers "
@@ -661,11 +669,11 @@ def blocks(image: np.ndarray, side: int = 4) -> np.ndarray:
                                                3).mean(axis=(1, 3))
 
 
-@pytest.mark.slow  # plays four seconds
+@pytest.mark.slow  # plays four seconds or more
 def test_a_tcp_receiver_that_stops_reading(ctx, said):
     """A receiver that connects and never reads: the stream's writes back up, the output
-    drops frames, the show keeps its pace; once nothing was taken for the stall timeout the
-    output says so and connects again."""
+    drops frames, the show's frames never wait for the socket; once nothing was taken for the
+    stall timeout the output says so and connects again."""
     from swarm_instrument.visual.output.stream import TransportStreamBackend
 
     server = socket.socket()
@@ -680,11 +688,17 @@ def test_a_tcp_receiver_that_stops_reading(ctx, said):
     # default 2 s, counts as the receiver gone.
     url = f"tcp://127.0.0.1:{server.getsockname()[1]}?send_buffer_size=4096&timeout=500000"
     output = FrameOutput(TransportStreamBackend(url, bitrate=8_000_000), nominal_rate=20)
-    played = play(ctx, [output], seconds=4.0, params={"count": 6000})
-    frame_ms = np.asarray(played["frame_ms"][5:])
+    # Played until the output said the stall and connected again, however slow the machine
+    # (four seconds on an idle one; 30 at most).
+    played = play(ctx, [output], seconds=30.0, params={"count": 6000}, until=lambda _: (
+        output.dropped > 10 and len(accepted) >= 2
+        and any("stopped taking frames" in line for line in said)))
     assert output.dropped > 10, output.state_record()
-    assert np.median(played["take_ms"][5:]) < 3.0
-    assert len(played["frame_ms"]) >= 0.8 * 4.0 * 20 or np.median(frame_ms) < 50
+    assert np.median(played["take_ms"][5:]) < 3.0  # CPU: the frame's share of the output
+    # A take that waited on the backed-up socket would wait for the stall timeout (0.5 s);
+    # the longest take, with whatever the scheduler cost it, stays far from it (wall time,
+    # against a bound no frame's own work comes near on any machine that plays a show).
+    assert max(played["take_wall_ms"]) < 250.0, sorted(played["take_wall_ms"])[-5:]
     assert any("stopped taking frames" in line for line in said), said
     assert len(accepted) >= 2  # connected again
     for connection in accepted:

@@ -170,6 +170,12 @@ class Tempo:
         self.crossed_beat = math.floor(self.beat) > math.floor(previous)
         self.crossed_bar = math.floor(self.bar) > math.floor(self.bar_at(previous))
 
+    @property
+    def read_at(self) -> float | None:
+        """The time (perf_counter's) this frame's beat, phases and tempo were read: the frame's
+        start; None before the first update."""
+        return self._now
+
     def _elapsed(self, now: float) -> float:
         return 0.0 if self._now is None else max(now - self._now, 0.0)
 
