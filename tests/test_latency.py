@@ -218,3 +218,56 @@ def test_a_live_input_is_analysed_once_a_frame_at_the_latch(ctx):
         assert not offline.audio.analysis_at_latch
     finally:
         offline.release()
+
+
+KEY_BEFORE_FRAME = r"""
+import ctypes, sys
+from swarm_instrument.visual.ui.window import LiveWindow, open_window
+
+window = open_window(0, False, (320, 180))
+live = LiveWindow(window, fps=60.0)
+keys = []
+live.performer = type("Performer", (), {"key": lambda self, name, ctrl, shift:
+                                        keys.append((name, ctrl, shift))})()
+import time
+import pyglet
+pyglet.window.Window._enable_event_queue = False  # as inside pyglet.app.run: handled at once
+window.switch_to()
+for _ in range(50):  # mapped: its first events (map, expose) handled
+    window.dispatch_events()
+    time.sleep(0.01)
+x11, xtst = ctypes.CDLL("libX11.so.6"), ctypes.CDLL("libXtst.so.6")
+x11.XOpenDisplay.restype = ctypes.c_void_p
+x11.XOpenDisplay.argtypes = [ctypes.c_char_p]
+x11.XStringToKeysym.restype = ctypes.c_ulong
+x11.XKeysymToKeycode.argtypes = [ctypes.c_void_p, ctypes.c_ulong]
+x11.XSetInputFocus.argtypes = [ctypes.c_void_p, ctypes.c_ulong, ctypes.c_int, ctypes.c_ulong]
+x11.XSync.argtypes = [ctypes.c_void_p, ctypes.c_int]
+xtst.XTestFakeKeyEvent.argtypes = [ctypes.c_void_p, ctypes.c_uint, ctypes.c_int, ctypes.c_ulong]
+sender = x11.XOpenDisplay(None)  # another client: the keyboard
+x11.XSetInputFocus(sender, window._view, 1, 0)  # pyglet's keys come to its view
+x11.XSync(sender, 0)
+code = x11.XKeysymToKeycode(sender, x11.XStringToKeysym(b"Right"))
+xtst.XTestFakeKeyEvent(sender, code, 1, 0)
+xtst.XTestFakeKeyEvent(sender, code, 0, 0)
+x11.XSync(sender, 0)  # the server has the key; the show's window has not read it
+before = list(keys)
+live._take_events()  # what a frame does first
+print(before, keys)
+sys.exit(0 if not before and keys == [("RIGHT", False, False)] else 1)
+"""
+
+
+def test_a_key_pressed_before_a_frame_begins_is_taken_by_it(display):
+    """The window takes the keys the X server has for it as each frame begins (a round trip
+    first: a busy server holds a client's events for frames, up to 220 ms measured under
+    bench_latency's screen reads), not only when pyglet's loop next looks."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+    from xdisplay import with_display
+
+    result = subprocess.run([sys.executable, "-c", KEY_BEFORE_FRAME], cwd=ROOT, timeout=60,
+                            env=with_display(display), capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr

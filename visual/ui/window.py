@@ -303,6 +303,7 @@ class LiveWindow:
         if performer is None or pyglet.app.event_loop.has_exit:
             return
         start = time.perf_counter()
+        self._take_events()
         self.window.draw(dt)  # on_draw (the frame), then the swap
         self.ctx.finish()  # the swap done: shown (at the refresh, with vsync)
         shown = time.perf_counter()
@@ -314,6 +315,21 @@ class LiveWindow:
         now = time.perf_counter()
         delay = self.pacer.next_start(period, now) - now
         pyglet.clock.schedule_once(self._tick, max(delay, 0.0))
+
+    def _take_events(self) -> None:
+        """Keys and the pointer read just before the frame begins (pyglet reads them between
+        frames too). On X, after a round trip: a busy X server may hold a client's events for
+        several frames before it writes them out (Xvfb held keys up to 220 ms at 30 fps here,
+        XTest's key to pyglet's read); a reply comes only after the events queued before it,
+        so once the round trip is back they are all here. Other platforms: unchanged."""
+        display = self.window.display
+        x_display = getattr(display, "_display", None)
+        if x_display is None or not hasattr(display, "select"):
+            return
+        from pyglet.libs.x11 import xlib  # noqa: PLC0415 - X only; imports Xlib
+
+        xlib.XSync(x_display, False)
+        display.select()  # the events now queued, each to its window's handlers
 
     def quit(self) -> None:
         pyglet.app.exit()
