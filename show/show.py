@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import moderngl
@@ -125,9 +125,10 @@ class Show:
         self.outputs: Any = None  # video out (show/video_outputs.py): the live run opens, ends it
         self.collector: Any = None  # the live run's garbage collector (show/idle_gc.py)
         # More control surfaces (the control window, show/inputs/control_surface.py): each read once
-        # a frame beside OSC and the web remote, its actions carried out as theirs; closed with the
-        # show.
+        # a frame beside OSC and the web remote, closed with the show. `late_keys`: the window's
+        # keys taken again at the latch (visual/ui/window.py), True when any came.
         self.surfaces: list[Any] = []
+        self.late_keys: Callable[[], bool] | None = None
         # Musical time: tap tempo and the audio's beats here; the live run adds MIDI clock
         # and Link (show/cli/live_show.py). Quantised actions wait in `_waiting` for a beat or a
         # bar.
@@ -173,12 +174,11 @@ class Show:
         self._values_now()
 
     def latch(self, now: float) -> None:
-        """Late latching, just before the draw: the audio blocks and the messages that came
-        while the simulation stepped are read, and this frame's values made again from them,
-        so the picture answers them in this frame, not the next (the simulation stepped with
-        the update's)."""
+        """Late latching, just before the draw: the audio blocks, messages and keys that came
+        while the simulation stepped are read, and this frame's values made again from them:
+        the picture answers them in this frame (the simulation stepped with the update's)."""
         self.now = now
-        fresh = self.audio.refresh(now)
+        fresh = self.audio.refresh(now) | bool(self.late_keys and self.late_keys())
         if read_inputs(self, now, publish=False) or fresh:
             self._values_now()
 

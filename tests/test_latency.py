@@ -221,7 +221,11 @@ def test_a_live_input_is_analysed_once_a_frame_at_the_latch(ctx):
 
 
 KEY_BEFORE_FRAME = r"""
-import ctypes, sys
+import ctypes
+import time
+
+import pyglet
+
 from swarm_instrument.visual.ui.window import LiveWindow, open_window
 
 window = open_window(0, False, (320, 180))
@@ -229,8 +233,6 @@ live = LiveWindow(window, fps=60.0)
 keys = []
 live.performer = type("Performer", (), {"key": lambda self, name, ctrl, shift:
                                         keys.append((name, ctrl, shift))})()
-import time
-import pyglet
 pyglet.window.Window._enable_event_queue = False  # as inside pyglet.app.run: handled at once
 window.switch_to()
 for _ in range(50):  # mapped: its first events (map, expose) handled
@@ -247,21 +249,36 @@ xtst.XTestFakeKeyEvent.argtypes = [ctypes.c_void_p, ctypes.c_uint, ctypes.c_int,
 sender = x11.XOpenDisplay(None)  # another client: the keyboard
 x11.XSetInputFocus(sender, window._view, 1, 0)  # pyglet's keys come to its view
 x11.XSync(sender, 0)
-code = x11.XKeysymToKeycode(sender, x11.XStringToKeysym(b"Right"))
-xtst.XTestFakeKeyEvent(sender, code, 1, 0)
-xtst.XTestFakeKeyEvent(sender, code, 0, 0)
-x11.XSync(sender, 0)  # the server has the key; the show's window has not read it
+
+
+def press(name):
+    code = x11.XKeysymToKeycode(sender, x11.XStringToKeysym(name))
+    xtst.XTestFakeKeyEvent(sender, code, 1, 0)
+    xtst.XTestFakeKeyEvent(sender, code, 0, 0)
+    x11.XSync(sender, 0)  # the server has the key; the show's window has not read it
+
+
+press(b"Right")
 before = list(keys)
 live._take_events()  # what a frame does first
-print(before, keys)
-sys.exit(0 if not before and keys == [("RIGHT", False, False)] else 1)
+print("at the frame's start:", before, keys)
+assert not before and keys == [("RIGHT", False, False)]
+press(b"Left")  # while the frame's simulation steps: the late latch takes it
+press(b"f")
+assert live.take_keys() and keys[1:] == [("LEFT", False, False)], keys
+print("at the latch:", keys[1:], "full-screen", window.fullscreen)
+assert not window.fullscreen  # F waits for the frame's end
+live._fullscreen_now()
+assert window.fullscreen and not live.take_keys()
 """
 
 
 def test_a_key_pressed_before_a_frame_begins_is_taken_by_it(display):
     """The window takes the keys the X server has for it as each frame begins (a round trip
     first: a busy server holds a client's events for frames, up to 220 ms measured under
-    bench_latency's screen reads), not only when pyglet's loop next looks."""
+    bench_latency's screen reads), not only when pyglet's loop next looks; and again just
+    before the draw (Show.latch calls `take_keys`), where F (full-screen) waits for the
+    frame's end."""
     import subprocess
     import sys
 
@@ -271,3 +288,28 @@ def test_a_key_pressed_before_a_frame_begins_is_taken_by_it(display):
     result = subprocess.run([sys.executable, "-c", KEY_BEFORE_FRAME], cwd=ROOT, timeout=60,
                             env=with_display(display), capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_key_that_comes_while_the_swarm_steps_is_in_this_frame(ctx):
+    """Show.latch takes the window's keys again (`late_keys`, the window's `take_keys`) and
+    makes the frame's values again when one came, as for a knob or an OSC message."""
+    came: list[bool] = []
+
+    def late_keys() -> bool:  # a key bound to the exposure, as the window hands it on
+        if came:
+            show.act(Action("set", values={"exposure": 8.0}))
+            came.clear()
+            return True
+        return False
+
+    show = Show(ctx, Params(DARK), ShowOptions(seed=3))
+    show.late_keys = late_keys
+    try:
+        loop, sink = play(show)
+        dark = brightness(sink)
+        Arrives(show, lambda: came.append(True))
+        loop.frame(*sink.target())
+        assert show.values["exposure"] == 8.0
+        assert brightness(sink) > dark + 20, "the frame drew the exposure from before"
+    finally:
+        show.release()

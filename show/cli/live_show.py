@@ -340,6 +340,7 @@ def run_window(live: LiveShow) -> None:
     screen = LiveWindow(window, fps=args.fps, overlay=not plan.separate)
     show = live.build(screen.ctx, tuple(window.get_framebuffer_size()), rate=screen.fps)
     show.governor.display_fps = screen.fps
+    show.late_keys = screen.take_keys  # keys at the late latch too, as MIDI and OSC
     if plan.control is not None:
         open_control(live, screen, screens[plan.control], plan, beside[1] if beside else None)
     width, height = window.get_framebuffer_size()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import time
 from collections import deque
+from ctypes import byref
 from typing import Protocol
 
 import moderngl
@@ -197,6 +198,7 @@ class LiveWindow:
         self.hud = Hud(window.width, window.height)
         self.pacer = FramePacer(1.0 / display_rate(window))
         self._worked = 0.0  # when the last frame's work was done (before its swap)
+        self._toggle_fullscreen = False  # F was pressed: done before the next frame
         window.push_handlers(self)
 
     # ---- events -----------------------------------------------------------------------------
@@ -207,11 +209,8 @@ class LiveWindow:
         if symbol == key.ESCAPE:
             if self.escape.press(time.monotonic()):
                 self.quit()
-        elif symbol == key.F:
-            self.window.set_fullscreen(not self.window.fullscreen)
-            # pyglet makes a new X window for the change; claim the keyboard for it, or the
-            # next key (F again) went nowhere and the show stayed stuck in that state.
-            self.window.activate()
+        elif symbol == key.F:  # between frames: a key may come in the middle of one
+            self._toggle_fullscreen = True
         elif symbol == key.H:
             self.hud.visible = not self.hud.visible  # nothing to show without the overlay
         elif self.performer is not None:
@@ -302,6 +301,7 @@ class LiveWindow:
         performer = self.performer
         if performer is None or pyglet.app.event_loop.has_exit:
             return
+        self._fullscreen_now()
         start = time.perf_counter()
         self._take_events()
         self.window.draw(dt)  # on_draw (the frame), then the swap
@@ -316,20 +316,51 @@ class LiveWindow:
         delay = self.pacer.next_start(period, now) - now
         pyglet.clock.schedule_once(self._tick, max(delay, 0.0))
 
+    def _fullscreen_now(self) -> None:
+        if self._toggle_fullscreen:
+            self._toggle_fullscreen = False
+            self.window.set_fullscreen(not self.window.fullscreen)
+            # pyglet makes a new X window for the change; claim the keyboard for it, or the
+            # next key (F again) went nowhere and the show stayed stuck in that state.
+            self.window.activate()
+
+    def take_keys(self) -> bool:
+        """The keys that came while the frame's simulation stepped, taken just before its draw
+        (late latching, as the show reads MIDI and OSC again: Show.latch) and handled as any
+        key is (F waits for the frame's end); True when any came. X only: elsewhere the
+        keys of the frame under way wait for the next, as before."""
+        x_display = self._x_display()
+        view = getattr(self.window, "_view", None)  # pyglet's keys come to its view
+        if x_display is None or view is None:
+            return False
+        from pyglet.libs.x11 import xlib  # noqa: PLC0415 - X only; imports Xlib
+
+        xlib.XSync(x_display, False)  # what the server holds for us, here (_take_events)
+        event, came = xlib.XEvent(), False
+        while xlib.XCheckWindowEvent(x_display, view, xlib.KeyPressMask | xlib.KeyReleaseMask,
+                                     byref(event)):
+            self.window.dispatch_platform_event_view(event)
+            came = True
+        return came
+
     def _take_events(self) -> None:
         """Keys and the pointer read just before the frame begins (pyglet reads them between
         frames too). On X, after a round trip: a busy X server may hold a client's events for
         several frames before it writes them out (Xvfb held keys up to 220 ms at 30 fps here,
         XTest's key to pyglet's read); a reply comes only after the events queued before it,
         so once the round trip is back they are all here. Other platforms: unchanged."""
-        display = self.window.display
-        x_display = getattr(display, "_display", None)
-        if x_display is None or not hasattr(display, "select"):
+        x_display = self._x_display()
+        if x_display is None:
             return
         from pyglet.libs.x11 import xlib  # noqa: PLC0415 - X only; imports Xlib
 
         xlib.XSync(x_display, False)
-        display.select()  # the events now queued, each to its window's handlers
+        self.window.display.select()  # the events now queued, each to its window's handlers
+
+    def _x_display(self):
+        """The window's connection to its X server; None on any other platform."""
+        display = self.window.display
+        return display._display if type(display).__name__ == "XlibDisplay" else None  # noqa: SLF001 - pyglet keeps it private
 
     def quit(self) -> None:
         pyglet.app.exit()
