@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from swarm_instrument.audio.files.decode import AudioFileError, check_audio_file
+from swarm_instrument.audio.files.playback import clock_text
 from swarm_instrument.audio.source import list_input_devices
 from swarm_instrument.control.looks.files import FileProblem
 from swarm_instrument.control.looks.preset_bank import PresetBank
@@ -119,11 +120,21 @@ def check_args(args: argparse.Namespace) -> None:
         load_state(args.state_in)  # a bad state file ends the start here, named
     if args.midi_map and not args.no_midi and not args.safe_mode:
         load_mapping(args.midi_map)  # MappingError names the file and the line or key
+    for option, given in (("--mute", args.mute), ("--audio-start", args.audio_start)):
+        if given and not args.audio_file:
+            raise FileProblem(f"{option}: only with --audio-file (it says how the file plays); "
+                              f"add --audio-file PATH, or leave {option} out")
     if args.audio_file and not args.safe_mode:
         try:
-            check_audio_file(args.audio_file)
+            info = check_audio_file(args.audio_file)
         except AudioFileError as exc:
             raise FileProblem(f"--audio-file {exc}") from None
+        # (a supervisor's restart may land past the end: the file loops, and so does its time)
+        if info.duration and args.audio_start >= info.duration \
+                and args.audio_start_clock is None:
+            raise FileProblem(f"--audio-start {clock_text(args.audio_start)}: past the end of "
+                              f"{info.path.name} ({clock_text(info.duration)} long); give a "
+                              "time inside it")
 
 
 def check_output_path(option: str, path: str, suffix: str | None) -> None:

@@ -64,11 +64,30 @@ def fifo(tmp_path):
     (["--audio-start", "1:75"], ["--audio-start", "'1:75'", "minutes:seconds"]),
     (["--audio-start", "-3"], ["--audio-start", "'-3'"]),
     (["--audio-start", "nan"], ["--audio-start"]),
+    (["--audio-start", "1:30"], ["--audio-start", "only with --audio-file"]),
+    (["--mute"], ["--mute", "only with --audio-file"]),
 ]))
 def test_bad_values_are_refused_before_the_first_frame(args, names):
     result = run_instrument(*QUICK, *args, timeout=60)  # a hang fails at the timeout
     one_line_refusal(result, *names)
     assert " frames, " not in result.stdout, result.stdout  # no frame ran: refused first
+
+
+def test_a_start_past_the_songs_end_is_refused_and_a_restart_past_it_plays(tmp_path):
+    """--audio-start after the file's last sample: one line with both times, before a frame.
+    A supervisor's restart (--audio-start-clock) may land past the end: the file loops."""
+    import numpy as np
+
+    from swarm_instrument.audio.files.wav_writer import write_wav
+
+    song = tmp_path / "short.wav"
+    write_wav(song, np.zeros(48000 * 3, np.float32), 48000)
+    result = run_instrument(*QUICK, "--audio-file", str(song), "--mute", "--audio-start",
+                            "0:04", timeout=60)
+    one_line_refusal(result, "--audio-start 0:04.0", "past the end of short.wav", "0:03.0")
+    result = run_instrument(*QUICK, "--audio-file", str(song), "--mute", "--audio-start", "4",
+                            "--audio-start-clock", "0", timeout=60)
+    assert result.returncode == 0, result.stderr
 
 
 LIMITS = [  # every numeric option: (a bad command line, what its one line must say)
