@@ -112,7 +112,7 @@ def test_the_windows_hud_at_640x360_is_compact_on_a_backdrop(display, tmp_path):
     differs is the HUD alone, within the top 40 % and the window's width, its backdrop
     darkening the picture; the compact lines (no GPU, neighbour or look lines) fit without
     wrapping: at most 8 rows of text with MIDI off and no OSC."""
-    run = ("--dt", "0.0333", "--frames", "12", "--count", "2000", "--no-midi", "--mute",
+    run = ("--dt", "0.0333", "--frames", "12", "--count", "2000", "--no-midi",
            "--preset", "murmuration", "--size", "640x360")  # no routes: the same frames
     window, headless = tmp_path / "window.png", tmp_path / "headless.png"
     shown = run_instrument(*run, "--screenshot", str(window), env=with_display(display))

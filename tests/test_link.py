@@ -309,7 +309,7 @@ def instrument(folder: Path) -> None:
     telemetry = folder / "telemetry.jsonl"
     log_path = folder / "instrument.log"
     command = [sys.executable, str(ROOT / "instrument.py"), "--headless", "--link",
-               "--count", "256", "--size", "320x180", "--no-midi", "--mute",
+               "--count", "256", "--size", "320x180", "--no-midi",
                "--telemetry", str(telemetry)]
     env = dict(os.environ, SWARM_STATE_DIR=str(folder / "state"),
                SWARM_PRESETS_DIR=str(folder / "presets"))

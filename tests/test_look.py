@@ -351,7 +351,7 @@ def test_post_from_the_command_line_is_said_in_telemetry(tmp_path):
     telemetry = tmp_path / "t.jsonl"
     for choice, said in (("on", "on"), (None, "off (software GL")):
         args = ["--headless", "--frames", "3", "--count", "256", "--size", "160x90",
-                "--no-midi", "--mute", "--preset", "aurora", "--telemetry", str(telemetry)]
+                "--no-midi", "--preset", "aurora", "--telemetry", str(telemetry)]
         result = run_instrument(*args, *(["--post", choice] if choice else []))
         assert result.returncode == 0, result.stderr
         record = json.loads(telemetry.read_text().splitlines()[-1])
@@ -370,7 +370,7 @@ def test_a_headless_run_that_chooses_no_look_opens_on_the_start_look(tmp_path):
     renders played the registry's plain defaults, small yellow dots, and named nothing)."""
     telemetry = tmp_path / "t.jsonl"
     result = run_instrument("--headless", "--frames", "3", "--count", "256", "--size", "160x90",
-                            "--no-midi", "--mute", "--telemetry", str(telemetry))
+                            "--no-midi", "--telemetry", str(telemetry))
     assert result.returncode == 0, result.stderr
     assert f"opening on the bundled look '{START_LOOK}' (--preset chooses another)" \
         in result.stdout
