@@ -47,12 +47,11 @@ class FrameCpu:
         """The kept frames' rows (oldest first is not promised), milliseconds by stage."""
         return self._ms[:min(self.frames, len(self._ms))]
 
-    def medians(self, every: int = 1) -> dict[str, float] | None:
+    def medians(self) -> dict[str, float] | None:
         """Each stage's median and the whole frame's ("frame"), in ms; None before a frame.
-        `every`: worked out again only once this many frames are new (the HUD reads it each
-        frame: a median of KEEP rows is not free)."""
+        Worked out again only for new frames (a median of KEEP rows is not free)."""
         done, cached = self._medians
-        if done >= 0 and self.frames - done < every:
+        if done >= 0 and self.frames == done:
             return cached
         rows = self.recent()
         if not len(rows):

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from swarm_instrument.show.show import Show
 
 SLOW_MS = 50.0  # a frame this long shows on stage
+READOUT_S = 0.25  # the HUD's frame and GPU figures change four times a second, as a meter's
 
 
 @dataclass
@@ -32,6 +33,17 @@ class FrameClock:
     times: deque = field(default_factory=lambda: deque(maxlen=240))
     slow_frames: int = 0
     last_slow_ms: float | None = None
+    _held: dict = field(default_factory=dict)  # readout's texts: key -> (made at, text)
+
+    def readout(self, key: str, make: Callable[[], str]) -> str:
+        """`make()`'s text, made again once READOUT_S of frames have passed: figures that are
+        read, not watched (digits changing each frame cannot be), and each HUD line that
+        changes is laid out again (about a millisecond of CPU a line on a slow machine)."""
+        now = self.times[-1] if self.times else 0.0
+        held = self._held.get(key)
+        if held is None or not 0.0 <= now - held[0] < READOUT_S:
+            held = self._held[key] = (now, make())
+        return held[1]
 
     def tick(self, now: float) -> bool:
         """Record a frame; True when it was a slow one. The median of the recent frames is
@@ -139,24 +151,27 @@ def hud_lines(show: Show, compact: bool = False) -> list[str]:
     """The HUD: frame rate and GPU times, agents, the state of every input, the chosen
     parameter. Names and reasons from outside are made printable. `compact` (a small window,
     visual/ui/hud.py): without the GPU times, the neighbour search and the look's details."""
-    fps, frame_ms = show.clock.fps, show.clock.frame_ms
-    gpu = show.gpu_ms
+    clock, gpu = show.clock, show.gpu_ms
 
     def ms(value: float | None) -> str:
         return "n/a" if value is None else f"{value:.2f}"
 
     renderer = show.renderer
     visible = renderer.visible
-    cpu = show.cpu.medians(every=15)
+    def gpu_line() -> str:
+        cpu = show.cpu.medians()
+        return (f"GPU ms: simulate {ms(gpu['simulate'])}  cull {ms(gpu['cull'])}  draw "
+                f"{ms(gpu['draw'])}  post {ms(gpu.get('post'))}  CPU ms "
+                f"{ms(cpu and cpu['frame'])}")
+
     technical = [  # what a small window leaves out
-        f"GPU ms: simulate {ms(gpu['simulate'])}  cull {ms(gpu['cull'])}  "
-        f"draw {ms(gpu['draw'])}  post {ms(gpu.get('post'))}  CPU ms "
-        f"{ms(cpu and cpu['frame'])}",
+        clock.readout("gpu", gpu_line),
         f"{show.swarm.neighbors} neighbours  GL {show.backend} "
         f"({'compute' if show.backend == '4.3' else 'transform feedback'})",
         f"look: {look_line(show)}",
     ]
-    rate = f"{fps:5.1f} fps  {frame_ms:6.2f} ms a frame" if fps and frame_ms else "-- fps"
+    rate = clock.readout("rate", lambda: f"{clock.fps:5.1f} fps  {clock.frame_ms:6.2f} ms a "
+                         "frame" if clock.fps and clock.frame_ms else "-- fps")
     behind = show.pace.hud_line()  # on the frame rate's line: it is about the frame rate
     lines = [
         f"{rate}  {behind}" if behind else rate,

@@ -149,3 +149,27 @@ def test_hidden_and_shown_again_the_hud_draws_its_lines_without_laying_them_out_
     hud.visible = False
     hidden = drawn_over_white(text_window, size, COMPACT, hud)
     assert (hidden > 250).all()  # hidden: nothing of the lines drawn
+
+
+def test_the_huds_frame_figures_change_four_times_a_second_not_each_frame():
+    """The frame rate's and GPU times' lines are made again every READOUT_S of frames (each
+    line that changes is laid out again: about a millisecond of CPU on a slow machine, and
+    digits changing every frame cannot be read); a clock that starts over makes them at once."""
+    from swarm_instrument.show.report import READOUT_S, FrameClock
+
+    clock, made = FrameClock(), []
+
+    def rate() -> str:
+        made.append(clock.times[-1])
+        return f"{len(clock.times)} frames"
+
+    texts = []
+    for frame in range(121):  # two seconds at 60 fps
+        clock.tick(frame / 60)
+        texts.append(clock.readout("rate", rate))
+    assert READOUT_S == 0.25 and 8 <= len(made) <= 9, made
+    assert all(b - a >= READOUT_S - 1e-9 for a, b in zip(made, made[1:])), made
+    assert len(set(texts)) == len(made)  # the text changes only when made
+    clock.times.clear()
+    clock.tick(0.0)  # a new start (the clock went back): made again at once
+    assert clock.readout("rate", rate) == "1 frames"
