@@ -158,6 +158,7 @@ def hud_lines(show: Show, compact: bool = False) -> list[str]:
 
     renderer = show.renderer
     visible = renderer.visible
+
     def gpu_line() -> str:
         cpu = show.cpu.medians()
         return (f"GPU ms: simulate {ms(gpu['simulate'])}  cull {ms(gpu['cull'])}  draw "
