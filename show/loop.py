@@ -24,6 +24,7 @@ from typing import Any, Protocol
 import moderngl
 
 from swarm_instrument.show.show import Show
+from swarm_instrument.visual.gpu.fence import fences_for
 from swarm_instrument.visual.sim.agents import MAX_DT
 
 log = logging.getLogger(__name__)
@@ -217,29 +218,41 @@ class Loop:
         drawn = 0
         period = 1.0 / cap if cap else 0.0
         due = last = self.wall()
-        while (frames is None or drawn < frames) and not stop():
-            if period:
-                wait = due - self.wall()
-                if wait > 0:
-                    time.sleep(wait)
-                due = max(due + period, self.wall() - period)
-            start = self.wall()
-            self.frame(*sink.target())
-            if govern or show.options.live:
-                # A live frame is done on the GPU before the next begins, as a swap would have
-                # it: unpaced, the CPU ran ahead of the GPU by as much work as the driver would
-                # queue (its inputs shown that late, and a killed show's teardown waiting for
-                # all of it). A render keeps its CPU and GPU overlapping.
-                show.ctx.finish()
-            if govern:
-                worked = self.wall()
-                show.governor.observe(worked, worked - last, worked - start, show.params,
-                                      show.renderer.post_active(show.values or show.params))
-                period, last = 1.0 / show.governor.target_fps(show.params), worked
-            sink.after(show, drawn)
-            if self.idle is not None:
-                self.idle()
-            drawn += 1
+        finishing = govern or show.options.live
+        # Live frames are waited for on the GPU (below): results read back need no GL fence.
+        fences = fences_for(show.ctx) if finishing else None
+        if fences is not None:
+            fences.finishing = True
+        try:
+            while (frames is None or drawn < frames) and not stop():
+                if period:
+                    wait = due - self.wall()
+                    if wait > 0:
+                        time.sleep(wait)
+                    due = max(due + period, self.wall() - period)
+                start = self.wall()
+                self.frame(*sink.target())
+                if finishing:
+                    # A live frame is done on the GPU before the next begins, as a swap would
+                    # have it: unpaced, the CPU ran ahead of the GPU by as much work as the
+                    # driver would queue (its inputs shown that late, and a killed show's
+                    # teardown waiting for all of it). A render keeps its CPU and GPU
+                    # overlapping.
+                    show.ctx.finish()
+                    if fences is not None:
+                        fences.finished()
+                if govern:
+                    worked = self.wall()
+                    show.governor.observe(worked, worked - last, worked - start, show.params,
+                                          show.renderer.post_active(show.values or show.params))
+                    period, last = 1.0 / show.governor.target_fps(show.params), worked
+                sink.after(show, drawn)
+                if self.idle is not None:
+                    self.idle()
+                drawn += 1
+        finally:
+            if fences is not None:
+                fences.finishing = False
         return drawn
 
 

@@ -136,3 +136,24 @@ def test_the_stage_record_is_the_clock_s_differences():
     assert cpu.medians() == pytest.approx({"update": 1.0, "advance": 2.0, "latch": 0.5,
                                            "draw": 3.0, "after": 4.0, "frame": 10.5})
     assert cpu.last_ms() == pytest.approx(10.5)
+
+
+def test_frames_waited_for_read_back_without_a_gl_fence(ctx):
+    """A live loop waits for each frame on the GPU (as a swap does), so what a frame reads
+    back (the cull's counts, the GPU timers) needs no GL fence: a serial alone, passed at the
+    wait; each frame's counts are the frame before's. A render overlaps, and fences."""
+    show = Show(ctx, Params({"count": 1024}), ShowOptions(seed=1, fixed_dt=1 / 60, live=False))
+    try:
+        fences = fences_for(ctx)
+        loop, sink = Loop(show, FixedStep(1 / 60)), Offscreen(show, (64, 36))
+        made, issued = fences.gl_fences, fences.issued
+        loop.run(sink, frames=12, govern=True)  # waited for, as a live show's frames
+        assert fences.gl_fences == made and fences.issued > issued
+        renderer = show.renderer
+        assert renderer.frames == 12 and renderer.counts_frame == renderer.frames - 2
+        assert renderer.counts is not None and renderer.counts.visible > 0
+        assert not fences.finishing
+        loop.run(sink, frames=4)  # a render's frames: GL fences again
+        assert fences.gl_fences >= made + 4
+    finally:
+        show.release()

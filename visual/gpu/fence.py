@@ -73,6 +73,8 @@ class Fences:
         self._serials: dict[int, int] = {}  # live token -> its serial
         self._tokens: dict[int, int] = {}  # live serial -> its token, oldest first
         self._own: deque[tuple[int, int]] = deque()  # (serial, token) inserted by `cover`
+        self.finishing = False  # the caller waits for the GPU after each frame (`finished`)
+        self.gl_fences = 0  # GL fences made (the rest, while `finishing`, are serials alone)
 
     @classmethod
     def for_current_context(cls) -> "Fences | None":
@@ -103,8 +105,15 @@ class Fences:
         return fences
 
     def insert(self) -> int:
-        """A fence after every command issued so far."""
+        """A fence after every command issued so far (while `finishing`: its serial alone)."""
+        if self.finishing:
+            self.issued += 1
+            token = -self.issued
+            self._serials[token] = self.issued
+            self._tokens[self.issued] = token
+            return token
         token = self._fence_sync(GL_SYNC_GPU_COMMANDS_COMPLETE, 0) or 0
+        self.gl_fences += 1
         self.issued += 1
         if token:
             self._serials[token] = self.issued
@@ -119,6 +128,8 @@ class Fences:
         # rest of the show.
         if not token:
             return True
+        if token < 0:  # a serial alone: passed once the caller has waited for the GPU
+            return -token <= self.passed
         status = self._client_wait_sync(token, GL_SYNC_FLUSH_COMMANDS_BIT, 0)
         done = status in (GL_ALREADY_SIGNALED, GL_CONDITION_SATISFIED, GL_WAIT_FAILED)
         if done:
@@ -128,7 +139,12 @@ class Fences:
     def delete(self, token: int) -> None:
         if token:
             self._tokens.pop(self._serials.pop(token, 0), None)
-            self._delete_sync(token)
+            if token > 0:
+                self._delete_sync(token)
+
+    def finished(self) -> None:
+        """The caller has waited for the GPU (ctx.finish()): every serial so far is passed."""
+        self.passed = self.issued
 
     def has_passed(self, serial: int) -> bool:
         """Whether the GPU has passed the fence of `serial`: asks the oldest live fence at or

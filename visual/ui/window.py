@@ -18,6 +18,7 @@ from typing import Protocol
 import moderngl
 import pyglet
 
+from swarm_instrument.visual.gpu.fence import fences_for
 from swarm_instrument.visual.ui.hud import Hud
 from swarm_instrument.visual.ui.screens import list_screens
 
@@ -199,6 +200,7 @@ class LiveWindow:
         self.pacer = FramePacer(1.0 / display_rate(window))
         self._worked = 0.0  # when the last frame's work was done (before its swap)
         self._toggle_fullscreen = False  # F was pressed: done before the next frame
+        self._fences = None  # the context's fences, serials alone while frames run (run)
         window.push_handlers(self)
 
     # ---- events -----------------------------------------------------------------------------
@@ -251,6 +253,8 @@ class LiveWindow:
             self.hud.draw(lines, "press Esc again to quit"
                           if self.escape.armed(time.monotonic()) else "")
         self.ctx.finish()  # the frame's work done, GPU included: the pacer times it
+        if self._fences is not None:
+            self._fences.finished()  # what the frame reads back is done: no GL fence needed
         self._worked = time.perf_counter()
         if self.performer.done():
             self.last_image = self.read_screen()
@@ -280,6 +284,10 @@ class LiveWindow:
     def run(self, performer: Performer) -> None:
         self.performer = performer
         self.pacer.swap_waits = self.swap_waits()
+        # Each frame is waited for on the GPU (on_draw): results read back need no GL fence.
+        self._fences = fences_for(self.ctx)
+        if self._fences is not None:
+            self._fences.finishing = True
         pyglet.clock.schedule_once(self._tick, 0.0)
         pyglet.app.run(None)  # frames come from _tick, when the pacer says
 
