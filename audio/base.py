@@ -59,6 +59,7 @@ class AudioFrameSource:
         # frame after `update`, which then leaves the level, bands and onsets to it.
         self.analysis_at_latch = False
         self._analysis_due = False
+        self._silent = True  # `_window` holds zeros: no samples this frame
         self._set_rate(rate)
         self.features = AudioFeatures()
         if message:
@@ -148,16 +149,14 @@ class AudioFrameSource:
         the samples are read and the beats fed here, but the level, bands and onsets wait for
         `refresh`: analysed once a frame, not twice, and `features` until then are the last
         frame's."""
-        if not self._fill(now):
+        self._silent = not self._fill(now)
+        if self._silent:
             self._has_data = False
             self._window[:] = 0.0  # levels fall to zero through the release smoothing
         if self.analysis_at_latch:
             self._analysis_due = True
         else:
-            dt = (1.0 / 60.0 if self._last_now is None else
-                  min(max(now - self._last_now, 0.0), MAX_DT))
-            self._last_now = now
-            self.features = self.analyzer.process(self._window, dt)
+            self._analyse_again(now)
         self.beat_info = None
         if self._beats is not None:
             try:
@@ -174,12 +173,16 @@ class AudioFrameSource:
         return False
 
     def _analyse_again(self, now: float) -> None:
-        """`refresh` for a source whose `_fill` put new samples in `_window` (or whose update
-        left the analysis to the latch)."""
+        """The level, bands and onsets of `_window` (`update`'s, or `refresh`'s for a source
+        whose `_fill` put new samples in it, or whose update left the analysis to the
+        latch)."""
         dt = 1.0 / 60.0 if self._last_now is None else min(max(now - self._last_now, 0.0), MAX_DT)
         self._last_now = now
         self._analysis_due = False
-        self.features = self.analyzer.process(self._window, dt)
+        analyzer = self.analyzer
+        # a window of zeros (no samples this frame) analysed without the arithmetic on zeros
+        self.features = (analyzer.silent(dt) if self._silent else
+                         analyzer.process(self._window, dt))
 
     @property
     def has_data(self) -> bool:

@@ -225,6 +225,31 @@ def test_nan_and_huge_samples_do_not_poison_the_analysis():
     assert math.isfinite(features.level) and features.level > 0.5
 
 
+@pytest.mark.parametrize("delta", [0.03, -0.01])
+def test_a_silent_frame_is_analysed_as_a_window_of_zeros(delta):
+    """A source with no samples this frame (silence, a lost input) skips the arithmetic on
+    zeros: the same features, frame by frame, as analysing them, from a click track's decay
+    to the onsets' history (a threshold below zero finds onsets in silence too)."""
+    x, _ = click_track(2, 0.25, 0.5)
+    window, silence = 2048, np.zeros(2048, np.float32)
+    analysed, skipped = Analyzer(RATE), Analyzer(RATE)
+    for analyzer in (analysed, skipped):
+        analyzer.onset_settings.delta = delta
+    rng = np.random.default_rng(3)
+    for end in range(window, len(x), 800):
+        dt = float(rng.uniform(0.0, 1 / 30))
+        assert analysed.process(x[end - window:end], dt) == skipped.process(
+            x[end - window:end], dt)
+    for frame in range(90):
+        dt = 0.0 if frame % 7 == 3 else float(rng.uniform(0.0, 1 / 30))
+        expected, got = analysed.process(silence, dt), skipped.silent(dt)
+        assert got == expected, frame
+    assert got.level < 0.01 and got.rms_db == DB_FLOOR  # fallen through the release
+    assert (skipped.onsets.count > 2) == (delta < 0)
+    features = [a.process(x[-window:], 1 / 60) for a in (analysed, skipped)]
+    assert features[0] == features[1]  # and the sound after it alike
+
+
 def test_offline_audio_gives_the_same_features_when_replayed():
     x, _ = click_track(3, 0.3, 0.5)
     source = OfflineAudio(np.stack([x, x], axis=1), RATE)  # stereo is mixed to mono

@@ -140,6 +140,8 @@ class BandAnalyzer:
         magnitude *= self._amplitude_scale
         return magnitude
 
+    silent_db = 10.0 * math.log10(1e-12)  # what `band_db` reads for every band of silence
+
     def band_db(self, magnitude: np.ndarray) -> tuple[float, ...]:
         """dBFS of each band, from a magnitude spectrum made by `spectrum`."""
         scale = self._band_scale
@@ -181,6 +183,7 @@ class OnsetDetector:
         self.count = 0
         self.flux = 0.0
         self.threshold = 0.0
+        self._zeros: np.ndarray | None = None  # a silent frame's spectrum (never written)
 
     @property
     def envelope(self) -> float:
@@ -190,12 +193,26 @@ class OnsetDetector:
 
     def update(self, magnitude: np.ndarray, gain: float, dt: float) -> bool:
         """Feed this frame's magnitude spectrum and the auto-gain (1 / tracked peak)."""
+        compressed = np.log1p(magnitude * (self.settings.compression * gain))
+        return self._judge(compressed, dt, None)
+
+    def silent(self, bins: int, dt: float) -> bool:
+        """`update` with a spectrum of `bins` zeros, without the arithmetic: no rise over any
+        earlier spectrum (none is below zero), so the flux is 0."""
+        zeros = self._zeros
+        if zeros is None or zeros.size != bins:
+            zeros = self._zeros = np.zeros(bins)
+            zeros.flags.writeable = False
+        return self._judge(zeros, dt, 0.0)
+
+    def _judge(self, compressed: np.ndarray, dt: float, flux: float | None) -> bool:
+        """Keep `compressed` (this frame's spectrum); an onset where its flux over the one
+        `lag_s` before (`flux`, where the caller knows it) rises above the recent median's."""
         s = self.settings
         if self._history.maxlen != max(s.history_frames, 1):
             self._history = deque(self._history, maxlen=max(s.history_frames, 1))
         self._since_onset += max(dt, 0.0)
         self._time += max(dt, 0.0)
-        compressed = np.log1p(magnitude * (s.compression * gain))
         reference = None
         old_enough = self._time - s.lag_s + 1e-9
         for when, past in self._past:  # the newest spectrum at least `lag_s` old
@@ -204,9 +221,11 @@ class OnsetDetector:
         self._past.append((self._time, compressed))
         if reference is None:
             return False
-        rise = np.subtract(compressed, reference)
-        np.maximum(rise, 0.0, out=rise)
-        self.flux = float(rise.sum()) / rise.size
+        if flux is None:
+            rise = np.subtract(compressed, reference)
+            np.maximum(rise, 0.0, out=rise)
+            flux = float(rise.sum()) / rise.size
+        self.flux = flux
         median = statistics.median(self._history) if self._history else 0.0
         self.threshold = s.ratio * median + s.delta
         self._history.append(self.flux)
@@ -292,3 +311,15 @@ class Analyzer:
         return AudioFeatures(rms=level_rms, rms_db=db, peak_db=peak_db(recent), level=level,
                              bands=bands, onset=onset, onset_envelope=self.onsets.envelope,
                              onsets=self.onsets.count)
+
+    def silent(self, dt: float) -> AudioFeatures:
+        """`process` of a window of zeros (a source with no samples this frame: silence, an
+        input lost or not yet delivering), the same features without the arithmetic on
+        zeros: the levels fall through their release, the onsets' history moves on."""
+        level = self.level_tracker.update(DB_FLOOR, dt)
+        floor = self.level_tracker.peak_db - self.band_headroom_db
+        quiet = self.bands.silent_db
+        bands = Bands(*(tracker.update(quiet, dt, floor) for tracker in self.band_trackers))
+        onset = self.onsets.silent(self.fft_size // 2 + 1, dt)
+        return AudioFeatures(level=level, bands=bands, onset=onset,
+                             onset_envelope=self.onsets.envelope, onsets=self.onsets.count)

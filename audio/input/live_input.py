@@ -314,6 +314,7 @@ class AudioInput(AudioFrameSource):
     def _read(self) -> bool:
         self._has_data = self._ring.blocks > 0
         self._ring.read_newest(self._window)
+        self._silent = False
         return True
 
     def refresh(self, now: float) -> bool:
