@@ -60,6 +60,7 @@ from swarm_instrument.show.loop import FixedStep, Loop, Offscreen, WallClock
 from swarm_instrument.show.report import Telemetry
 from swarm_instrument.show.show import Show
 from swarm_instrument.visual.gpu.context import BACKENDS, compute_missing, is_software
+from swarm_instrument.visual.gpu.fence import fences_for
 from swarm_instrument.visual.ui.hud import headless_text_context
 
 
@@ -91,6 +92,11 @@ def bench_count(ctx, hud, count: int, args: argparse.Namespace, far: str,
     show.camera.follow(show.renderer.swarm_radius, 1e6, show.renderer.swarm_center)
 
     loop = Loop(show, FixedStep(1 / 60))  # the show's one loop: update, step, draw
+    # Each frame is waited for, as a live show's: what it reads back needs no GL fence
+    # (show/loop.py Loop.run, visual/gpu/fence.py Fences.finishing).
+    fences = fences_for(ctx)
+    if fences is not None:
+        fences.finishing = True
     for _ in range(10):  # first frames compile shader variants: not what a show's frame costs
         loop.frame(*sink.target())
     frames, passes = [], {"simulate": [], "cull": [], "draw": [], "post": []}
@@ -115,19 +121,23 @@ def bench_count(ctx, hud, count: int, args: argparse.Namespace, far: str,
         if profile is not None:
             profile.disable()
         ctx.finish()
+        if fences is not None:
+            fences.finished()
         frames.append((time.perf_counter() - t0) * 1e3)
         for name, value in show.gpu_ms.items():
             if value is not None:
                 passes[name].append(value)
         if time.perf_counter() - started > args.budget:
             break
-    counts = show.renderer.read_counts_now()
     timed = show.cpu.recent()[-(show.cpu.frames - first_cpu):]
     stages = {name: statistics.median(timed[:, k]) for k, name in enumerate(STAGES)}
     cpu = {**stages, "frame": statistics.median(timed.sum(axis=1)),
            "hud": statistics.median(hud_cpu)}
     if args.split:
         cpu["split"] = split_frames(ctx, loop, sink, len(frames))
+    if fences is not None:
+        fences.finishing = False
+    counts = show.renderer.read_counts_now()
     if profile is not None:
         text = io.StringIO()
         pstats.Stats(profile, stream=text).sort_stats("tottime").print_stats(args.profile)
@@ -213,6 +223,7 @@ def split_frames(ctx, loop: Loop, sink: Offscreen, frames: int) -> dict:
     """`frames` more frames with every GL call timed: CPU ms a frame inside GL calls (by
     method, the costliest first) and outside them (the show's Python)."""
     total = 0.0
+    fences = fences_for(ctx)
     finish = ctx.finish  # bound before the wrapping: its wait is not counted as a GL call
     with GlCalls() as calls:
         for _ in range(frames):
@@ -220,6 +231,8 @@ def split_frames(ctx, loop: Loop, sink: Offscreen, frames: int) -> dict:
             # back would fill the driver's queue and have it wait (spinning, on NVIDIA) inside
             # the first call that finds it full, which is the GPU's time, not the frame's work.
             finish()
+            if fences is not None:
+                fences.finished()
             start = time.thread_time()
             loop.frame(*sink.target())
             total += (time.thread_time() - start) * 1e3
