@@ -14,8 +14,10 @@ The HUD is drawn with pyglet in a hidden headless window where pyglet can open o
 left out, and said). `--profile N` prints cProfile's N costliest functions of the timed frames
 of each count (CPU inside GL calls shows under the moderngl method that made them). `--audio
 WAV`: the show live with its input playing the song in real time (a clocked stand-in for the
-sound card), so the frame's CPU has the analysis and the beat tracker a performer's has;
-without it the input is silence. `--split`
+sound card), its frames paced at --fps (60) so that each hears a show's frame of sound: the
+frame's CPU has the analysis and the beat tracker a performer's has; without it the input is
+silence (`--pace`: silent frames paced the same way; back to back, a CPU that never idles
+between frames may run them faster than a paced show's). `--split`
 runs as many frames again with every moderngl call timed (probes/gl_calls.py): the frame's
 CPU split into the driver's (inside GL calls, by method) and the show's own Python.
  `--backend 4.3,4.1` times both
@@ -104,10 +106,16 @@ def bench_count(ctx, hud, count: int, args: argparse.Namespace, far: str,
     profile = cProfile.Profile() if args.profile else None
     started = time.perf_counter()
     first_cpu = show.cpu.frames
+    # With a song, frames come at --fps as a live show's do, so each hears the sound a frame
+    # of the show brings (back to back, a frame would hear a fraction of it).
+    period, due = (1.0 / args.fps if args.audio or args.pace else 0.0), time.perf_counter()
     for _ in range(args.frames):
         # The whole frame by the wall clock, CPU work included, waiting for the GPU at the end
         # as a swap would (timer queries cannot nest, and the passes own theirs).
         ctx.finish()
+        if period:
+            due += period
+            time.sleep(max(due - time.perf_counter(), 0.0))
         t0 = time.perf_counter()
         if profile is not None:
             profile.enable()
@@ -268,7 +276,10 @@ def main(argv: list[str] | None = None) -> int:
                              "against the show's Python")
     parser.add_argument("--steady", type=float, default=0.0, metavar="SECONDS",
                         help="steady frames: this long at --fps, live (the first count)")
-    parser.add_argument("--fps", type=float, default=60.0, help="--steady's pace (60)")
+    parser.add_argument("--fps", type=float, default=60.0,
+                        help="--steady's pace, and --audio's and --pace's frames' (60)")
+    parser.add_argument("--pace", action="store_true",
+                        help="the timed frames at --fps, as a live show's (--audio: always)")
     parser.add_argument("--audio", metavar="WAV",
                         help="a live show's input playing this song (48 kHz) in real time: "
                              "the analysis and the beat tracker in the frame's CPU")
