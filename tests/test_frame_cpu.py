@@ -23,10 +23,10 @@ from swarm_instrument.visual.render.camera import OrbitCamera, look_at
 from swarm_instrument.visual.render.counts import SumScales
 from swarm_instrument.visual.render.frame_values import frame_block
 
-# A steady frame of the show (silence, no MIDI, the default look) made 464 Python calls and
-# 564 calls into C when these were set (2026-12-03; before issue 31's work: 842 and 981).
-PYTHON_CALLS = 520
-C_CALLS = 640
+# A steady frame of the show (silence, no MIDI, the default look) made 444 Python calls and
+# 539 calls into C when these were set (2026-12-03; before issue 31's work: 842 and 981).
+PYTHON_CALLS = 490
+C_CALLS = 600
 
 
 @pytest.fixture

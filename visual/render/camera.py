@@ -133,15 +133,19 @@ class OrbitCamera:
         slow = 1.0 - math.exp(-dt / self.follow_seconds)
         quick = 1.0 - math.exp(-dt / self.catch_seconds)
         offset = 0.0
-        if center is not None and np.all(np.isfinite(center)):
-            target = np.asarray(self.target, float)
-            moved = (np.asarray(center, float) - target) * quick
-            self.target = target + moved
-            if self.mode == "follow" and math.hypot(moved[0], moved[2]) > 1e-4 * self.distance:
-                travel = math.degrees(math.atan2(-moved[0], -moved[2]))  # behind the travel
-                turn = (travel - self.heading + 180.0) % 360.0 - 180.0
-                self.heading += turn * (1.0 - math.exp(-dt / 2.0))  # a slow, smooth turn
-            offset = float(np.linalg.norm(np.asarray(center, float) - self.target))
+        # plain floats on three numbers (numpy on 3-vectors costs more than the arithmetic)
+        if center is not None:
+            gx, gy, gz = float(center[0]), float(center[1]), float(center[2])
+            if math.isfinite(gx) and math.isfinite(gy) and math.isfinite(gz):
+                tx, ty, tz = float(self.target[0]), float(self.target[1]), float(self.target[2])
+                mx, my, mz = (gx - tx) * quick, (gy - ty) * quick, (gz - tz) * quick
+                tx, ty, tz = tx + mx, ty + my, tz + mz
+                self.target = np.array((tx, ty, tz))
+                if self.mode == "follow" and math.hypot(mx, mz) > 1e-4 * self.distance:
+                    travel = math.degrees(math.atan2(-mx, -mz))  # behind the travel
+                    turn = (travel - self.heading + 180.0) % 360.0 - 180.0
+                    self.heading += turn * (1.0 - math.exp(-dt / 2.0))  # a slow, smooth turn
+                offset = math.sqrt((gx - tx) ** 2 + (gy - ty) ** 2 + (gz - tz) ** 2)
         if rms_radius is None or not math.isfinite(rms_radius) or rms_radius <= 0.0:
             return
         goal = (self.fit_distance(rms_radius * BALL_FROM_RMS + offset) * self.zoom_scale

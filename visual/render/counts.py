@@ -11,17 +11,18 @@ decodes it with the scales that frame's sums were made with. Main thread only.
 from __future__ import annotations
 
 import math
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import moderngl
-import numpy as np
 
 from swarm_instrument.visual.gpu.fence import ReadbackRing
 
 COUNTER_RING = 3       # counter copies in flight before the oldest is dropped unread
 DRAW_STATE_UINTS = 16  # two 5-uint commands, near_lure, spread, offset[3], pad (cull.comp)
 SUM_BUDGET = 4.0e9     # fixed-point scales keep the spread and offset sums below 2^32
+_WORDS = struct.Struct(f"<{DRAW_STATE_UINTS}I")
 
 
 @dataclass(frozen=True)
@@ -62,13 +63,16 @@ class SumScales:
 
     def decode(self, data: bytes) -> CullCounts:
         """The draw state's words -> counts, centre and RMS radius."""
-        words = np.frombuffer(data, np.uint32)
+        words = _WORDS.unpack_from(data)  # plain ints and floats: a few numbers, no numpy
         count = max(self.count, 1)
-        mean_square = int(words[11]) / self.spread_scale / count  # E|p - c|^2
-        offset = words[12:15].astype(float) / self.offset_scale / count - self.reach  # E(p - c)
-        variance = max(mean_square - float(np.dot(offset, offset)), 0.0)
-        center = tuple(float(v) for v in np.asarray(self.center) + offset)
-        return CullCounts(near=int(words[1]), far=int(words[6]), near_lure=int(words[10]),
+        mean_square = words[11] / self.spread_scale / count  # E|p - c|^2
+        scale, reach = self.offset_scale, self.reach
+        ox, oy, oz = (words[12] / scale / count - reach, words[13] / scale / count - reach,
+                      words[14] / scale / count - reach)  # E(p - c)
+        variance = max(mean_square - (ox * ox + oy * oy + oz * oz), 0.0)
+        cx, cy, cz = self.center
+        center = (cx + ox, cy + oy, cz + oz)
+        return CullCounts(near=words[1], far=words[6], near_lure=words[10],
                           center=center, rms_radius=math.sqrt(variance))
 
 
