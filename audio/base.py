@@ -2,23 +2,27 @@
 array analysed offline.
 
 Main thread only: `update(now)` once a frame runs the analysis over the newest samples, feeds
-the beat tracker every sample that arrived since the last frame (audio/analysis/beats.py) and
+the beat tracker every sample that arrived since the last frame (audio/analysis/beats.py;
+a live show's input hands them to a thread of its own, audio/analysis/beat_thread.py) and
 everything else reads what they found. Sources with a device (live.py, playback.py) add a
 callback thread that only writes their ring buffer.
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import numpy as np
 
 from swarm_instrument.audio.analysis.beat_feed import MAX_S, RingBeatFeed
+from swarm_instrument.audio.analysis.beat_thread import ThreadedRingFeed
 from swarm_instrument.audio.analysis.beats import TEMPO_RANGE, BeatInfo, BeatTracker
 from swarm_instrument.audio.analysis.features import DB_FLOOR, Analyzer, AudioFeatures, Bands
 from swarm_instrument.audio.input.ring import Ring
 
 DEFAULT_RATE = 48000
+_UNSHARED = contextlib.nullcontext()  # `beat_lock` where no thread feeds the tracker
 MAX_DT = 0.25  # a longer gap (a hitch, a breakpoint) must not swing the smoothing wildly
 
 
@@ -37,6 +41,7 @@ class AudioFrameSource:
     """
 
     tracks_beats = False  # a source with real samples sets it: update() feeds a BeatTracker
+    threads_beats = False  # ... and may feed it on a thread of its own (`beats_on_thread`)
     refreshes = False  # a source that reads new samples again at the late latch (`refresh`)
 
     def __init__(self, rate: float = DEFAULT_RATE, device: str = "", state: str = "silence",
@@ -45,6 +50,7 @@ class AudioFrameSource:
         self._tempo_range = TEMPO_RANGE
         self._beats: BeatTracker | None = None
         self._ring_feed: RingBeatFeed | None = None
+        self._beats_on_thread = False
         # Callables given every sample the beat tracker is fed (and zeros for those it skips),
         # in order, on the main thread: the live autopilot's ears (audio/form/form_live.py).
         self.sample_listeners: list = []
@@ -93,7 +99,29 @@ class AudioFrameSource:
         """The performer's tempo range (BPM): the beat tracker reads the tempo inside it."""
         self._tempo_range = (float(low), float(high))
         if self._beats is not None:
-            self._beats.set_range(low, high)
+            with self.beat_lock:
+                self._beats.set_range(low, high)
+
+    def beats_on_thread(self) -> bool:
+        """A live show's: the beat tracker (and the sample listeners) fed on a thread of their
+        own, off the frame (audio/analysis/beat_thread.py), where the source `threads_beats`;
+        whoever reads the tracker or the listeners' state then holds `beat_lock`."""
+        self._beats_on_thread = self.threads_beats
+        return self._beats_on_thread
+
+    @property
+    def beat_lock(self) -> Any:
+        """Held while reading or changing the beat tracker or what its listeners found: the
+        feeding thread's lock where there is one, else a lock nobody else takes."""
+        feed = self._ring_feed
+        return feed.lock if isinstance(feed, ThreadedRingFeed) else _UNSHARED
+
+    def _stop_feed(self) -> None:
+        """The ring's feed is done with (a new tracker, an error, the end): its thread
+        stopped."""
+        feed, self._ring_feed = self._ring_feed, None
+        if isinstance(feed, ThreadedRingFeed):
+            feed.close()
 
     def _track_beats(self, now: float) -> BeatInfo | None:
         """Feed the tracker the samples that arrived since the last update, in order, and give
@@ -105,8 +133,9 @@ class AudioFrameSource:
         feed = self._ring_feed
         if feed is None or feed.tracker is not self._beats:
             assert self._beats is not None
-            feed = self._ring_feed = RingBeatFeed(self._beats,
-                                                  listeners=self.sample_listeners)
+            self._stop_feed()
+            kind = ThreadedRingFeed if self._beats_on_thread else RingBeatFeed
+            feed = self._ring_feed = kind(self._beats, listeners=self.sample_listeners)
         return feed.update(ring, now)
 
     def _hear(self, samples: np.ndarray) -> None:
@@ -163,6 +192,7 @@ class AudioFrameSource:
                 self.beat_info = self._track_beats(now)
             except Exception as exc:  # noqa: BLE001 - a bug here must not stop the frame
                 self._beats = None
+                self._stop_feed()
                 self._pending.append(f"beat tracking stopped ({type(exc).__name__}: {exc})")
         return self.features
 

@@ -68,12 +68,13 @@ class Show:
         self.options = options
         self.audio = audio if audio is not None else Silence()
         self.audio.analysis_at_latch = self.audio.refreshes and options.live  # one a frame
+        if options.live:  # the live input's beat tracker off the frame, on a thread
+            self.audio.beats_on_thread()
         self.midi = midi
         self.osc = osc
         self.web = web
         self.looks = Looks(params, routes, bank=presets, preset=preset, recovery=recovery,
-                           pinned=options.pinned, seed=options.seed,
-                           pick_up=self._pick_up)
+                           pinned=options.pinned, seed=options.seed, pick_up=self._pick_up)
         self._recorder: Recorder | None = None  # --record-control
         self.selection = Selection()  # the HUD's chosen parameter: keys change it, L learns it
         shaders = resolve_shader_dir(options.shader_dir)  # fixed for the show, reloads too
@@ -89,9 +90,8 @@ class Show:
         swarm_class, renderer_class = backend_classes(self.backend)
         log.info(f"GL {self.backend} backend: {self.backend_why}")
         self.swarm: SwarmRole = swarm_class(ctx, values, neighbors=options.neighbors,
-                                            seed=options.seed,
-                                 shader_dir=shaders,
-                                 position=options.position, velocity=options.velocity)
+                                            seed=options.seed, shader_dir=shaders,
+                                            position=options.position, velocity=options.velocity)
         self.swarm.fixed_lag = options.reproducible  # its lanes from the crowd, a fixed step late
         if options.obstacles:
             self.swarm.set_obstacles(options.obstacles)

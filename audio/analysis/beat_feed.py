@@ -72,8 +72,11 @@ class BeatFeed:
         return offsets[0][1]
 
     def _skip(self, count: int) -> None:
-        self.tracker.skip(count)
         self.skipped += count
+        self._skip_now(count)
+
+    def _skip_now(self, count: int) -> None:
+        self.tracker.skip(count)
         if self.listeners and count > 0:
             silence = np.zeros(count, np.float32)
             for listen in self.listeners:
@@ -83,6 +86,10 @@ class BeatFeed:
         self.tracker.feed(samples)
         for listen in self.listeners:
             listen(samples)
+
+    def _info(self, at: float) -> BeatInfo | None:
+        """The tracker's view, `at` being the newest sample's time in the caller's clock."""
+        return self.tracker.info(at)
 
     def _catch_up(self, written: int, cap: int) -> None:
         """After a stall longer than `cap` samples: skip ahead rather than stall the frame."""
@@ -107,7 +114,6 @@ class RingBeatFeed(BeatFeed):
         if ring is not self._ring or written < self._next:
             self._ring, self._next = ring, 0
             self._offsets.clear()
-        tracker = self.tracker
         start = self._start_estimate(now, written)  # a gap counts before the samples after it
         self._catch_up(written, min(int(self.max_s * self.rate), ring.capacity - ring.max_read))
         while self._next < written:
@@ -118,7 +124,7 @@ class RingBeatFeed(BeatFeed):
             else:  # overwritten under us
                 self._skip(count)
             self._next += count
-        return tracker.info(start + written / self.rate)
+        return self._info(start + written / self.rate)
 
 
 class FileBeatFeed(BeatFeed):
@@ -148,4 +154,4 @@ class FileBeatFeed(BeatFeed):
             count = min(played - self._next, total - at)
             self._feed(self.samples[at:at + count])  # a view: nothing copied
             self._next += count
-        return self.tracker.info(start + played / self.rate)
+        return self._info(start + played / self.rate)

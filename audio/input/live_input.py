@@ -59,10 +59,12 @@ class AudioInput(AudioFrameSource):
     name after a loss, since indices shift when devices come and go.
 
     Its beats (`beat_info`) come from every sample the worker wrote into the ring since the
-    last frame, read here on the main thread; None while no stream delivers.
+    last frame, read here on the main thread and fed to the tracker there, or on a thread of
+    its own in a live show (`beats_on_thread`); None while no stream delivers.
     """
 
     tracks_beats = True
+    threads_beats = True  # a live show feeds its beat tracker on a thread (beat_thread.py)
     refreshes = True
 
     def __init__(self, device: int | str | None = None, *, sd: Any = None,
@@ -374,6 +376,7 @@ class AudioInput(AudioFrameSource):
             return
         self.closed = True
         self._retryable = False
+        self._stop_feed()
         if self._attempt is not None:
             self._stopping.append(self._attempt)
             self._attempt = None

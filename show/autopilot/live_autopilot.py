@@ -1,8 +1,10 @@
 """The autopilot live (`--autopilot` without --render): the form followed as the sound plays,
 and the performer's hand taking over.
 
-Main thread only. The audio source hands every sample to the follower (`LiveForm`, a sample
-listener: audio/form/form_live.py), which reads the beats of the source's own beat tracker
+Main thread only (a live input's listeners hear on its beat tracker's thread: what they
+found is read holding the source's `beat_lock`). The audio source hands every sample to the
+follower (`LiveForm`, a sample listener: audio/form/form_live.py), which reads the beats of
+the source's own beat tracker
 (no second tracker runs) and announces a new section about a bar after it began, on a
 downbeat; the look it gets is chosen as a render's (choreography.py) and played when the
 show's clock reaches that downbeat. Nothing is known ahead, so a build's morph runs over four
@@ -51,8 +53,9 @@ class LiveAutopilot:
         self._phrases = 0  # phrases of the section played
         self._now = 0.0  # the latest frame's time
         self.audio = audio
-        self.form = LiveForm(audio.rate, audio.beat_tracker)
-        audio.sample_listeners.append(self.form.feed)
+        with audio.beat_lock:  # a live input's listeners hear on the beat tracker's thread
+            self.form = LiveForm(audio.rate, audio.beat_tracker)
+            audio.sample_listeners.append(self.form.feed)
         self.resume_s = resume_s
         self.on = True
         self.held_until = -math.inf  # the show's time the performer's hold ends
@@ -73,11 +76,13 @@ class LiveAutopilot:
     def update(self, show: Any, now: float) -> None:
         """Once a frame, after the audio's update: the changes found, the cues due."""
         self._now = now
-        offset = now - self.form.heard / self.form.rate
+        with self.audio.beat_lock:  # the form heard on the beat tracker's thread, if any
+            offset = now - self.form.heard / self.form.rate
+            self.form.follow(self.audio.beat_tracker)
+            changes = self.form.update()
         # the earliest estimate over time: a block heard soon after it arrived
         self._offset = offset if self._offset is None else min(self._offset, offset)
-        self.form.follow(self.audio.beat_tracker)
-        for change in self.form.update():
+        for change in changes:
             self._plan(change)
         if self.form.grid.period:
             self.bar_seconds = 4 * self.form.grid.period
