@@ -75,7 +75,7 @@ def play(feed: RingBeatFeed, song: np.ndarray) -> tuple[list, float]:
 def drained(feed: ThreadedRingFeed, timeout: float = 30.0) -> None:
     end = time.monotonic() + timeout
     while feed._pending and time.monotonic() < end:
-        time.sleep(0.01)
+        time.sleep(0.0005)
     assert not feed._pending, "the beat thread did not catch up"
 
 
