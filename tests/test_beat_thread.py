@@ -5,10 +5,13 @@ input and the live autopilot using it."""
 
 from __future__ import annotations
 
+import threading
 import time
 
 import numpy as np
 import pytest
+from test_audio_faults import BLOCK as BLOCK_FAKE
+from test_audio_faults import Clock, FakeSoundDevice, mic
 from test_autopilot import LIVE_FORM, LOOKS, LiveShow
 from test_form import RATE as FORM_RATE
 from test_form import song
@@ -191,3 +194,33 @@ def test_the_live_autopilot_follows_a_tracker_fed_on_the_thread_as_one_fed_on_th
     samples = song(LIVE_FORM)
     here, threaded = live_looks(samples, False), live_looks(samples, True)
     assert len(here) == 3 and threaded == here
+
+
+def beat_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "beat tracker" and t.is_alive()]
+
+
+def test_a_lost_and_reopened_input_keeps_its_one_beat_thread_and_close_ends_it():
+    """The watchdog's loss and reopening (a new stream, a new ring) under a threaded feed:
+    one thread all along, fed from the reopened stream, gone at close."""
+    before = len(beat_threads())
+    sd = FakeSoundDevice([mic()])
+    source = AudioInput(sd=sd)
+    try:
+        assert source.beats_on_thread()
+        clock = Clock(source, sd)
+        clock.frames(30, feed=True)
+        feed = source._ring_feed
+        assert isinstance(feed, ThreadedRingFeed) and len(beat_threads()) == before + 1
+        clock.run_until(1.2, feed=False)  # lost, reopened, silent until blocks come
+        assert source.opens == 2
+        drained(feed)
+        heard = feed.fed_on_thread
+        clock.frames(30, feed=True)  # blocks from the reopened stream
+        assert source.state == "ok" and source._ring_feed is feed
+        drained(feed)
+        assert feed.fed_on_thread >= heard + 30 * 3 * BLOCK_FAKE
+        assert len(beat_threads()) == before + 1
+    finally:
+        source.close()
+    assert len(beat_threads()) == before
