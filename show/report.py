@@ -63,9 +63,8 @@ class FrameClock:
 
     @property
     def frame_ms(self) -> float | None:
-        if len(self.times) < 2:
-            return None
-        return (self.times[-1] - self.times[-2]) * 1000.0
+        times = self.times
+        return None if len(times) < 2 else (times[-1] - times[-2]) * 1000.0
 
     @property
     def fps(self) -> float | None:
@@ -181,7 +180,7 @@ def hud_lines(show: Show, compact: bool = False) -> list[str]:
         f"  near lure {'-' if renderer.near_lure is None else renderer.near_lure}"
         f"{'  PAUSED' if show.paused else ''}",
         technical[1],
-        f"audio: {audio_line(show.audio)}",
+        f"audio: {audio_line(show.audio, clock)}",
         f"tempo: {tempo_line(show)}",
         technical[2],
     ]
@@ -264,14 +263,17 @@ def link_state(show: Show) -> dict[str, Any] | None:
     return state() if state is not None else None
 
 
-def audio_line(audio: Any) -> str:
-    """State and device, a level meter, the bands and the onsets (a * on an onset)."""
-    bands = audio.bands
-    meter = "#" * round(audio.level * 10)
+def audio_line(audio: Any, clock: FrameClock | None = None) -> str:
+    """State and device, a level meter (each frame: the HUD draws it as a bar), the level,
+    bands and onsets (with `clock`, its readout's, four times a second: not laid out anew)."""
+
+    def figures() -> str:
+        bands = audio.bands
+        return (f"{audio.level:4.2f}  low {bands.low:4.2f} mid {bands.mid:4.2f} high "
+                f"{bands.high:4.2f}  onsets {audio.onsets}")
     source = f"{audio.state} ({audio.device})" if audio.device else audio.state
-    return (f"{source}  [{meter:<10}] {audio.level:4.2f}  low {bands.low:4.2f} "
-            f"mid {bands.mid:4.2f} high {bands.high:4.2f}  onsets {audio.onsets}"
-            f"{' *' if audio.onset else ''}")
+    return (f"{source}  [{'#' * round(audio.level * 10):<10}] "
+            f"{figures() if clock is None else clock.readout('audio', figures)}")
 
 
 def midi_line(state: dict[str, Any]) -> str:

@@ -173,3 +173,36 @@ def test_the_huds_frame_figures_change_four_times_a_second_not_each_frame():
     clock.times.clear()
     clock.tick(0.0)  # a new start (the clock went back): made again at once
     assert clock.readout("rate", rate) == "1 frames"
+
+
+def test_the_level_meter_is_a_bar_moved_each_frame_not_a_line_laid_out_again(text_window,
+                                                                               monkeypatch):
+    """The audio line's meter (`[####      ]`, show/report.py) is drawn as a bar over its place:
+    a louder frame moves the bar over the backdrop and lays nothing out again; the report's
+    line changes its figures four times a second (its readout), the meter each frame."""
+    from swarm_instrument.audio.base import Silence
+    from swarm_instrument.show.report import FrameClock, audio_line
+
+    size = (1280, 720)
+    hud, lit, layouts = Hud(*size), [], []
+    set_lines = hud._set_lines
+    monkeypatch.setattr(hud, "_set_lines", lambda texts: (layouts.append(1), set_lines(texts)))
+    for level in (0.3, 0.8):
+        line = f"audio: ok (mic)  [{'#' * round(level * 10):<10}] 0.55  low 0.10"
+        image = drawn_over_white(text_window, size, [FULL[0], line], hud)
+        bar, (left, width) = hud._meters[1], hud._meter_spans[1]
+        row = image[size[1] - 1 - round(bar.y + bar.height / 2)]  # top row first
+        lit.append(int(np.count_nonzero(row[round(left):round(left + width)] > 200)))
+    assert len(layouts) == 1  # laid out for the first frame only
+    assert bar.width == pytest.approx(width * 0.8)
+    assert lit[0] == pytest.approx(0.3 * width, abs=2) and lit[1] == pytest.approx(
+        0.8 * width, abs=2), (lit, width)
+    clock, source = FrameClock(), Silence()
+    clock.tick(0.0)
+    first = audio_line(source, clock)
+    source.features = type(source.features)(level=0.5, onsets=3)
+    clock.tick(1 / 60)
+    moved = audio_line(source, clock)  # the meter at once, the figures not yet
+    assert moved.split("]")[0].count("#") == 5 and moved.split("]")[1] == first.split("]")[1]
+    clock.tick(0.3)
+    assert audio_line(source, clock).endswith("onsets 3")

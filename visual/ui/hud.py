@@ -5,11 +5,14 @@ Legible over any picture: the text sits on a translucent dark backdrop sized to 
 swarm behind white text is read through 40 % of its light). Laid out for the window
 (`hud_layout`): the font shrinks with a small window, a small window gets the show's compact
 lines (fewer: show/report.py), and a line too long for the window is cut with an ellipsis
-instead of wrapping onto the picture.
+instead of wrapping onto the picture. A level meter in a line (`[###       ]`: ten places of
+`#` or space, show/report.py) is drawn as a bar over its place, moved each frame, while the
+line's text is laid out only when the rest of it changes.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import moderngl
@@ -30,6 +33,8 @@ NOTICE = (255, 210, 120, 255)
 CHAR_EM = 0.64
 COMPACT_BELOW = (960, 540)  # a window narrower or lower than this gets the compact lines
 POINTS_TO_PIXELS = 96 / 72
+METER = re.compile(r"\[([# ]{10})\]")  # a level meter: ten places, a # for each tenth
+METER_PLACE = "[" + "\u2007" * 10 + "]"  # what is laid out in its place (figure spaces)
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,15 @@ def hud_layout(size: tuple[int, int]) -> HudLayout:
                      max(8, int(room / (font * POINTS_TO_PIXELS * CHAR_EM))))
 
 
+def split_meter(line: str) -> tuple[str, float | None]:
+    """(the line with its meter's place left empty, the meter's reading 0..1 or None)."""
+    match = METER.search(line)
+    if match is None:
+        return line, None
+    return (line[:match.start()] + METER_PLACE + line[match.end():],
+            match.group(1).count("#") / 10)
+
+
 def fit_lines(lines: list[str], max_chars: int) -> list[str]:
     """Each line cut to `max_chars` characters, the cut marked with an ellipsis."""
     return [line if len(line) <= max_chars else line[:max_chars - 1].rstrip() + "\u2026"
@@ -79,6 +93,8 @@ class Hud:
                                                         batch=self._notice_batch,
                                                         group=self._back)
         self._labels: list[pyglet.text.Label] = []
+        self._meters: list[pyglet.shapes.Rectangle] = []  # one a line, hidden without a meter
+        self._meter_spans: list[tuple[float, float] | None] = []  # each line's (x, width)
         self._notice = pyglet.text.Label(
             "", font_size=NOTICE_PT, x=width // 2, y=height // 2, anchor_x="center",
             anchor_y="center", color=NOTICE, batch=self._notice_batch, group=self._front)
@@ -106,9 +122,14 @@ class Hud:
         """Lay out only the lines that changed, then draw (the notice even with the lines
         hidden)."""
         if self.visible:
-            texts = fit_lines(lines, self.layout.max_chars)
+            texts, readings = [], []
+            for line in fit_lines(lines, self.layout.max_chars):
+                text, reading = split_meter(line)
+                texts.append(text)
+                readings.append(reading)
             if texts != self._texts:
                 self._set_lines(texts)
+            self._move_meters(readings)
             self._batch.draw()
         if notice != self._notice.text:
             self._notice.text = notice
@@ -127,12 +148,44 @@ class Hud:
             if label.text != text:
                 label.text = text
         self._texts = list(texts)
+        self._place_meters()
         width = max((label.content_width for label in self._labels), default=0)
         height = self._line_height * len(texts)
         backdrop = self._backdrop
         backdrop.visible = bool(texts) and width > 0
         backdrop.position = (MARGIN, self._top - height - PAD)
         backdrop.width, backdrop.height = width + 2 * PAD, height + 2 * PAD
+
+    def _place_meters(self) -> None:
+        """Where each line's meter goes (its place's left edge and width), measured from the
+        font's advances when the line is laid out again; a bar each."""
+        while len(self._meters) < len(self._labels):
+            self._meters.append(pyglet.shapes.Rectangle(0, 0, 0, 0, color=TEXT,
+                                                        batch=self._batch, group=self._front))
+        self._meter_spans = []
+        for label, meter in zip(self._labels, self._meters):
+            at = label.text.find(METER_PLACE)
+            if at < 0:
+                self._meter_spans.append(None)
+                continue
+            font = pyglet.font.load(label.font_name, label.font_size)
+            before = _advance(font, label.text[:at + 1])  # up to the place's "["
+            width = _advance(font, METER_PLACE[1:-1])
+            bar = 0.45 * self._line_height
+            meter.y = label.y - (self._line_height + bar) / 2
+            meter.height = bar
+            self._meter_spans.append((label.x + before, width))
+        for meter in self._meters[len(self._labels):]:
+            meter.visible = False
+
+    def _move_meters(self, readings: list[float | None]) -> None:
+        """Each meter's bar to its reading: a vertex update, not a layout."""
+        for meter, span, reading in zip(self._meters, self._meter_spans, readings):
+            shown = span is not None and reading is not None and reading > 0.0
+            if shown:
+                meter.x, meter.width = span[0], span[1] * reading
+            if meter.visible != shown:
+                meter.visible = shown
 
     @staticmethod
     def _cover(backdrop, label) -> None:
@@ -143,6 +196,13 @@ class Hud:
         top = label.y + (height / 2 if label.anchor_y == "center" else 0)
         backdrop.position = (left - PAD, top - height - PAD)
         backdrop.width, backdrop.height = width + 2 * PAD, height + 2 * PAD
+
+
+def _advance(font, text: str) -> float:
+    """How far `text` moves the pen in `font`, pixels."""
+    glyphs, positions = font.get_glyphs(text)  # pyglet 2.1: the glyphs and their offsets
+    return float(sum(glyph.advance + place.x_advance
+                     for glyph, place in zip(glyphs, positions)))
 
 
 def headless_text_context(size: tuple[int, int]):
