@@ -98,9 +98,11 @@ class AudioFrameSource:
     def set_tempo_range(self, low: float, high: float) -> None:
         """The performer's tempo range (BPM): the beat tracker reads the tempo inside it."""
         self._tempo_range = (float(low), float(high))
-        if self._beats is not None:
+        beats = self._beats
+        # asked each frame: the lock (a step of the beat thread's) only when it changes
+        if beats is not None and tuple(sorted(self._tempo_range)) != beats.tempo_range:
             with self.beat_lock:
-                self._beats.set_range(low, high)
+                beats.set_range(low, high)
 
     def beats_on_thread(self) -> bool:
         """A live show's: the beat tracker (and the sample listeners) fed on a thread of their

@@ -77,9 +77,9 @@ def play(feed: RingBeatFeed, song: np.ndarray) -> tuple[list, float]:
 
 def drained(feed: ThreadedRingFeed, timeout: float = 30.0) -> None:
     end = time.monotonic() + timeout
-    while feed._pending and time.monotonic() < end:
+    while feed.pending and time.monotonic() < end:
         time.sleep(0.0005)
-    assert not feed._pending, "the beat thread did not catch up"
+    assert not feed.pending, "the beat thread did not catch up"
 
 
 def test_the_thread_finds_the_same_beats_from_the_same_samples_off_the_frame():
