@@ -114,7 +114,7 @@ class AudioFrameSource:
     @property
     def beat_lock(self) -> Any:
         """Held while reading or changing the beat tracker or what its listeners found: the
-        feeding thread's lock where there is one, else a lock nobody else takes."""
+        feeding thread's lock where there is one, else a context that holds nothing."""
         feed = self._ring_feed
         return feed.lock if isinstance(feed, ThreadedRingFeed) else _UNSHARED
 

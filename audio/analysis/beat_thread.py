@@ -69,8 +69,7 @@ class ThreadedRingFeed(RingBeatFeed):
     def _feed(self, samples: np.ndarray) -> None:
         self._hold(samples.copy())  # the ring's buffer is reused: a copy, in the frame's chunk
 
-    def _skip(self, count: int) -> None:
-        self.skipped += count
+    def _skip_now(self, count: int) -> None:
         if count > 0:
             self._hold(count)
 
@@ -83,7 +82,7 @@ class ThreadedRingFeed(RingBeatFeed):
         in the ring, some of which may still be queued); then this frame's samples go to the
         thread: asked first, the tracker is seldom in the middle of a step."""
         with self.lock:
-            info = self.tracker.info(at - (self._queued - self._done) / self.rate)
+            info = self.tracker.info(at - self.pending / self.rate)
         for step in self._held:
             self._steps.put(step)
         self._held.clear()

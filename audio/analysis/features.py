@@ -21,6 +21,7 @@ import numpy as np
 DB_FLOOR = -120.0  # what silence reads as, in dBFS
 BAND_NAMES = ("low", "mid", "high")
 BAND_EDGES_HZ = ((20.0, 250.0), (250.0, 2500.0), (2500.0, 16000.0))
+BAND_FLOOR = 1e-12  # a band's power never reads below this (silence: -120 dB)
 
 
 def to_db(amplitude: float) -> float:
@@ -140,13 +141,13 @@ class BandAnalyzer:
         magnitude *= self._amplitude_scale
         return magnitude
 
-    silent_db = 10.0 * math.log10(1e-12)  # what `band_db` reads for every band of silence
+    silent_db = 10.0 * math.log10(BAND_FLOOR)  # what `band_db` reads for every band of silence
 
     def band_db(self, magnitude: np.ndarray) -> tuple[float, ...]:
         """dBFS of each band, from a magnitude spectrum made by `spectrum`."""
         scale = self._band_scale
         return tuple(10.0 * math.log10(max(float(np.dot(magnitude[s], magnitude[s])) * scale,
-                                           1e-12)) for s in self.slices)
+                                           BAND_FLOOR)) for s in self.slices)
 
 
 @dataclass

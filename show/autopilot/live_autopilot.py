@@ -4,11 +4,10 @@ and the performer's hand taking over.
 Main thread only (a live input's listeners hear on its beat tracker's thread: what they
 found is read holding the source's `beat_lock`). The audio source hands every sample to the
 follower (`LiveForm`, a sample listener: audio/form/form_live.py), which reads the beats of
-the source's own beat tracker
-(no second tracker runs) and announces a new section about a bar after it began, on a
-downbeat; the look it gets is chosen as a render's (choreography.py) and played when the
-show's clock reaches that downbeat. Nothing is known ahead, so a build's morph runs over four
-bars and the first section is an intro.
+the source's own beat tracker (no second tracker runs) and announces a new section about a
+bar after it began, on a downbeat; the look it gets is chosen as a render's (choreography.py)
+and played when the show's clock reaches that downbeat. Nothing is known ahead, so a build's
+morph runs over four bars and the first section is an intro.
 
 Hand-over: whatever the performer does to the look (a knob, a key, a recall, OSC, the web
 page, the control window: the looks tell it, `Looks.on_played`) takes over at once (a morph under

@@ -106,15 +106,12 @@ class Fences:
 
     def insert(self) -> int:
         """A fence after every command issued so far (while `finishing`: its serial alone)."""
-        if self.finishing:
-            self.issued += 1
-            token = -self.issued
-            self._serials[token] = self.issued
-            self._tokens[self.issued] = token
-            return token
-        token = self._fence_sync(GL_SYNC_GPU_COMMANDS_COMPLETE, 0) or 0
-        self.gl_fences += 1
         self.issued += 1
+        if self.finishing:
+            token = -self.issued
+        else:
+            token = self._fence_sync(GL_SYNC_GPU_COMMANDS_COMPLETE, 0) or 0
+            self.gl_fences += 1
         if token:
             self._serials[token] = self.issued
             self._tokens[self.issued] = token
