@@ -5,6 +5,7 @@ field by field, and the CPU time by stage that telemetry reports."""
 
 from __future__ import annotations
 
+import gc
 import sys
 
 import numpy as np
@@ -23,41 +24,79 @@ from swarm_instrument.visual.render.camera import OrbitCamera, look_at
 from swarm_instrument.visual.render.counts import SumScales
 from swarm_instrument.visual.render.frame_values import frame_block
 
-# A steady frame of the show (silence, no MIDI, the default look) made 444 Python calls and
-# 539 calls into C when these were set (2026-12-03; before issue 31's work: 842 and 981).
-PYTHON_CALLS = 490
-C_CALLS = 600
+# A steady frame of the show (silence, no MIDI, the default look) made 325 Python calls and
+# 332 calls into C when these were set (2026-12-03, second round; 444 and 539 before it, 842
+# and 981 before issue 31's work). A GPU's frame (its timers and the whole post chain at
+# 960x540: six bloom levels) made 410 and 427 (604 and 508 before the second round).
+PYTHON_CALLS = 360
+C_CALLS = 380
+GPU_PYTHON_CALLS = 450
+GPU_C_CALLS = 470
+
+
+def steady_show(ctx, params: dict, size: tuple[int, int]):
+    show = Show(ctx, Params(params), ShowOptions(seed=1, fixed_dt=1 / 60, live=False))
+    loop = Loop(show, FixedStep(1 / 60))
+    sink = Offscreen(show, size)
+    for _ in range(30):  # shader variants, the grid, the first counts: not a steady frame
+        loop.frame(*sink.target())
+    return show, lambda: loop.frame(*sink.target())
 
 
 @pytest.fixture
 def played(ctx):
-    show = Show(ctx, Params({"count": 1024}), ShowOptions(seed=1, fixed_dt=1 / 60, live=False))
-    loop = Loop(show, FixedStep(1 / 60))
-    sink = Offscreen(show, (64, 36))
-    for _ in range(30):  # shader variants, the grid, the first counts: not a steady frame
-        loop.frame(*sink.target())
-    yield show, lambda: loop.frame(*sink.target())
+    show, frame = steady_show(ctx, {"count": 1024}, (64, 36))
+    yield show, frame
     show.release()
 
 
-def test_a_steady_frame_makes_no_more_python_calls_than_it_did(played):
-    show, frame = played
+def calls_a_frame(frame, frames: int = 20) -> dict[str, float]:
+    """Python calls and calls into C a frame, counted by sys.setprofile, and that no module is
+    imported meanwhile (an import inside a frame is a hitch: numpy's first median imported
+    numpy.ma, 12 ms). The garbage is collected first and not during (a live show collects
+    between frames, show/idle_gc.py): an earlier test's objects finalised inside the count are
+    not the frame's calls."""
     counts = {"call": 0, "c_call": 0}
 
     def count(_frame, event, _arg):
         if event in counts:
             counts[event] += 1
 
-    frames = 20
+    gc.collect()
+    gc.disable()
+    modules = set(sys.modules)
     sys.setprofile(count)
     try:
         for _ in range(frames):
             frame()
     finally:
         sys.setprofile(None)
-    per_frame = {event: n / frames for event, n in counts.items()}
+        gc.enable()
+    assert set(sys.modules) == modules, set(sys.modules) - modules
+    return {event: n / frames for event, n in counts.items()}
+
+
+def test_a_steady_frame_makes_no_more_python_calls_than_it_did(played):
+    show, frame = played
+    per_frame = calls_a_frame(frame)
     assert per_frame["call"] <= PYTHON_CALLS, per_frame
     assert per_frame["c_call"] <= C_CALLS, per_frame
+
+
+def test_a_gpu_s_frame_makes_no_more_python_calls_than_it_did(ctx, monkeypatch):
+    """What a GPU's frame adds (its timers, bloom and feedback) counted the same way: software
+    GL has no timers and runs no bloom by default, so both are turned on here. Its frames are
+    slow here, so the frame clock looks for hitches (a median) in them too."""
+    monkeypatch.setattr(timers, "is_software", lambda _ctx: False)
+    show, frame = steady_show(ctx, {"count": 1024, "post": "on", "bloom": 0.8,
+                                    "feedback": 0.85, "feedback_zoom": 0.01}, (960, 540))
+    try:
+        per_frame = calls_a_frame(frame, frames=8)
+    finally:
+        show.release()
+    assert show.renderer.post_on
+    assert per_frame["call"] <= GPU_PYTHON_CALLS, per_frame
+    assert per_frame["c_call"] <= GPU_C_CALLS, per_frame
 
 
 def test_a_frame_inserts_one_fence_however_many_gpu_timers_it_runs(ctx, monkeypatch):
@@ -157,3 +196,29 @@ def test_frames_waited_for_read_back_without_a_gl_fence(ctx):
         assert fences.gl_fences >= made + 4
     finally:
         show.release()
+
+
+def test_a_gpu_timer_times_one_use_in_every_few(ctx, monkeypatch):
+    """The GPU timers begin a query one use in `every` (the HUD shows their figures four times a
+    second): the uses between cost no GL call, and the figure is the timed use's."""
+    import moderngl
+
+    monkeypatch.setattr(timers, "is_software", lambda _ctx: False)
+    begun = []
+    enter = moderngl.Query.__enter__
+    monkeypatch.setattr(moderngl.Query, "__enter__",
+                        lambda query: begun.append(query) or enter(query))
+    timer = timers.GpuTimer(ctx, every=4)
+    target = ctx.simple_framebuffer((8, 8))
+    for _ in range(8):
+        with timer:
+            target.clear(0.5, 0.5, 0.5, 1.0)
+    assert len(begun) == 2
+    assert timer.flush() is not None and timer.last_ms >= 0.0
+    every_use = timers.GpuTimer(ctx, every=1)
+    for _ in range(3):
+        with every_use:
+            target.clear()
+    assert len(begun) == 5
+    every_use.flush()
+    target.release()

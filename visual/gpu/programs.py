@@ -16,7 +16,7 @@ only, with the context current.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -173,14 +173,16 @@ def release_all(objects: Mapping[str, Any]) -> None:
         obj.release()
 
 
-class ProgramSet(Mapping[str, Any]):
+class ProgramSet(dict):
     """An owner's programs and vertex arrays by name, made by `build(built)`, which adds them
     to the dict it is given: compiled whole (a failure releases what it made and raises), read
-    like a dict, swapped whole by `reload_together`, released once by the owner."""
+    like a dict (it is one: a lookup is no Python call, and a frame makes a few dozen), swapped
+    whole by `reload_together`, released once by the owner."""
 
     def __init__(self, build: Build) -> None:
+        super().__init__()
         self._build = build
-        self._objects = self.compile()
+        self.update(self.compile())
 
     def compile(self) -> dict[str, Any]:
         """A fresh set from the shader files, not yet in use (ShaderError: none made)."""
@@ -194,29 +196,23 @@ class ProgramSet(Mapping[str, Any]):
 
     def swap(self, built: dict[str, Any]) -> None:
         """Use `built` (from `compile`) from now on; the old set is released."""
-        old, self._objects = self._objects, built
+        old = dict(self)
+        self.clear()
+        self.update(built)
         release_all(old)
 
     def put(self, name: str, obj: Any) -> None:
         """Add or replace one object (a vertex array over buffers remade at another size); the
         one it replaces is released."""
-        old = self._objects.pop(name, None)
+        old = self.pop(name, None)
         if old is not None:
             old.release()
-        self._objects[name] = obj
+        self[name] = obj
 
     def release(self) -> None:
-        release_all(self._objects)
-        self._objects = {}
-
-    def __getitem__(self, name: str) -> Any:
-        return self._objects[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._objects)
-
-    def __len__(self) -> int:
-        return len(self._objects)
+        objects = dict(self)
+        self.clear()
+        release_all(objects)
 
 
 def reload_together(*sets: ProgramSet) -> None:

@@ -21,10 +21,16 @@ class GpuTimer:
 
     `available` is False where the driver has no meaningful timer queries (software GL):
     `last_ms` then stays None and callers fall back to wall time around `ctx.finish()`.
+
+    `every`: one use in that many is timed (TIME_EVERY: 15 times a second at 60 fps, where
+    the HUD shows them 4 times and telemetry once): a query begun, ended and read costs the
+    frame's CPU, and a show runs four timers a frame. 1 times each.
     """
 
-    def __init__(self, ctx: moderngl.Context, depth: int = 3) -> None:
+    def __init__(self, ctx: moderngl.Context, depth: int = 3, every: int = 4) -> None:
         self.ctx = ctx
+        self.every = max(1, int(every))
+        self._wait = 0  # uses left untimed before the next timed one
         self._free = deque()
         self.available = not is_software(ctx)
         if self.available:
@@ -37,6 +43,11 @@ class GpuTimer:
         self.last_ms: float | None = None
 
     def __enter__(self) -> "GpuTimer":
+        if self._wait > 0:
+            self._wait -= 1
+            self._active = None
+            return self
+        self._wait = self.every - 1
         if self.available and self._free:
             query = self._free.popleft()
             self._active = query
@@ -46,6 +57,8 @@ class GpuTimer:
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        if self._active is None and not self._pending:
+            return
         fences = self._fences
         if fences is not None and self._pending:
             fences.cover(self._pending[0][1])  # nobody fenced last time's query: we do

@@ -20,6 +20,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 import moderngl
@@ -87,6 +88,7 @@ class Block:
         self.parameters = tuple(f.name for f in fields if not f.derived)
         self.derived = frozenset(f.name for f in fields if f.derived)
         self._whole, self._plan = self._compile()
+        self._flatten = self._make_flatten()
 
     def _compile(self) -> tuple[struct.Struct, list[tuple[str, bool, str, int, int]]]:
         """One struct for the whole block (std140's padding as pad bytes) and, field by field,
@@ -144,42 +146,44 @@ class Block:
                 pass
         return self.pack_fields(values, derived)
 
-    def _flat(self, values: Mapping[str, Any], derived: Mapping[str, Any]) -> list:
-        """Every number of the block in order, as `_whole` takes them."""
-        flat: list = []
-        add, extend = flat.append, flat.extend
-        for name, is_derived, how, components, length in self._plan:
-            value = derived[name] if is_derived else values[name]
-            if how == "f1":
-                add(float(value))
-            elif how == "fn" and not length:
-                items = value.tolist() if isinstance(value, np.ndarray) else value
-                if len(items) != components:
-                    raise ValueError(name)
-                extend([float(v) for v in items])
+    def _flat(self, values: Mapping[str, Any], derived: Mapping[str, Any]) -> tuple:
+        """Every number of the block in order, as `_whole` takes them (straight-line code
+        made once for the block: `_flat_source`)."""
+        return self._flatten(values, derived)
+
+    def _flat_source(self) -> str:
+        """The source of the block's flattening function: one statement a vector field (its
+        components unpacked, so a wrong length raises), one tuple of every number. Floats go
+        to struct as they are (it takes ints and numpy floats for "f"); ints are cast (a knob
+        may give 3.0), bools made 0 or 1, matrices transposed to column-major."""
+        lines = ["def flatten(values, derived):"]
+        items: list[str] = []
+        for k, (name, is_derived, how, components, length) in enumerate(self._plan):
+            source = f"{'derived' if is_derived else 'values'}[{name!r}]"
+            if length:
+                items.append(f"*_array({source}, {components}, {length}, "
+                             f"{'float' if how[0] == 'f' else 'int'}, {name!r})")
             elif how == "mat4":
-                extend(np.asarray(value, np.float64).reshape(4, 4).T.ravel().tolist())
+                items.append(f"*_matrix({source})")
+            elif how == "f1":
+                items.append(source)
             elif how == "i1":
-                add(int(value))
+                items.append(f"int({source})")
             elif how == "bool":
-                add(1 if value else 0)
-            elif not length:  # an int vector
-                items = value.tolist() if isinstance(value, np.ndarray) else value
-                if len(items) != components:
-                    raise ValueError(name)
-                extend([int(v) for v in items])
-            else:  # an array: each item's components, then zeros for the items not given
-                items = value.tolist() if isinstance(value, np.ndarray) else list(value)
-                if len(items) > length:
-                    raise ValueError(name)
-                cast = float if how[0] == "f" else int
-                for item in items:
-                    item = [item] if components == 1 else item
-                    if len(item) != components:
-                        raise ValueError(name)
-                    extend([cast(v) for v in item])
-                extend([cast(0)] * (components * (length - len(items))))
-        return flat
+                items.append(f"1 if {source} else 0")
+            else:  # a vector: unpacked (a wrong length raises ValueError)
+                names = [f"v{k}_{c}" for c in range(components)]
+                lines.append(f"    value = {source}")
+                lines.append(f"    {', '.join(names)}, = (value.tolist() if value.__class__ is "
+                             "_ndarray else value)")
+                items += names if how[0] == "f" else [f"int({n})" for n in names]
+        lines.append(f"    return ({', '.join(items)},)")
+        return "\n".join(lines)
+
+    def _make_flatten(self) -> Any:
+        scope = {"_array": _array, "_matrix": _matrix, "_ndarray": np.ndarray}
+        exec(compile(self._flat_source(), f"<{self.name} flatten>", "exec"), scope)
+        return scope["flatten"]
 
     def pack_fields(self, values: Mapping[str, Any], derived: Mapping[str, Any]) -> bytes:
         """`pack`, field by field: the same bytes, and an error that names the field."""
@@ -207,6 +211,35 @@ class Block:
                                  f"{source[field.name]!r}: {exc}") from exc
         return bytes(data)
 
+
+def _matrix(value: Any) -> list:
+    """A 4x4 matrix (an array, or four rows of plain numbers) as its 16 numbers, column-major
+    as GLSL reads a mat4."""
+    if isinstance(value, np.ndarray):
+        return np.asarray(value, np.float64).reshape(4, 4).T.ravel().tolist()
+    (a, b, c, d), (e, f, g, h), (i, j, k, m), (n, o, p, q) = value
+    return [a, e, i, n, b, f, j, o, c, g, k, p, d, h, m, q]
+
+
+def _array(value: Any, components: int, length: int, cast: Any, name: str) -> list:
+    """An array field's numbers: each item's components, then zeros for the items not given."""
+    if isinstance(value, np.ndarray):  # (items, components), or (items,) of scalars
+        shape = value.shape
+        if (len(shape) != (1 if components == 1 else 2) or shape[0] > length
+                or (components > 1 and shape[1] != components)):
+            raise ValueError(name)
+        flat = np.asarray(value, np.float64 if cast is float else np.int64).ravel().tolist()
+        return flat + [cast(0)] * (components * (length - shape[0]))
+    items = value if isinstance(value, (list, tuple)) else list(value)
+    if len(items) > length:
+        raise ValueError(name)
+    if components == 1:
+        flat = list(map(cast, items))
+    else:  # every item of `components` numbers (map and chain: no Python call an item)
+        if items and set(map(len, items)) != {components}:
+            raise ValueError(name)
+        flat = list(map(cast, chain.from_iterable(items)))
+    return flat + [cast(0)] * (components * (length - len(items)))
 
 def _components(field: Field, value: Any) -> list:
     """The value as the flat list of numbers its type packs (mat4: column-major)."""

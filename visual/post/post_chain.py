@@ -43,6 +43,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -137,8 +138,20 @@ def _program(ctx: moderngl.Context, fragment: str, folder: Path,
 
 def block_values(settings: PostSettings, dt: float, size: tuple[int, int]) -> dict[str, Any]:
     """This frame's PostParams, every value clamped to what the chain takes."""
-    threshold = clamp_finite(settings.bloom_threshold, 0.0, 4.0)
     step = feedback_step(settings, dt, size)
+    try:
+        clamped = _clamped(settings)
+    except TypeError:  # a field that is not hashable (a list for a tuple): worked out anew
+        clamped = _clamped.__wrapped__(settings)
+    return {**clamped, "feedback_fade": step.fade, "warp": step.matrix,
+            "warp_offset": step.offset}
+
+
+@lru_cache(maxsize=64)
+def _clamped(settings: PostSettings) -> dict[str, Any]:
+    """PostParams' values that follow from the settings alone, clamped (once a look: the
+    settings change when the performer changes them, not every frame). Not to be changed."""
+    threshold = clamp_finite(settings.bloom_threshold, 0.0, 4.0)
     return {"exposure": clamp_finite(settings.exposure, 0.1, 8.0),
             "operator": TONEMAPS.index(settings.tonemap),
             "encode": int(settings.encode == "srgb"),
@@ -146,7 +159,6 @@ def block_values(settings: PostSettings, dt: float, size: tuple[int, int]) -> di
             "bloom_intensity": clamp_finite(settings.bloom, 0.0, 2.0),
             "threshold": threshold, "knee": 0.5 * threshold,
             "bloom_mix": clamp_finite(settings.bloom_radius, 0.0, 1.0),
-            "feedback_fade": step.fade, "warp": step.matrix, "warp_offset": step.offset,
             "feedback_background": tuple(clamp_finite(c, 0.0, HISTORY_MAX)
                                          for c in settings.background)}
 
@@ -155,6 +167,8 @@ class _Image:
     """A float texture (linear filtering, clamp to edge) and a framebuffer drawing into it."""
 
     def __init__(self, ctx: moderngl.Context, size: tuple[int, int]) -> None:
+        self.size = (int(size[0]), int(size[1]))  # kept: moderngl's size is a Python call
+        self.groups = (-(-self.size[0] // LOCAL_SIZE), -(-self.size[1] // LOCAL_SIZE), 1)
         self.texture = ctx.texture(size, 4, dtype="f2")
         self.texture.filter = (moderngl.LINEAR, moderngl.LINEAR)
         self.texture.repeat_x = self.texture.repeat_y = False
@@ -233,27 +247,26 @@ class PostChain(ProgramOwner):
     def _dispatch(self, name: str, out: _Image, read: bool = False) -> None:
         """A compute pass over `out`'s pixels, written through image unit 0 (`read`: loaded
         too); then what it wrote is there for the next pass to sample or load."""
-        width, height = out.texture.size
         out.texture.bind_to_image(0, read=read, write=True)
-        self._programs[name].run(-(-width // LOCAL_SIZE), -(-height // LOCAL_SIZE), 1)
+        self._programs[name].run(*out.groups)
         self.ctx.memory_barrier(IMAGE_TO_NEXT_PASS)
 
     # ---- images ---------------------------------------------------------------------------
 
     def _ensure_levels(self, size: tuple[int, int]) -> None:
         sizes = bloom_level_sizes(size)
-        if [level.texture.size for level in self._levels] != sizes:
+        if [level.size for level in self._levels] != sizes:
             self._release_images(self._levels)
             self._levels = [_Image(self.ctx, level) for level in sizes]
 
     def _ensure_history(self, size: tuple[int, int]) -> None:
-        if not self._history or self._history[0].texture.size != size:
+        if not self._history or self._history[0].size != size:
             self._release_images(self._history)
             self._history = [_Image(self.ctx, size), _Image(self.ctx, size)]
             self._history_valid = False
 
     def _ensure_scratch(self, size: tuple[int, int]) -> _Image:
-        if self._scratch is None or self._scratch.texture.size != size:
+        if self._scratch is None or self._scratch.size != size:
             if self._scratch is not None:
                 self._scratch.release(self.ctx)
                 self._scratch = None

@@ -44,20 +44,45 @@ def _unit(v: tuple[float, float, float]) -> tuple[float, float, float]:
     return (v[0] / length, v[1] / length, v[2] / length)
 
 
-def look_at(eye, target, up=WORLD_UP) -> np.ndarray:
-    """The view matrix of a camera at `eye` looking at `target` (gluLookAt): world -> eye.
-    Plain floats on three numbers (numpy's cross and norm on 3-vectors cost ten times more)."""
-    ex, ey, ez = (float(v) for v in eye)
-    tx, ty, tz = (float(v) for v in target)
+def view_rows(eye, target, up=WORLD_UP) -> tuple[tuple[float, ...], ...]:
+    """The view matrix's first three rows (gluLookAt; the fourth is 0, 0, 0, 1), plain floats
+    on three numbers (numpy's cross and norm on 3-vectors cost ten times more)."""
+    ex, ey, ez = eye  # floats, or numpy's (the arithmetic is the same)
+    tx, ty, tz = target
     forward = _unit((tx - ex, ty - ey, tz - ez))
-    side = _cross(forward, tuple(float(v) for v in up))
+    side = _cross(forward, tuple(up))
     if math.sqrt(side[0] ** 2 + side[1] ** 2 + side[2] ** 2) < 1e-9:
         side = _cross(forward, (0.0, 0.0, 1.0))  # looking straight along `up`: any side
     side = _unit(side)
     true_up = _cross(side, forward)
     rows = (side, true_up, (-forward[0], -forward[1], -forward[2]))
-    return np.array([[*row, -(row[0] * ex + row[1] * ey + row[2] * ez)] for row in rows]
-                    + [[0.0, 0.0, 0.0, 1.0]])
+    (ax, ay, az), (bx, by, bz), (cx, cy, cz) = rows
+    return ((ax, ay, az, -(ax * ex + ay * ey + az * ez)),
+            (bx, by, bz, -(bx * ex + by * ey + bz * ez)),
+            (cx, cy, cz, -(cx * ex + cy * ey + cz * ez)))
+
+
+def look_at(eye, target, up=WORLD_UP) -> np.ndarray:
+    """The view matrix of a camera at `eye` looking at `target` (gluLookAt): world -> eye."""
+    return np.array([*view_rows(eye, target, up), (0.0, 0.0, 0.0, 1.0)])
+
+
+def projected_rows(fov_y_degrees: float, aspect: float, near: float, far: float,
+                   view: tuple[tuple[float, ...], ...]) -> tuple[tuple[float, ...], ...]:
+    """perspective(...) @ the view matrix whose first three rows are `view`, row by row in
+    plain floats: the projection has five numbers that are not 0, so the product is a few
+    multiplications (numpy's on 4x4 costs more in calls than in arithmetic)."""
+    if not (0.0 < fov_y_degrees < 180.0 and aspect > 0.0 and 0.0 < near < far):
+        raise ValueError(f"bad projection: fov {fov_y_degrees}, aspect {aspect}, "
+                         f"near {near}, far {far}")
+    f = 1.0 / math.tan(math.radians(fov_y_degrees) / 2.0)
+    a, b = (far + near) / (near - far), 2.0 * far * near / (near - far)
+    side, up, back = view
+    g = f / aspect
+    return ((g * side[0], g * side[1], g * side[2], g * side[3]),
+            (f * up[0], f * up[1], f * up[2], f * up[3]),
+            (a * back[0], a * back[1], a * back[2], a * back[3] + b),
+            (-back[0], -back[1], -back[2], -back[3]))
 
 
 def frustum_planes(view_projection: np.ndarray) -> np.ndarray:
@@ -67,10 +92,18 @@ def frustum_planes(view_projection: np.ndarray) -> np.ndarray:
     inwards, so a sphere of `radius` at p is at least partly inside plane k when
     dot(n, p) + w >= -radius (the seed's CSCull test). Shape (6, 4), float64.
     """
-    m = np.asarray(view_projection, float)
-    rows = [m[3] + m[0], m[3] - m[0], m[3] + m[1], m[3] - m[1], m[3] + m[2], m[3] - m[2]]
-    planes = np.array(rows)
-    planes /= np.linalg.norm(planes[:, :3], axis=1, keepdims=True)
+    return np.array(plane_rows(np.asarray(view_projection, float).tolist()))
+
+
+def plane_rows(m) -> list[tuple[float, float, float, float]]:
+    """`frustum_planes` of a matrix given as four rows, in plain floats."""
+    m0, m1, m2, m3 = m
+    planes = []
+    for row, sign in ((m0, 1.0), (m0, -1.0), (m1, 1.0), (m1, -1.0), (m2, 1.0), (m2, -1.0)):
+        x, y, z, w = (m3[0] + sign * row[0], m3[1] + sign * row[1], m3[2] + sign * row[2],
+                      m3[3] + sign * row[3])
+        length = math.sqrt(x * x + y * y + z * z)
+        planes.append((x / length, y / length, z / length, w / length))
     return planes
 
 
@@ -165,37 +198,52 @@ class OrbitCamera:
                                       self.max_distance))
         self.zoom_scale = float(np.clip(self.zoom_scale * factor, 0.02, 50.0))
 
-    def _direction(self, azimuth_degrees: float, elevation_degrees: float) -> np.ndarray:
+    def _direction(self, azimuth_degrees: float, elevation_degrees: float
+                   ) -> tuple[float, float, float]:
         azimuth, elevation = math.radians(azimuth_degrees), math.radians(elevation_degrees)
-        return np.array([math.cos(elevation) * math.sin(azimuth), math.sin(elevation),
-                         math.cos(elevation) * math.cos(azimuth)])
+        return (math.cos(elevation) * math.sin(azimuth), math.sin(elevation),
+                math.cos(elevation) * math.cos(azimuth))
 
     @property
     def eye(self) -> np.ndarray:
-        """Where the camera is, in the swarm's space. orbit: circling the target at
-        `elevation`; top: facing the xy plane, where a 2D swarm flies (from +z, turning slowly
-        about the view, see `up`); follow: behind the swarm's travel (`heading`),
-        swaying with the orbit's clock; fly: on a loop through the swarm, a third of the
-        framing distance from its centre, rising and falling."""
-        target = np.asarray(self.target, float)
+        """Where the camera is, in the swarm's space (`eye_point`, as an array)."""
+        return np.array(self.eye_point())
+
+    def eye_point(self) -> tuple[float, float, float]:
+        """Where the camera is, in plain floats. orbit: circling the target at `elevation`;
+        top: facing the xy plane, where a 2D swarm flies (from +z, turning slowly about the
+        view, see `up`); follow: behind the swarm's travel (`heading`), swaying with the
+        orbit's clock; fly: on a loop through the swarm, a third of the framing distance from
+        its centre, rising and falling."""
+        tx, ty, tz = np.asarray(self.target, float).tolist()  # plain floats
         if self.mode == "top":
-            return target + np.array([0.0, 0.0, 1.0]) * self.distance
+            return (tx, ty, tz + self.distance)
         if self.mode == "follow":
             sway = 25.0 * math.sin(math.radians(self.orbit_angle()) * 3.0)
-            return target + self._direction(self.heading + sway, 12.0) * self.distance
-        if self.mode == "fly":
+            direction, reach = self._direction(self.heading + sway, 12.0), self.distance
+        elif self.mode == "fly":
             angle = self.orbit_angle() * 3.0  # three times the orbit's pace
             rise = 18.0 * math.sin(math.radians(angle) * 0.7)
-            return target + self._direction(angle, rise) * self.distance * FLY_REACH
-        return target + self._direction(self.orbit_angle(), self.elevation) * self.distance
+            dx, dy, dz = self._direction(angle, rise)
+            reach = self.distance
+            return (tx + dx * reach * FLY_REACH, ty + dy * reach * FLY_REACH,
+                    tz + dz * reach * FLY_REACH)
+        else:
+            direction = self._direction(self.orbit_angle(), self.elevation)
+            reach = self.distance
+        return (tx + direction[0] * reach, ty + direction[1] * reach,
+                tz + direction[2] * reach)
 
     def look_at_point(self) -> np.ndarray:
         """Where the camera looks: the target, or (fly) ahead along its loop."""
+        return np.array(self._aim())
+
+    def _aim(self) -> tuple[float, float, float]:
         if self.mode != "fly":
-            return np.asarray(self.target, float)
+            return tuple(np.asarray(self.target, float).tolist())
         ahead = copy.copy(self)
         ahead.time = self.time + 25.0 / max(abs(self.orbit_speed), 1e-3)  # ~25 degrees on
-        return ahead.eye
+        return ahead.eye_point()
 
     @property
     def forward(self) -> np.ndarray:
@@ -206,20 +254,29 @@ class OrbitCamera:
     @property
     def up(self) -> np.ndarray:
         """Which way is up on screen: the world's, or (top) turning with the orbit's clock."""
+        return np.array(self._up())
+
+    def _up(self) -> tuple[float, float, float]:
         if self.mode != "top":
-            return WORLD_UP
+            return (0.0, 1.0, 0.0)
         roll = math.radians(self.orbit_angle() * 0.5)  # half the orbit's pace
-        return np.array([math.sin(roll), math.cos(roll), 0.0])
+        return (math.sin(roll), math.cos(roll), 0.0)
 
     def view(self, eye: np.ndarray | None = None) -> np.ndarray:
         """The view matrix (`eye`: the camera's position, when already known)."""
-        return look_at(self.eye if eye is None else eye, self.look_at_point(), self.up)
+        return look_at(self.eye_point() if eye is None else eye, self._aim(), self._up())
 
     def projection(self, aspect: float) -> np.ndarray:
         return perspective(self.fov_y, aspect, self.near, self.distance + self.far_margin)
 
     def view_projection(self, aspect: float, eye: np.ndarray | None = None) -> np.ndarray:
-        return self.projection(aspect) @ self.view(eye)
+        return np.array(self.view_projection_rows(aspect, eye))
+
+    def view_projection_rows(self, aspect: float, eye=None) -> tuple[tuple[float, ...], ...]:
+        """projection @ view, its four rows in plain floats (what a frame uploads)."""
+        rows = view_rows(self.eye_point() if eye is None else eye, self._aim(), self._up())
+        return projected_rows(self.fov_y, aspect, self.near, self.distance + self.far_margin,
+                              rows)
 
     def frustum(self, aspect: float) -> np.ndarray:
         """The (6, 4) normalised planes the cull pass tests against."""

@@ -57,7 +57,7 @@ class SumScales:
         """Sums around `center` (the camera's target); an agent farther than 4 x
         contain_radius counts as that far, so `count` of them fit in a uint."""
         reach = 4.0 * float(contain_radius)
-        return cls(count=count, center=tuple(float(v) for v in center), reach=reach,
+        return cls(count=count, center=tuple(map(float, center)), reach=reach,
                    spread_scale=SUM_BUDGET / (count * reach * reach),
                    offset_scale=SUM_BUDGET / (count * 2.0 * reach))
 

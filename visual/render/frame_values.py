@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
 from swarm_instrument.visual.post.post_chain import PostSettings
 from swarm_instrument.visual.post.tonemap import scene_color_for
-from swarm_instrument.visual.render.camera import OrbitCamera, frustum_planes
+from swarm_instrument.visual.render.camera import OrbitCamera, plane_rows
 from swarm_instrument.visual.render.counts import SumScales
 from swarm_instrument.visual.render.meshes import SHAPES, lod_distance
 from swarm_instrument.visual.render.palettes import (
@@ -73,8 +74,24 @@ class Telegraph:
 def scene_background(background: Sequence[float], p: Values) -> tuple[float, float, float]:
     """The background in the HDR image: the linear colour that this frame's exposure and tone
     map show as `background` (sRGB), so the screen shows exactly the colour chosen."""
-    return scene_color_for(srgb_to_linear(tuple(background)), str(p.get("tonemap", "aces")),
-                           float(p.get("exposure", 1.0)))
+    return _scene_background(tuple(background), str(p.get("tonemap", "aces")),
+                             float(p.get("exposure", 1.0)))
+
+
+@lru_cache(maxsize=64)
+def _scene_background(background: tuple[float, ...], tonemap: str, exposure: float
+                      ) -> tuple[float, float, float]:
+    """`scene_background`, worked out once a colour, tone map and exposure (twice a frame)."""
+    return scene_color_for(srgb_to_linear(background), tonemap, exposure)
+
+
+@lru_cache(maxsize=64)
+def palette_colors(stops: tuple[tuple[float, float, float], ...]
+                   ) -> tuple[tuple[float, float, float, float], ...]:
+    """FrameParams' palette_colors: the stops in linear light, padded to MAX_STOPS (worked
+    out once a palette: it changes when the performer changes it, not every frame)."""
+    return (tuple((*srgb_to_linear(stop), 0.0) for stop in stops)
+            + ((0.0, 0.0, 0.0, 0.0),) * (MAX_STOPS - len(stops)))
 
 
 def post_settings(p: Values, background: Sequence[float], on: bool) -> PostSettings:
@@ -127,14 +144,15 @@ def frame_block(p: Values, camera: OrbitCamera, size: tuple[int, int], lure: Seq
                 far_base: int) -> dict[str, Any]:
     """FrameParams' derived fields for one frame (`background`: the scene's, linear)."""
     aspect = size[0] / max(size[1], 1)
-    eye = camera.eye  # worked out once: the matrix, the planes and the light share it
-    view_projection = camera.view_projection(aspect, eye)
+    # Plain floats throughout (numpy's calls on 4x4 and 3-vectors cost more than the maths).
+    eye = camera.eye_point()  # worked out once: the matrix, the planes and the light share it
+    view_projection = camera.view_projection_rows(aspect, eye)
     agent_size = float(p["agent_size"])
     stops = palette_stops(p)
     streak = p.get("shape") == "streak"
     return {
         "view_projection": view_projection,
-        "planes": frustum_planes(view_projection),
+        "planes": plane_rows(view_projection),
         "eye": eye,
         "light": light_direction(camera, eye),
         # A streak is a line several agent sizes long however small it is: a point would lose
@@ -160,8 +178,7 @@ def frame_block(p: Values, camera: OrbitCamera, size: tuple[int, int], lure: Seq
         "depth_range": (max(camera.distance - scales.reach, 0.0),
                         camera.distance + scales.reach),
         "viewport": size,
-        "palette_colors": [(*srgb_to_linear(stop), 0.0) for stop in stops]
-                   + [(0.0, 0.0, 0.0, 0.0)] * (MAX_STOPS - len(stops)),
+        "palette_colors": palette_colors(tuple(stops)),
         "agent_count": scales.count,
         "far_base": far_base,
         "lure_pixels": max(12.0, size[1] / 40.0),

@@ -300,11 +300,9 @@ class Renderer(PostSwitch, CountsView, ProgramOwner):
         with self._draw_timer:
             if self.far_draw == "splat" and self._splat is not None:
                 # The far agents first (none for streaks: their passes run no groups), the near
-                # meshes over them.
-                self._splat.draw(swarm.current, self._visible_buffer, self._draw_state,
-                                 target.color_attachments[0], additive=additive,
+                # meshes over them (the splat's compute passes leave the target bound).
+                self._splat.draw(target.color_attachments[0], additive=additive,
                                  billboard=billboard)
-                target.use()
                 near.render_indirect(self._draw_state, moderngl.TRIANGLES, count=1, first=0)
             else:  # the near command's meshes, then the far one's points
                 near.render_indirect(self._draw_state, moderngl.TRIANGLES, count=1, first=0)

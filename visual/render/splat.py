@@ -85,16 +85,13 @@ class FarSplat(ProgramOwner):
             self._buffer = zeroed(self.ctx, 3 * 4 * pixels)  # empty: zeros
             self._pixels = pixels
 
-    def draw(self, agents: moderngl.Buffer, visible: moderngl.Buffer,
-             draw_state: moderngl.Buffer, image: moderngl.Texture, *,
-             additive: bool, billboard: bool) -> None:
-        """Splat the far list (its count in `draw_state`, on the GPU) into `image`, the
-        accumulation image, which must be `frame.viewport` in size. FrameParams is bound."""
+    def draw(self, image: moderngl.Texture, *, additive: bool, billboard: bool) -> None:
+        """Splat the far list (its count in the draw state, on the GPU) into `image`, the
+        accumulation image, which must be `frame.viewport` in size. FrameParams is bound, and
+        the cull's buffers where the cull bound them (the renderer's `_cull_agents`): the
+        agents at 0, the lists at 1, the draw state at 2 (bound again, they cost the CPU)."""
         ctx = self.ctx
         self._ensure(image.size)
-        agents.bind_to_storage_buffer(0)
-        visible.bind_to_storage_buffer(1)
-        draw_state.bind_to_storage_buffer(2)
         self._buffer.bind_to_storage_buffer(3)
         self._args.bind_to_storage_buffer(4)
         image.bind_to_image(0, read=True, write=True)

@@ -50,6 +50,15 @@ def checked_obstacles(spheres: Sequence[Sequence[float]]) -> list[tuple[float, .
     return spheres
 
 
+def rule_bits(p: Values) -> int:
+    """SwarmParams.rules: the bits of the rules switched on."""
+    bits = 0
+    for name, bit in RULE_BITS.items():
+        if p[name]:
+            bits |= bit
+    return bits
+
+
 def step_values(swarm: Any, p: Values, dt: float, target: Sequence[float],
                 speed_scale: float, shape: GridShape | None) -> dict[str, Any]:
     """SwarmParams' derived fields for one step of `swarm` (its count, steps and obstacles),
@@ -61,7 +70,7 @@ def step_values(swarm: Any, p: Values, dt: float, target: Sequence[float],
         **(shape.block_values() if shape is not None else NO_GRID),
         "agent_count": swarm.count,
         "speed_limit": p["max_speed"] * max(float(speed_scale), 0.0),
-        "rules": sum(bit for name, bit in RULE_BITS.items() if p[name]),
+        "rules": rule_bits(p),
         "wrap": p["boundary"] == "wrap",
         "step_index": swarm.steps,
         "obstacle_count": len(swarm.obstacles),

@@ -29,8 +29,11 @@ import moderngl
 from swarm_instrument.visual.gpu.programs import dispatch_1d, set_uniforms, storage_barrier
 
 PassTimer = Callable[[str], AbstractContextManager]  # a pass's name -> a timer around it
+_NOTHING = nullcontext()  # reusable: it holds no state
+
+
 def UNTIMED(name: str) -> AbstractContextManager:  # noqa: N802 - a PassTimer that times nothing
-    return nullcontext()
+    return _NOTHING
 
 LOCAL_SIZE = 256
 SCAN_LOCAL_SIZE = 256

@@ -22,15 +22,16 @@ _FREQUENCIES = ((0.31, 0.17), (0.23, 0.41), (0.19, 0.29))
 _BLEND_SECONDS = 2.0
 
 
-def wander_point(t: float, radius: float, flat: bool = False) -> np.ndarray:
-    """Where the influencer is at time `t`: inside a sphere of 0.6 * radius (a disc in 2D)."""
-    axes = []
-    for slow, fast in _FREQUENCIES:
-        axes.append(0.7 * math.sin(slow * t + 1.3 * fast) + 0.3 * math.sin(fast * t))
-    point = np.array(axes) * 0.6 * radius / math.sqrt(3 if not flat else 2)
-    if flat:
-        point[2] = 0.0
-    return point
+def wander_point(t: float, radius: float, flat: bool = False) -> tuple[float, float, float]:
+    """Where the influencer is at time `t`: inside a sphere of 0.6 * radius (a disc in 2D).
+    Plain floats (asked for twice a frame; numpy on three numbers costs more than the maths)."""
+    root = math.sqrt(3 if not flat else 2)
+    (a, b), (c, d), (e, f) = _FREQUENCIES
+    sin = math.sin
+    x = (0.7 * sin(a * t + 1.3 * b) + 0.3 * sin(b * t)) * 0.6 * radius / root
+    y = (0.7 * sin(c * t + 1.3 * d) + 0.3 * sin(d * t)) * 0.6 * radius / root
+    z = (0.7 * sin(e * t + 1.3 * f) + 0.3 * sin(f * t)) * 0.6 * radius / root
+    return (x, y, 0.0 if flat else z)
 
 
 class Lure:
@@ -52,7 +53,8 @@ class Lure:
     def wandering(self) -> bool:
         return self._held is None
 
-    def position(self, now: float, wander_time: float | None = None) -> np.ndarray:
+    def position(self, now: float, wander_time: float | None = None
+                 ) -> tuple[float, float, float] | np.ndarray:
         """Where the lure is at the clock's time `now`, wandering (if it does) where the
         path is at simulated time `wander_time` (default: `now`)."""
         wander = wander_point(now if wander_time is None else wander_time, self.radius,
@@ -66,4 +68,6 @@ class Lure:
         blend = blend * blend * (3 - 2 * blend)  # smoothstep
         if blend >= 1.0:
             self._held = None
-        return self._held * (1 - blend) + wander * blend if self._held is not None else wander
+        if self._held is None:
+            return wander
+        return self._held * (1 - blend) + np.asarray(wander) * blend
