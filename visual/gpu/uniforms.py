@@ -241,6 +241,7 @@ def _array(value: Any, components: int, length: int, cast: Any, name: str) -> li
         flat = list(map(cast, chain.from_iterable(items)))
     return flat + [cast(0)] * (components * (length - len(items)))
 
+
 def _components(field: Field, value: Any) -> list:
     """The value as the flat list of numbers its type packs (mat4: column-major)."""
     kind = field.glsl_type
