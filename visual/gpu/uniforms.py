@@ -141,18 +141,14 @@ class Block:
         error that names it."""
         if derived.keys() == self.derived:
             try:
-                return self._whole.pack(*self._flat(values, derived))
+                return self._whole.pack(*self._flatten(values, derived))
             except (KeyError, TypeError, ValueError, struct.error, IndexError):
                 pass
         return self.pack_fields(values, derived)
 
-    def _flat(self, values: Mapping[str, Any], derived: Mapping[str, Any]) -> tuple:
-        """Every number of the block in order, as `_whole` takes them (straight-line code
-        made once for the block: `_flat_source`)."""
-        return self._flatten(values, derived)
-
     def _flat_source(self) -> str:
-        """The source of the block's flattening function: one statement a vector field (its
+        """The source of `_flatten(values, derived)`, every number of the block in order as
+        `_whole` takes them, made once for the block: one statement a vector field (its
         components unpacked, so a wrong length raises), one tuple of every number. Floats go
         to struct as they are (it takes ints and numpy floats for "f"); ints are cast (a knob
         may give 3.0), bools made 0 or 1, matrices transposed to column-major."""
