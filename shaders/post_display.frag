@@ -2,6 +2,7 @@
 // tone mapping, the sRGB transfer (post.encode), dither of +-1 step of an 8-bit target. Exact
 // black stays exact black: dither only touches values at least half a step above 0. SCALED (a
 // render scale under 1, show/governor.py): the scene is smaller than the target and sampled.
+// OPERATOR: the tone map (TONEMAP_ACES, _AGX or _LINEAR), fixed when compiled.
 #include "post_common.glsl"
 #include "post_tonemap.glsl"
 
@@ -22,7 +23,7 @@ void main() {
 #if BLOOM
     color += post.bloom_intensity * tent(u_bloom, v_uv);
 #endif
-    color = tonemap(color * post.exposure, post.operator);
+    color = tonemap(color * post.exposure, OPERATOR);
     if (post.encode == 1) {
         color = srgb_encode(color);
     }
