@@ -8,6 +8,7 @@ Timings are given (a fake clock): nothing here depends on this machine's speed."
 from __future__ import annotations
 
 import numpy as np
+import pyglet
 import pytest
 
 from swarm_instrument.control.parameters.registry import Params
@@ -17,7 +18,7 @@ from swarm_instrument.show.look_state import Looks
 from swarm_instrument.show.loop import MAX_STEPS, Loop, Offscreen, WallClock
 from swarm_instrument.show.show import Show
 from swarm_instrument.visual.sim.agents import MAX_DT
-from swarm_instrument.visual.ui.window import MARGIN_S, FramePacer
+from swarm_instrument.visual.ui.window import MARGIN_S, FramePacer, schedule_at
 
 BUDGET = 1 / 60
 
@@ -231,6 +232,27 @@ def test_the_pacer_aims_each_frame_at_a_refresh_as_late_as_its_work_allows():
     assert pacer.next_start(1 / 60, now=5.034) == pytest.approx(later)
     at_30 = pacer.next_start(1 / 30, now=5.034)  # 30 fps on 60 Hz: every other refresh
     assert at_30 == pytest.approx(later + 1 / 60)
+
+
+def test_a_frame_scheduled_from_its_own_end_starts_at_its_time_not_its_work_early():
+    """pyglet's clock, as the window's event loop runs it: a tick at the frame's start, the
+    frame's work, the next frame scheduled at the pacer's time; it is called then, not a
+    frame's work early (pyglet counts a delay from its last tick)."""
+    now = [1.0]
+    clock = pyglet.clock.Clock(time_function=lambda: now[0])
+    calls = []
+    clock.update_time()  # the event loop's tick: the frame starts
+    now[0] = 1.028  # its work done
+    schedule_at(lambda dt: calls.append(now[0]), 1.0 + 1 / 30, clock)
+    for t in (1.029, 1.030, 1.033):  # the loop idles and ticks: not yet
+        now[0] = t
+        clock.update_time()
+        clock.call_scheduled_functions(0.0)
+    assert calls == []
+    now[0] = 1.034
+    clock.update_time()
+    clock.call_scheduled_functions(0.0)
+    assert calls == [1.034]
 
 
 def test_without_vsync_frames_start_at_an_even_pace_and_a_late_one_at_once():

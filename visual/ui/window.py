@@ -157,6 +157,17 @@ class FramePacer:
         return now if start < now - period else start
 
 
+def schedule_at(callback, due: float, clock: pyglet.clock.Clock | None = None) -> None:
+    """Have pyglet's clock call `callback` at `due` (its own time: time.perf_counter). Its
+    schedule_once counts a delay from its last tick where that is recent (it clusters items
+    due together), not from now; inside a scheduled call (a frame) that tick is the frame's
+    start, so a delay worked out from the frame's end came early by the frame's work and the
+    frames ran back to back instead of at their pace."""
+    clock = clock or pyglet.clock.get_default()
+    base = getattr(clock, "_get_nearest_ts", clock.time)()  # where the delay counts from
+    clock.schedule_once(callback, max(due - base, 0.0))
+
+
 class Performer(Protocol):
     """What the window hands its events and frames to (show/cli/live_show.py wires the show in)."""
 
@@ -320,9 +331,7 @@ class LiveWindow:
         for other in list(pyglet.app.windows):  # the control window, after the picture
             if other is not self.window:
                 other.draw(dt)
-        now = time.perf_counter()
-        delay = self.pacer.next_start(period, now) - now
-        pyglet.clock.schedule_once(self._tick, max(delay, 0.0))
+        schedule_at(self._tick, self.pacer.next_start(period, time.perf_counter()))
 
     def _fullscreen_now(self) -> None:
         if self._toggle_fullscreen:
