@@ -7,7 +7,8 @@ read the medians. Main thread only.
     update    inputs: audio analysis, MIDI, OSC, web, keys; the look; this frame's values
     advance   the simulation steps (their dispatches)
     latch     the late read of the inputs, just before the draw (show/show.py Show.latch)
-    draw      cull, draw, post chain (their dispatches and uniform blocks)
+    draw      cull, draw, post chain (their dispatches and uniform blocks); live on software
+              GL, the inputs read once more before the post chain (Show.draw's `late`)
     after     video outputs, the frame clock, the governor, heartbeat and telemetry
 """
 

@@ -190,7 +190,9 @@ class Loop:
             recorder.latching(show)
         show.latch(late(tick) if late is not None else tick.now)
         stamps.append(cpu())
-        show.draw(target, size)
+        # software GL, live: the post chain's values read once more, after the scene's passes
+        show.draw(target, size, (lambda: late(tick)) if late is not None
+                  and show.latches_twice else None)
         stamps.append(cpu())
         wall = self.wall()
         if self.outputs is not None:  # video out: never waits (visual/output/readback.py)

@@ -355,17 +355,33 @@ class Show:
             log.info(f"count {asked:,}: more than this machine holds live; capped at {limit:,}")
         self.status["count"] = f"capped at {limit:,} (asked {asked:,})"
 
-    def draw(self, framebuffer: moderngl.Framebuffer, size: tuple[int, int] | None = None
-             ) -> None:
-        """Cull and draw into `framebuffer`, `size` pixels (default: its own size)."""
+    def draw(self, framebuffer: moderngl.Framebuffer, size: tuple[int, int] | None = None,
+             late: Callable[[], float] | None = None) -> None:
+        """Cull and draw into `framebuffer`, `size` pixels (default: its own size). `late`
+        (the loop's clock, where `latches_twice`): once the scene's work is done, the inputs
+        are read again (`latch`) and the post chain (the exposure, the bloom, the tone map)
+        takes the values made of them: what came meanwhile shows in this frame."""
         values = self.values or self.params.as_dict()
         renderer, governor = self.renderer, self.governor
         renderer.post_held = governor.post_held(self.params)
-        renderer.render(self.swarm, self.camera, framebuffer, values,
-                        lure=self.lure_position(), time=self.show_time,
-                        show_lure=not self.lure.wandering, size=size, dt=self.frame_dt,
-                        scale=governor.render_scale(self.params))
+        renderer.draw_scene(self.swarm, self.camera, tuple(size or framebuffer.size), values,
+                            lure=self.lure_position(), time=self.show_time,
+                            show_lure=not self.lure.wandering,
+                            scale=governor.render_scale(self.params))
+        if late is not None:
+            self.ctx.finish()  # software GL: the scene drawn (the frame waits at its end anyway)
+            self.latch(late())
+            values = self.values or values
+        renderer.present(framebuffer, values, self.frame_dt)
         self.frame += 1
+
+    @property
+    def latches_twice(self) -> bool:
+        """Whether the frame's inputs are read again before its post chain (`draw`'s `late`):
+        live on software GL, where the scene's passes are long and waiting for them costs
+        nothing (the GPU is this CPU); not while recording a control track (its replay
+        follows one late read a frame)."""
+        return self.options.live and self.renderer.software and self.recorder is None
 
     # ---- what the HUD and telemetry show ----------------------------------------------------
 

@@ -83,6 +83,33 @@ def test_an_osc_message_sent_while_the_swarm_steps_is_in_this_frame(ctx):
         show.release()
 
 
+@pytest.mark.parametrize("live", [True, False])
+def test_on_software_gl_a_message_sent_while_the_scene_draws_is_in_this_frames_post(ctx, live):
+    """Live on software GL the scene's passes take most of a frame; the inputs are read once
+    more when they are done, and the post chain (here the exposure) takes what came: the
+    message shows in this frame. A render reads them once a frame (the next frame shows it)."""
+    osc = QueuedOsc()
+    show = Show(ctx, Params(DARK), ShowOptions(seed=3, live=live), osc=osc)
+    assert show.renderer.software and show.latches_twice == live
+    try:
+        loop, sink = play(show)
+        dark = brightness(sink)
+        draw_scene = show.renderer.draw_scene
+
+        def arrives(*args, **kwargs):
+            draw_scene(*args, **kwargs)
+            osc.queue.append(Action("set", values={"exposure": 8.0}))
+            show.renderer.draw_scene = draw_scene
+
+        show.renderer.draw_scene = arrives
+        loop.frame(*sink.target())
+        assert (brightness(sink) > dark + 20) == live
+        loop.frame(*sink.target())
+        assert show.values["exposure"] == 8.0 and brightness(sink) > dark + 20
+    finally:
+        show.release()
+
+
 class QueuedPort:
     """A MIDI input's side Midi reads (control/midi/ports.py MidiInput): bytes queued as
     rtmidi queues them, drained once a frame."""

@@ -141,6 +141,7 @@ class Renderer(PostSwitch, CountsView, ProgramOwner):
         self.gpu_ms: dict[str, float | None] = {"cull": None, "draw": None}
         self.last_size: tuple[int, int] | None = None  # the frame last drawn, in pixels
         self.scene_size: tuple[int, int] | None = None  # ... drawn at this size, scaled up
+        self._scene: tuple[Any, Any, Any] | None = None  # draw_scene's image, for present
         self._telegraph = Telegraph()
 
     @property
@@ -247,7 +248,8 @@ class Renderer(PostSwitch, CountsView, ProgramOwner):
                size: tuple[int, int] | None = None, dt: float = 1 / 60,
                scale: float = 1.0) -> None:
         """Cull, draw and present `swarm` (anything with `current` and `count`, as `Swarm`) as
-        seen by `camera` into `framebuffer`, which is left bound.
+        seen by `camera` into `framebuffer`, which is left bound: `draw_scene`, then
+        `present` with the same values.
 
         `lure` is the point the near-lure count is taken around; `time` (seconds, simulated
         time for reproducible renders; default: the wall clock) drives the telegraph's fade;
@@ -259,9 +261,19 @@ class Renderer(PostSwitch, CountsView, ProgramOwner):
         most 1): the scene is drawn at that fraction of `size` and the post chain's display
         pass scales it up (bilinear) onto `framebuffer`.
         """
+        self.draw_scene(swarm, camera, tuple(size or framebuffer.size), values, lure=lure,
+                        time=time, show_lure=show_lure, scale=scale)
+        self.present(framebuffer, values, dt)
+
+    def draw_scene(self, swarm: Any, camera: OrbitCamera, size: tuple[int, int],
+                   values: Mapping[str, Any], *, lure: Sequence[float] = (0.0, 0.0, 0.0),
+                   time: float | None = None, show_lure: bool = False,
+                   scale: float = 1.0) -> None:
+        """The frame's scene (`render`'s arguments; `size`: the output's): the cull, then the
+        agents drawn into the HDR accumulation image, for `present` to post-process."""
         p = values
         ctx = self.ctx
-        out_size = tuple(size or framebuffer.size)
+        out_size = (int(size[0]), int(size[1]))
         self.last_size = out_size
         scale = min(max(float(scale), 0.05), 1.0)
         size = out_size if scale == 1.0 else (max(1, round(out_size[0] * scale)),
@@ -312,11 +324,16 @@ class Renderer(PostSwitch, CountsView, ProgramOwner):
         ctx.disable(moderngl.DEPTH_TEST | moderngl.BLEND)
         if show_lure:
             self._draw_lure()
+        self._scene = (target, background, scales)
 
-        # 4. post onto the caller's framebuffer, and keep a copy of this frame's counts to read
-        # once the GPU is done with it (a fence: reading never waits).
-        self._post.run(target.color_attachments[0], framebuffer, out_size,
-                       self.post_settings(p, background), dt, scene_size=size)
+    def present(self, framebuffer: moderngl.Framebuffer, values: Mapping[str, Any],
+                dt: float = 1 / 60) -> None:
+        """4. The last `draw_scene`'s image post-processed onto `framebuffer` (left bound) with
+        `values`' post chain (they may be newer than the scene's: Show.draw), and this frame's
+        counts kept to read once the GPU is done with them (a fence: reading never waits)."""
+        target, background, scales = self._scene
+        self._post.run(target.color_attachments[0], framebuffer, self.last_size,
+                       self.post_settings(values, background), dt, scene_size=self.scene_size)
         self._readback.push(self._draw_state, scales)
         self.gpu_ms = {"cull": self._cull_timer.last_ms, "draw": self._draw_timer.last_ms,
                        "post": self._post.gpu_ms}
