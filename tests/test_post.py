@@ -149,7 +149,8 @@ def test_linear_tonemap_is_a_clamp_and_dither_stays_within_one_step(chain, gpu):
 def test_without_bloom_and_feedback_one_pass_tone_maps_the_input(chain, gpu, monkeypatch,
                                                                  tonemap):
     """One display pass, compiled for the tone map chosen (no branch on a uniform: software GL
-    runs every side of one), gives numpy's values within 1e-5."""
+    runs every side of one), gives numpy's values within 2e-5 (a 200th of an 8-bit step: the
+    sRGB curve is a polynomial within 8.4e-6 of it, post_tonemap.glsl)."""
     rng = np.random.default_rng(3)
     scene = rng.exponential(1.0, (24, 40, 3)).astype(np.float16).astype(float)
     hdr = gpu.hdr(scene)
@@ -161,7 +162,7 @@ def test_without_bloom_and_feedback_one_pass_tone_maps_the_input(chain, gpu, mon
     shown = display(chain, gpu, hdr, settings)
     assert passes == [f"display_{tonemap}"]
     np.testing.assert_allclose(shown, srgb(tonemap_reference(scene * 1.5, tonemap)),
-                               atol=1e-5)
+                               atol=2e-5)
 
 
 # ---- bloom --------------------------------------------------------------------------------------
