@@ -97,6 +97,16 @@ class Governor:
         """The post chain held off (where `post` would run it)."""
         return bool(self.level["post"]) and not params["pin_post"]
 
+    @staticmethod
+    def cap(params: Any, limit: int | None) -> int | None:
+        """A count asked over `limit`, what this machine holds live (show/cli/live_show.py),
+        set to it; returns the count asked where it was, else None."""
+        asked = params["count"]
+        if limit is None or asked <= limit:
+            return None
+        params["count"] = limit
+        return asked
+
     def count(self, params: Mapping[str, Any]) -> int:
         asked = int(params["count"])
         if params["pin_count"]:

@@ -76,6 +76,14 @@ class WallClock:
         return tick.now if self.fixed_dt is not None else self.time_source()
 
 
+def latches_twice(show: Show) -> bool:
+    """Whether a frame's inputs are read once more, after its scene's passes, for its post
+    chain (Show.draw's `late`): live on software GL, where those passes are long and waiting
+    for them costs nothing (the GPU is this CPU, and the frame waits at its end anyway); not
+    while recording a control track (its replay follows one late read a frame)."""
+    return show.options.live and show.renderer.software and show.recorder is None
+
+
 class FixedStep:
     """Time that moves exactly `dt` a frame from `start` (benchmarks, the soak, tests):
     the same frames on every machine, however long each takes."""
@@ -190,9 +198,8 @@ class Loop:
             recorder.latching(show)
         show.latch(late(tick) if late is not None else tick.now)
         stamps.append(cpu())
-        # software GL, live: the post chain's values read once more, after the scene's passes
         show.draw(target, size, (lambda: late(tick)) if late is not None
-                  and show.latches_twice else None)
+                  and latches_twice(show) else None)
         stamps.append(cpu())
         wall = self.wall()
         if self.outputs is not None:  # video out: never waits (visual/output/readback.py)

@@ -6,7 +6,8 @@
     advance   (dt)    one swarm step (unless paused); the camera follows the swarm
     latch     (now)   late latching: the audio and messages that came meanwhile, and the
                       values again, so this frame's picture answers them
-    draw      (target) cull and indirect draw into a framebuffer
+    draw      (target) cull and indirect draw into a framebuffer, then the post chain (live on
+                      software GL with the inputs read once more: show/loop.py latches_twice)
 
 `Show` owns the swarm, the renderer, the camera and the lure, holds the inputs, and carries out
 every `Action` (control/actions.py) in `act`, whatever it came from: a key, MIDI, OSC, a
@@ -81,8 +82,8 @@ class Show:
         self._shaders = ShaderReload(shaders)
         self.burst = Burst()  # a separation burst, on the show's time
         values = params.as_dict()
-        # Chosen by what the context offers (its version and extensions), never by trying a
-        # compute compile: a failed one leaves a GL error behind that breaks pyglet's next call.
+        # Chosen by what the context offers, never by trying a compute compile: a failed one
+        # leaves a GL error behind that breaks pyglet's next call.
         try:
             self.backend, self.backend_why = pick_backend(ctx, options.gl)
         except ValueError as exc:
@@ -98,8 +99,7 @@ class Show:
         self.renderer: RendererRole = renderer_class(ctx, shader_dir=shaders)
         self.renderer.fixed_lag = options.reproducible
         self.renderer.stable_order = options.reproducible  # lists in agent order: same frames
-        # Real time on any GPU: the render scale, the post chain and the count lowered while
-        # frames are too slow (fed by whoever paces the frames: a live, paced show only).
+        # Real time on any GPU (fed by whoever paces the frames: a live, paced show only).
         self.governor = Governor(software=self.renderer.software)
         self.camera = OrbitCamera()
         self.lure = Lure(params["contain_radius"], flat=params["dimensions"] == 2)
@@ -124,14 +124,12 @@ class Show:
         self.autopilot: Any = None  # --autopilot (show/autopilot/autopilot.py), set by a render
         self.outputs: Any = None  # video out (show/video_outputs.py): the live run opens, ends it
         self.collector: Any = None  # the live run's garbage collector (show/idle_gc.py)
-        # More control surfaces (the control window, show/inputs/control_surface.py): each read once
-        # a frame beside OSC and the web remote, closed with the show. `late_keys`: the window's
-        # keys taken again at the latch (visual/ui/window.py), True when any came.
+        # More control surfaces (the control window, show/inputs/control_surface.py), read and
+        # closed beside OSC and the web. `late_keys`: the window's keys taken again at the latch.
         self.surfaces: list[Any] = []
         self.late_keys: Callable[[], bool] | None = None
-        # Musical time: tap tempo and the audio's beats here; the live run adds MIDI clock
-        # and Link (show/cli/live_show.py). Quantised actions wait in `_waiting` for a beat or a
-        # bar.
+        # Musical time: tap tempo and the audio's beats here; the live run adds MIDI clock and
+        # Link (show/cli/live_show.py). Quantised actions wait in `_waiting` for a beat or bar.
         self.tap = TapTempo()
         self.tempo = Tempo([self.tap, AudioTempo(self.audio)])
         self._waiting: list[Action] = []  # the HUD reads it too
@@ -326,7 +324,13 @@ class Show:
         """Simulate one step of `dt` (unless paused); the camera's clock moves either way."""
         count = self.governor.count(self.params)
         if self.swarm.count != count:
-            self._cap_count()
+            asked = self.governor.cap(self.params, self.options.count_limit)
+            if asked is not None:  # said at most every 10 s
+                limit = self.params["count"]
+                self.status["count"] = f"capped at {limit:,} (asked {asked:,})"
+                if self.note("count", 10.0):
+                    log.info(f"count {asked:,}: more than this machine holds live; capped at "
+                             f"{limit:,}")
             count = self.governor.count(self.params)
             self.swarm.resize(count, self.params.as_dict())  # no stalled frame
         self.show_time += dt
@@ -344,23 +348,11 @@ class Show:
                             speed_scale=self.speed_scale)
         self.sim_time += min(dt, MAX_DT)
 
-    def _cap_count(self) -> None:
-        """A count this machine cannot hold live is capped, and said (at most every 10 s)."""
-        limit = self.options.count_limit
-        asked = self.params["count"]
-        if limit is None or asked <= limit:
-            return
-        self.params["count"] = limit
-        if self.note("count", 10.0):
-            log.info(f"count {asked:,}: more than this machine holds live; capped at {limit:,}")
-        self.status["count"] = f"capped at {limit:,} (asked {asked:,})"
-
     def draw(self, framebuffer: moderngl.Framebuffer, size: tuple[int, int] | None = None,
              late: Callable[[], float] | None = None) -> None:
-        """Cull and draw into `framebuffer`, `size` pixels (default: its own size). `late`
-        (the loop's clock, where `latches_twice`): once the scene's work is done, the inputs
-        are read again (`latch`) and the post chain (the exposure, the bloom, the tone map)
-        takes the values made of them: what came meanwhile shows in this frame."""
+        """Cull and draw into `framebuffer`, `size` pixels (default: its own). `late` (the
+        loop's clock, show/loop.py latches_twice): the scene drawn, the inputs are read again
+        and the post chain (exposure, bloom, tone map) takes them: they show in this frame."""
         values = self.values or self.params.as_dict()
         renderer, governor = self.renderer, self.governor
         renderer.post_held = governor.post_held(self.params)
@@ -371,17 +363,8 @@ class Show:
         if late is not None:
             self.ctx.finish()  # software GL: the scene drawn (the frame waits at its end anyway)
             self.latch(late())
-            values = self.values or values
-        renderer.present(framebuffer, values, self.frame_dt)
+        renderer.present(framebuffer, self.values or values, self.frame_dt)
         self.frame += 1
-
-    @property
-    def latches_twice(self) -> bool:
-        """Whether the frame's inputs are read again before its post chain (`draw`'s `late`):
-        live on software GL, where the scene's passes are long and waiting for them costs
-        nothing (the GPU is this CPU); not while recording a control track (its replay
-        follows one late read a frame)."""
-        return self.options.live and self.renderer.software and self.recorder is None
 
     # ---- what the HUD and telemetry show ----------------------------------------------------
 

@@ -18,7 +18,7 @@ from swarm_instrument.show.look_state import Looks
 from swarm_instrument.show.loop import MAX_STEPS, Loop, Offscreen, WallClock
 from swarm_instrument.show.show import Show
 from swarm_instrument.visual.sim.agents import MAX_DT
-from swarm_instrument.visual.ui.window import MARGIN_S, FramePacer, schedule_at
+from swarm_instrument.visual.ui.frame_pacing import MARGIN_S, FramePacer, schedule_at
 
 BUDGET = 1 / 60
 

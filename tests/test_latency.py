@@ -19,7 +19,7 @@ from swarm_instrument.control.midi.midi_in import Midi
 from swarm_instrument.control.parameters.modulation import Route
 from swarm_instrument.control.parameters.registry import Params
 from swarm_instrument.show.cli.options import ShowOptions
-from swarm_instrument.show.loop import FixedStep, Loop, Offscreen
+from swarm_instrument.show.loop import FixedStep, Loop, Offscreen, latches_twice
 from swarm_instrument.show.show import Show
 
 SIZE = (96, 54)
@@ -90,7 +90,7 @@ def test_on_software_gl_a_message_sent_while_the_scene_draws_is_in_this_frames_p
     message shows in this frame. A render reads them once a frame (the next frame shows it)."""
     osc = QueuedOsc()
     show = Show(ctx, Params(DARK), ShowOptions(seed=3, live=live), osc=osc)
-    assert show.renderer.software and show.latches_twice == live
+    assert show.renderer.software and latches_twice(show) == live
     try:
         loop, sink = play(show)
         dark = brightness(sink)

@@ -8,7 +8,14 @@ import pytest
 
 from swarm_instrument.control.parameters.registry import Params
 from swarm_instrument.show.cli.options import ShowOptions
-from swarm_instrument.show.loop import FixedStep, Loop, Offscreen, SongClock, WallClock
+from swarm_instrument.show.loop import (
+    FixedStep,
+    Loop,
+    Offscreen,
+    SongClock,
+    WallClock,
+    latches_twice,
+)
 from swarm_instrument.show.show import Show
 from swarm_instrument.visual.sim.agents import MAX_DT
 
@@ -61,7 +68,7 @@ def test_a_live_frame_is_done_on_the_gpu_before_the_next_begins(ctx, monkeypatch
     events: list[str] = []
     finish = ctx.finish
     monkeypatch.setattr(ctx, "finish", lambda: (events.append("finish"), finish())[1])
-    twice = show.latches_twice  # live on software GL: the scene waited for, then the rest
+    twice = latches_twice(show)  # live on software GL: the scene waited for, then the rest
     assert twice == (live and show.renderer.software)
     try:
         Loop(show, FixedStep(1 / 60), before=lambda tick: events.append("frame")).run(

@@ -248,19 +248,12 @@ class Renderer(PostSwitch, CountsView, ProgramOwner):
                size: tuple[int, int] | None = None, dt: float = 1 / 60,
                scale: float = 1.0) -> None:
         """Cull, draw and present `swarm` (anything with `current` and `count`, as `Swarm`) as
-        seen by `camera` into `framebuffer`, which is left bound: `draw_scene`, then
-        `present` with the same values.
-
-        `lure` is the point the near-lure count is taken around; `time` (seconds, simulated
-        time for reproducible renders; default: the wall clock) drives the telegraph's fade;
-        `values` are this frame's parameter values (plain numbers by name). `show_lure` draws a
-        marker at the lure (while the mouse holds it). `size` is the size drawn, in pixels:
-        `framebuffer.size` unless given (a window's detected framebuffer keeps the size it had
-        when the context was made, so the window passes its own). `dt`: seconds since the
-        last frame (the feedback's motion and fade follow it). `scale` (the render scale, at
-        most 1): the scene is drawn at that fraction of `size` and the post chain's display
-        pass scales it up (bilinear) onto `framebuffer`.
-        """
+        seen by `camera` into `framebuffer`, left bound: `draw_scene`, then `present`. `lure`:
+        the point the near-lure count is taken around; `time` (seconds, simulated in renders;
+        default the wall clock): the telegraph's fade; `values`: this frame's values by name;
+        `show_lure`: a marker at the lure; `size`: the pixels drawn (default framebuffer.size;
+        a window's detected one keeps its first); `dt`: seconds since the last frame (the
+        feedback follows it); `scale`: the render scale (at most 1), the display scales up."""
         self.draw_scene(swarm, camera, tuple(size or framebuffer.size), values, lure=lure,
                         time=time, show_lure=show_lure, scale=scale)
         self.present(framebuffer, values, dt)
