@@ -1,5 +1,5 @@
 // post_display.frag: the HDR image (+ bloom x intensity where BLOOM) to the display: exposure,
-// tone mapping, the sRGB transfer (post.encode), dither of +-1 step of an 8-bit target. Exact
+// tone mapping, the sRGB transfer, dither of +-1 step of an 8-bit target. Exact
 // black stays exact black: dither only touches values at least half a step above 0. SCALED (a
 // render scale under 1, show/governor.py): the scene is smaller than the target and sampled.
 // OPERATOR: the tone map (TONEMAP_ACES, _AGX or _LINEAR), fixed when compiled.
@@ -23,10 +23,7 @@ void main() {
 #if BLOOM
     color += post.bloom_intensity * tent(u_bloom, v_uv);
 #endif
-    color = tonemap(color * post.exposure, OPERATOR);
-    if (post.encode == 1) {
-        color = srgb_encode(color);
-    }
+    color = tonemap_encoded(color * post.exposure, OPERATOR);
     vec3 lit = step(vec3(0.5 / 255.0), color);
     color = clamp(color + lit * (post.dither * dither_noise(gl_FragCoord.xy) / 255.0), 0.0, 1.0);
     f_color = vec4(color, 1.0);

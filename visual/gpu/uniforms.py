@@ -325,7 +325,6 @@ FRAME_PARAMS = Block("FrameParams", binding=7, instance="frame", fields=[
 
 POST_PARAMS = Block("PostParams", binding=8, instance="post", fields=[
     derived("exposure", "float", "linear multiplier before tone mapping"),
-    derived("encode", "int", "1: the sRGB transfer; 0: linear values as they are"),
     derived("dither", "float", "0 or 1"),
     derived("bloom_intensity", "float", "how much of the bloom is added to the scene"),
     derived("threshold", "float", "where the bloom starts (HDR units)"),

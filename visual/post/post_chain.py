@@ -30,10 +30,9 @@ pixel of value v blooms with energy (v - threshold) x bloom, whatever the radius
 the clamped edges of the image reflect). bloom_radius moves that energy from the tight glow of
 the first level (r = 0) to the wide one of the last (r = 1).
 
-Display encoding. The tone mapped values are linear; `encode="srgb"` (the default) applies the
-sRGB transfer function, which is what a projector or monitor expects of an RGBA8 (non-sRGB)
-framebuffer. `encode="linear"` writes the linear values as they are, as the renderer's present
-pass did (its colours were tuned that way). Black stays exactly black either way.
+Display encoding. The tone mapped values are linear light; the display pass writes them sRGB
+encoded, which is what a projector or monitor expects of an RGBA8 (non-sRGB) framebuffer.
+Black stays exactly black.
 
 Owns every GPU object it makes (`release()`): the programs, the bloom levels and the feedback
 history (textures made per size and kept, remade on a size change).
@@ -61,7 +60,6 @@ from swarm_instrument.visual.gpu.uniforms import POST_PARAMS, BlockBuffer
 from swarm_instrument.visual.post.feedback import feedback_step
 from swarm_instrument.visual.post.tonemap import HDR_MAX, TONEMAPS, clamp_finite
 
-ENCODINGS = ("srgb", "linear")
 HISTORY_MAX = 16.0     # the feedback history is read back clamped to this (HDR units)
 MAX_LEVELS = 6         # bloom levels: half resolution, then halved again ...
 MIN_LEVEL_PIXELS = 8   # ... while the smaller side of the next level keeps this many pixels
@@ -82,16 +80,12 @@ class PostSettings:
     feedback_rotate: float = 0.0    # radians a 60 fps frame, -0.1..0.1
     feedback_drift: tuple[float, float] = (0.0, 0.0)  # uv a 60 fps frame, -0.05..0.05 each
     background: tuple[float, float, float] = (0.0, 0.0, 0.0)  # what feedback fades towards
-    encode: str = "srgb"            # "srgb" (the sRGB transfer) | "linear" (as they are)
     dither: bool = True             # +-1 step of an 8-bit target against banding in glows
 
     def __post_init__(self) -> None:
         if self.tonemap not in TONEMAPS:
             raise ValueError(f"unknown tonemap {self.tonemap!r}: use one of "
                              f"{', '.join(TONEMAPS)}")
-        if self.encode not in ENCODINGS:
-            raise ValueError(f"unknown encode {self.encode!r}: use one of "
-                             f"{', '.join(ENCODINGS)}")
 
     @property
     def bloom_on(self) -> bool:
@@ -159,7 +153,6 @@ def _clamped(settings: PostSettings) -> dict[str, Any]:
     settings change when the performer changes them, not every frame). Not to be changed."""
     threshold = clamp_finite(settings.bloom_threshold, 0.0, 4.0)
     return {"exposure": clamp_finite(settings.exposure, 0.1, 8.0),
-            "encode": int(settings.encode == "srgb"),
             "dither": 1.0 if settings.dither else 0.0,
             "bloom_intensity": clamp_finite(settings.bloom, 0.0, 2.0),
             "threshold": threshold, "knee": 0.5 * threshold,
