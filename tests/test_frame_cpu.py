@@ -19,7 +19,7 @@ from swarm_instrument.show.show import Show
 from swarm_instrument.visual.gpu import timers
 from swarm_instrument.visual.gpu.fence import fences_for
 from swarm_instrument.visual.gpu.uniforms import FRAME_PARAMS, POST_PARAMS, SWARM_PARAMS
-from swarm_instrument.visual.post.post_chain import PostSettings, block_values
+from swarm_instrument.visual.post.post_settings import PostSettings, block_values
 from swarm_instrument.visual.render.camera import OrbitCamera, look_at
 from swarm_instrument.visual.render.counts import SumScales
 from swarm_instrument.visual.render.frame_values import frame_block

@@ -18,8 +18,8 @@ import moderngl
 import numpy as np
 
 from swarm_instrument.visual.gpu.programs import ProgramSet
-from swarm_instrument.visual.post.post_chain import PostSettings
 from swarm_instrument.visual.post.post_chain41 import PostChain41
+from swarm_instrument.visual.post.post_settings import PostSettings
 from swarm_instrument.visual.render.renderer import Renderer
 from swarm_instrument.visual.render.renderer41 import Renderer41
 from swarm_instrument.visual.sim.swarm import Swarm

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from swarm_instrument.visual.post.tonemap import clamp_finite
 
 if TYPE_CHECKING:
-    from swarm_instrument.visual.post.post_chain import PostSettings
+    from swarm_instrument.visual.post.post_settings import PostSettings
 
 MAX_FRAME_STEPS = 4.0  # a long frame moves the feedback at most this many 60 fps frames
 

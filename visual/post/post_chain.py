@@ -41,8 +41,6 @@ history (textures made per size and kept, remade on a size change).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -57,43 +55,15 @@ from swarm_instrument.visual.gpu.programs import (
 from swarm_instrument.visual.gpu.shaders import resolve_shader_dir
 from swarm_instrument.visual.gpu.timers import GpuTimer
 from swarm_instrument.visual.gpu.uniforms import POST_PARAMS, BlockBuffer
-from swarm_instrument.visual.post.feedback import feedback_step
+from swarm_instrument.visual.post.post_settings import (
+    HISTORY_MAX,
+    PostSettings,
+    block_values,
+)
 from swarm_instrument.visual.post.tonemap import HDR_MAX, TONEMAPS, clamp_finite
 
-HISTORY_MAX = 16.0     # the feedback history is read back clamped to this (HDR units)
 MAX_LEVELS = 6         # bloom levels: half resolution, then halved again ...
 MIN_LEVEL_PIXELS = 8   # ... while the smaller side of the next level keeps this many pixels
-
-
-@dataclass(frozen=True)
-class PostSettings:
-    """One frame's post parameters. Numbers outside their ranges are clamped when used (so a
-    wild controller cannot break the chain); a name that is not a choice is a ValueError."""
-
-    exposure: float = 1.0           # linear multiplier before tone mapping, 0.1..8
-    tonemap: str = "aces"           # "aces" (Narkowicz 2015) | "agx" | "linear" (clamp)
-    bloom: float = 0.0              # bloom intensity, 0..2; 0 skips the bloom passes
-    bloom_radius: float = 0.6       # 0..1: the mix per level, from tight (0) to wide (1)
-    bloom_threshold: float = 1.0    # soft threshold in HDR units, 0..4 (knee: half of it)
-    feedback: float = 0.0           # 0..0.98: how much of the previous frame stays; 0 skips it
-    feedback_zoom: float = 0.0      # -0.1..0.1 a 60 fps frame (> 0: the old image grows)
-    feedback_rotate: float = 0.0    # radians a 60 fps frame, -0.1..0.1
-    feedback_drift: tuple[float, float] = (0.0, 0.0)  # uv a 60 fps frame, -0.05..0.05 each
-    background: tuple[float, float, float] = (0.0, 0.0, 0.0)  # what feedback fades towards
-    dither: bool = True             # +-1 step of an 8-bit target against banding in glows
-
-    def __post_init__(self) -> None:
-        if self.tonemap not in TONEMAPS:
-            raise ValueError(f"unknown tonemap {self.tonemap!r}: use one of "
-                             f"{', '.join(TONEMAPS)}")
-
-    @property
-    def bloom_on(self) -> bool:
-        return clamp_finite(self.bloom, 0.0, 2.0) > 0.0
-
-    @property
-    def feedback_on(self) -> bool:
-        return clamp_finite(self.feedback, 0.0, 0.98) > 0.0
 
 
 # ---- the tone maps in numpy (post_tonemap.glsl's): the background's inverse, tests ------------
@@ -113,7 +83,7 @@ def bloom_level_sizes(size: tuple[int, int]) -> list[tuple[int, int]]:
 
 
 # The passes that read no PostParams (the downsample filter is the same every frame).
-NO_PARAMS = frozenset({"post_downsample.comp"})
+NO_PARAMS = frozenset({"post_downsample.comp", "post_upscale.frag"})
 LOCAL_SIZE = 8  # the compute passes' workgroups: 8 x 8 pixels
 # glMemoryBarrier bits: an image a pass wrote is then sampled (or loaded) by the next.
 GL_SHADER_IMAGE_ACCESS_BARRIER_BIT = 0x00000020
@@ -130,44 +100,19 @@ def _program(ctx: moderngl.Context, fragment: str, folder: Path,
     return render_program(ctx, "post_triangle.vert", fragment, defines, folder, block=block)
 
 
-def display_name(bloom: str, scaled: str, operator: str) -> str:
-    """The display program's name: `bloom` "" or "_bloom", `scaled` "" or "_scaled",
-    `operator` one of TONEMAPS."""
-    return f"display{bloom}{scaled}_{operator}"
-
-
-def block_values(settings: PostSettings, dt: float, size: tuple[int, int]) -> dict[str, Any]:
-    """This frame's PostParams, every value clamped to what the chain takes."""
-    step = feedback_step(settings, dt, size)
-    try:
-        clamped = _clamped(settings)
-    except TypeError:  # a field that is not hashable (a list for a tuple): worked out anew
-        clamped = _clamped.__wrapped__(settings)
-    return {**clamped, "feedback_fade": step.fade, "warp": step.matrix,
-            "warp_offset": step.offset}
-
-
-@lru_cache(maxsize=64)
-def _clamped(settings: PostSettings) -> dict[str, Any]:
-    """PostParams' values that follow from the settings alone, clamped (once a look: the
-    settings change when the performer changes them, not every frame). Not to be changed."""
-    threshold = clamp_finite(settings.bloom_threshold, 0.0, 4.0)
-    return {"exposure": clamp_finite(settings.exposure, 0.1, 8.0),
-            "dither": 1.0 if settings.dither else 0.0,
-            "bloom_intensity": clamp_finite(settings.bloom, 0.0, 2.0),
-            "threshold": threshold, "knee": 0.5 * threshold,
-            "bloom_mix": clamp_finite(settings.bloom_radius, 0.0, 1.0),
-            "feedback_background": tuple(clamp_finite(c, 0.0, HISTORY_MAX)
-                                         for c in settings.background)}
+def display_name(bloom: bool, operator: str) -> str:
+    """The display program's name, with or without the bloom, `operator` one of TONEMAPS."""
+    return f"display{'_bloom' if bloom else ''}_{operator}"
 
 
 class _Image:
-    """A float texture (linear filtering, clamp to edge) and a framebuffer drawing into it."""
+    """A texture (half floats, or `dtype` "f1": RGBA8; linear filtering, clamp to edge) and a
+    framebuffer drawing into it."""
 
-    def __init__(self, ctx: moderngl.Context, size: tuple[int, int]) -> None:
+    def __init__(self, ctx: moderngl.Context, size: tuple[int, int], dtype: str = "f2") -> None:
         self.size = (int(size[0]), int(size[1]))  # kept: moderngl's size is a Python call
         self.groups = (-(-self.size[0] // LOCAL_SIZE), -(-self.size[1] // LOCAL_SIZE), 1)
-        self.texture = ctx.texture(size, 4, dtype="f2")
+        self.texture = ctx.texture(size, 4, dtype=dtype)
         self.texture.filter = (moderngl.LINEAR, moderngl.LINEAR)
         self.texture.repeat_x = self.texture.repeat_y = False
         self.framebuffer = ctx.framebuffer([self.texture])
@@ -201,6 +146,7 @@ class PostChain(ProgramOwner):
         self._history_current = 0     # the history image holding the last result
         self._history_valid = False   # False: last frame kept no history (off, or new size)
         self._scratch: _Image | None = None  # composite()'s result when there is no history
+        self._picture: _Image | None = None  # the display's, under a render scale
         self._mix = 0.0  # this frame's bloom_radius, clamped
 
     # ---- programs -------------------------------------------------------------------------
@@ -208,7 +154,7 @@ class PostChain(ProgramOwner):
     # The passes' shader files (the GL 4.1 chain, visual/post/post_chain41.py, names its own).
     PASS_FILES = {"prefilter": "post_prefilter.comp", "downsample": "post_downsample.comp",
                   "upsample": "post_upsample.comp", "composite": "post_composite.comp",
-                  "display": "post_display.frag"}
+                  "display": "post_display.frag", "upscale": "post_upscale.frag"}
 
     @staticmethod
     def _compile(ctx: moderngl.Context, fragment: str, folder: Path,
@@ -228,15 +174,14 @@ class PostChain(ProgramOwner):
             "composite_feedback": (files["composite"], {"BLOOM": 0, "FEEDBACK": 1}),
             "composite_both": (files["composite"], {"BLOOM": 1, "FEEDBACK": 1}),
         }
-        # The display: with or without the bloom; a render scale under 1 (SCALED: the scene
-        # sampled, bilinear, instead of texel for pixel); one tone map each, chosen when
-        # compiled (software GL runs every side of a branch on a uniform: 4 ms at 720p).
-        for bloom in ("", "_bloom"):
-            for scaled in ("", "_scaled"):
-                for index, operator in enumerate(TONEMAPS):
-                    variants[display_name(bloom, scaled, operator)] = (
-                        files["display"], {"BLOOM": int(bool(bloom)),
-                                           "SCALED": int(bool(scaled)), "OPERATOR": index})
+        # The display, with or without the bloom, one tone map each, chosen when compiled
+        # (software GL runs every side of a branch on a uniform: 4 ms at 720p); its picture
+        # scaled up under a render scale.
+        for bloom in (False, True):
+            for index, operator in enumerate(TONEMAPS):
+                variants[display_name(bloom, operator)] = (
+                    files["display"], {"BLOOM": int(bloom), "OPERATOR": index})
+        variants["upscale"] = (files["upscale"], {})
         for name, (fragment, defines) in variants.items():
             program = self._compile(ctx, fragment, folder, {**common, **defines})
             built[name] = program
@@ -275,6 +220,14 @@ class PostChain(ProgramOwner):
             self._scratch = _Image(self.ctx, size)
         return self._scratch
 
+    def _ensure_picture(self, size: tuple[int, int]) -> _Image:
+        """The display pass's picture under a render scale (RGBA8, the scene's size)."""
+        if self._picture is None or self._picture.size != size:
+            if self._picture is not None:
+                self._picture.release(self.ctx)
+            self._picture = _Image(self.ctx, size, dtype="f1")
+        return self._picture
+
     def _release_images(self, images: list[_Image]) -> None:
         for image in images:
             image.release(self.ctx)
@@ -288,22 +241,25 @@ class PostChain(ProgramOwner):
         """Post-process `hdr` (linear RGBA16F, `size` pixels, read pixel for pixel) into
         `out` (RGBA8 or a window's default framebuffer, drawn in its viewport), left bound.
         `dt`: seconds since the last frame (the feedback's motion and fade follow it).
-        `scene_size`: `hdr`'s size where it is smaller than `size` (the render scale): bloom
-        and feedback run at that size, and the display pass scales it up."""
+        `scene_size`: `hdr`'s size where it is smaller than `size` (the render scale): bloom,
+        feedback and the display pass run at that size, and its picture is scaled up."""
         size = (int(size[0]), int(size[1]))
         scene = size if scene_size is None else (int(scene_size[0]), int(scene_size[1]))
         if min(size) < 1 or min(scene) < 1:  # a minimised window: nothing to draw
             out.use()
             return
-        scaled = "_scaled" if scene != size else ""
         with self._timer:
             image, bloom = self._prepare(hdr, scene, settings, dt, fold_bloom=True)
-            out.use()
+            picture = None if scene == size else self._ensure_picture(scene)
+            (out if picture is None else picture.framebuffer).use()
             image.use(0)
             if bloom is not None:
                 bloom.use(1)
-            self._draw(display_name("" if bloom is None else "_bloom", scaled,
-                                    settings.tonemap))
+            self._draw(display_name(bloom is not None, settings.tonemap))
+            if picture is not None:  # the render scale: scaled up (bilinear) onto `out`
+                out.use()
+                picture.texture.use(0)
+                self._draw("upscale")
         self.gpu_ms = self._timer.last_ms
 
     def composite(self, hdr: moderngl.Texture, size: tuple[int, int], settings: PostSettings,
@@ -374,7 +330,8 @@ class PostChain(ProgramOwner):
 
     def owned(self) -> list[Any]:
         """Every GPU object this chain holds now (for leak checks)."""
-        images = [*self._levels, *self._history, *([self._scratch] if self._scratch else [])]
+        images = [*self._levels, *self._history,
+                  *(image for image in (self._scratch, self._picture) if image is not None)]
         return [*self._programs.values(), *(part for image in images
                                          for part in (image.framebuffer, image.texture))]
 
@@ -383,9 +340,10 @@ class PostChain(ProgramOwner):
         self._programs.release()
         self._release_images(self._levels)
         self._release_images(self._history)
-        if self._scratch is not None:
-            self._scratch.release(self.ctx)
-            self._scratch = None
+        for image in (self._scratch, self._picture):
+            if image is not None:
+                image.release(self.ctx)
+        self._scratch = self._picture = None
         self._history_valid = False
         self._timer.release()
         if self._params is not None:

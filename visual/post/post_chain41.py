@@ -20,7 +20,7 @@ from swarm_instrument.visual.gpu.uniforms import POST_PARAMS
 from swarm_instrument.visual.post.post_chain import PostChain, _Image
 
 SAMPLER_UNITS = {"u_source": 0, "u_scene": 0, "u_bloom": 1, "u_history": 2}
-NO_PARAMS_41 = frozenset({"gl41_post_downsample.frag"})
+NO_PARAMS_41 = frozenset({"gl41_post_downsample.frag", "post_upscale.frag"})
 
 
 class PostChain41(PostChain):
@@ -29,7 +29,7 @@ class PostChain41(PostChain):
     PASS_FILES = {"prefilter": "gl41_post_prefilter.frag",
                   "downsample": "gl41_post_downsample.frag",
                   "upsample": "gl41_post_upsample.frag", "composite": "gl41_post_composite.frag",
-                  "display": "post_display.frag"}
+                  "display": "post_display.frag", "upscale": "post_upscale.frag"}
 
     @staticmethod
     def _compile(ctx: moderngl.Context, fragment: str, folder: Path,

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from swarm_instrument.visual.post.post_chain import PostSettings
+from swarm_instrument.visual.post.post_settings import PostSettings
 from swarm_instrument.visual.post.tonemap import scene_color_for
 from swarm_instrument.visual.render.camera import OrbitCamera, plane_rows
 from swarm_instrument.visual.render.counts import SumScales
