@@ -90,9 +90,9 @@ def test_on_software_gl_a_message_sent_while_the_scene_draws_is_in_this_frames_p
     message shows in this frame. A render reads them once a frame (the next frame shows it)."""
     osc = QueuedOsc()
     show = Show(ctx, Params(DARK), ShowOptions(seed=3, live=live), osc=osc)
-    twice = latches_twice(show)
-    assert twice == (live and show.renderer.software)  # (on a GPU: the next frame, as a render)
     try:
+        twice = latches_twice(show)
+        assert twice == (live and show.renderer.software)  # on a GPU: the next frame, as a render
         loop, sink = play(show)
         dark = brightness(sink)
         draw_scene = show.renderer.draw_scene

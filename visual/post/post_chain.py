@@ -15,7 +15,9 @@ full-screen triangle (it writes the caller's framebuffer, a window's too) (shade
               result warped (zoom, rotation, drift) and faded, kept where brighter (Milkdrop's
               idea; the blend and why it is bounded are in that shader's opening comment)
     display   post_display.frag: exposure, a tone map (ACES fitted, AgX or a linear clamp), the
-              sRGB transfer, dither; into the caller's framebuffer, left bound
+              sRGB transfer, dither; into the caller's framebuffer, left bound (under a render
+              scale into an RGBA8 picture of the scene's size, which post_upscale.frag scales
+              up onto it, bilinear)
 
 With bloom 0 and feedback 0 the chain is the display pass alone; with bloom but no feedback
 the bloom is added in the display pass (no full-size HDR pass of its own).
@@ -212,21 +214,13 @@ class PostChain(ProgramOwner):
             self._history = [_Image(self.ctx, size), _Image(self.ctx, size)]
             self._history_valid = False
 
-    def _ensure_scratch(self, size: tuple[int, int]) -> _Image:
-        if self._scratch is None or self._scratch.size != size:
-            if self._scratch is not None:
-                self._scratch.release(self.ctx)
-                self._scratch = None
-            self._scratch = _Image(self.ctx, size)
-        return self._scratch
-
-    def _ensure_picture(self, size: tuple[int, int]) -> _Image:
-        """The display pass's picture under a render scale (RGBA8, the scene's size)."""
-        if self._picture is None or self._picture.size != size:
-            if self._picture is not None:
-                self._picture.release(self.ctx)
-            self._picture = _Image(self.ctx, size, dtype="f1")
-        return self._picture
+    def _sized(self, image: _Image | None, size: tuple[int, int], dtype: str = "f2") -> _Image:
+        """`image` where it is `size`, else a new one (the old one released)."""
+        if image is not None and image.size == size:
+            return image
+        if image is not None:
+            image.release(self.ctx)
+        return _Image(self.ctx, size, dtype)
 
     def _release_images(self, images: list[_Image]) -> None:
         for image in images:
@@ -250,7 +244,9 @@ class PostChain(ProgramOwner):
             return
         with self._timer:
             image, bloom = self._prepare(hdr, scene, settings, dt, fold_bloom=True)
-            picture = None if scene == size else self._ensure_picture(scene)
+            picture = None  # under a render scale: the display's picture (RGBA8, the scene's size)
+            if scene != size:
+                picture = self._picture = self._sized(self._picture, scene, "f1")
             (out if picture is None else picture.framebuffer).use()
             image.use(0)
             if bloom is not None:
@@ -289,7 +285,7 @@ class PostChain(ProgramOwner):
             self._history_valid = False  # turned back on later, it starts from the background
             if bloom is None or fold_bloom:
                 return hdr, bloom
-            target = self._ensure_scratch(size)
+            target = self._scratch = self._sized(self._scratch, size)
             hdr.use(0)
             bloom.use(1)
             self._dispatch("composite_bloom", target)
