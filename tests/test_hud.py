@@ -36,7 +36,7 @@ def luminance(image: np.ndarray) -> np.ndarray:
 
 
 @pytest.fixture(scope="module")
-def text_window():
+def headless_window():
     """A hidden headless pyglet window (EGL) to draw the HUD in: pyglet alone, as the live
     window draws it (no moderngl: its context detection is glX's on Linux)."""
     import pyglet
@@ -45,6 +45,18 @@ def text_window():
     window = pyglet.window.Window(1280, 720, visible=False)
     yield window
     window.close()
+
+
+@pytest.fixture
+def text_window(headless_window):
+    """The headless window; after the test, its HUDs' GL objects are collected while its
+    context is current (pyglet deletes a collected object's program in whatever context is
+    current: in a later test's, that is a GL error there)."""
+    import gc
+
+    yield headless_window
+    headless_window.switch_to()
+    gc.collect()
 
 
 def drawn_over_white(window, size: tuple[int, int], lines: list[str],
@@ -206,3 +218,37 @@ def test_the_level_meter_is_a_bar_moved_each_frame_not_a_line_laid_out_again(tex
     assert moved.split("]")[0].count("#") == 5 and moved.split("]")[1] == first.split("]")[1]
     clock.tick(0.3)
     assert audio_line(source, clock).endswith("onsets 3")
+
+
+# The HUD drawn in a new process (pyglet reads its `debug_gl` option once, at `pyglet.gl`'s
+# import) as the window draws it: the Python calls pyglet's GL error check makes.
+ERROR_CHECKS = """
+import sys
+from swarm_instrument.visual.ui.hud import headless_text_context
+ctx, hud, note = headless_text_context((640, 360))
+lines = {lines!r}
+hud.draw(lines)  # laid out once
+checks = 0
+def count(frame, event, arg):
+    global checks
+    checks += event == "call" and frame.f_code.co_name == "errcheck"
+sys.setprofile(count)
+hud.draw(lines)
+sys.setprofile(None)
+print(checks)
+"""
+
+
+@pytest.mark.parametrize("environment, checked", [({}, False), ({"PYGLET_DEBUG_GL": "1"}, True)])
+def test_the_hud_draws_without_a_gl_error_check_after_each_call_unless_asked(environment,
+                                                                              checked):
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "PYGLET_DEBUG_GL"} | environment
+    done = subprocess.run([sys.executable, "-c", ERROR_CHECKS.format(lines=COMPACT)], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    checks = int(done.stdout.split()[-1])
+    assert (checks > 0) == checked, (environment, checks)
