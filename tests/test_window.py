@@ -139,3 +139,97 @@ def test_unknown_screen_is_a_clear_error(display):
     result = instrument("--screen", "5", "--frames", "1", env=with_display(display))
     assert result.returncode == 1
     assert "--screen 5: no such screen" in result.stderr and "Traceback" not in result.stderr
+
+
+HIDDEN_HUD = r"""
+import ctypes
+import time
+
+import pyglet
+
+from swarm_instrument.visual.ui.window import LiveWindow, open_window
+
+window = open_window(0, False, (320, 180))
+live = LiveWindow(window, fps=60.0)
+asked = []
+
+
+class Performer:
+    def frame(self, target, size, lines=True):
+        asked.append(lines)
+        return ["the HUD's line"] if lines else []
+
+    def done(self):
+        return False
+
+
+live.performer = Performer()
+pyglet.window.Window._enable_event_queue = False  # as inside pyglet.app.run: handled at once
+window.switch_to()
+for _ in range(50):  # mapped: its first events (map, expose) handled
+    window.dispatch_events()
+    time.sleep(0.01)
+x11, xtst = ctypes.CDLL("libX11.so.6"), ctypes.CDLL("libXtst.so.6")
+x11.XOpenDisplay.restype = ctypes.c_void_p
+x11.XOpenDisplay.argtypes = [ctypes.c_char_p]
+x11.XStringToKeysym.restype = ctypes.c_ulong
+x11.XKeysymToKeycode.argtypes = [ctypes.c_void_p, ctypes.c_ulong]
+x11.XSetInputFocus.argtypes = [ctypes.c_void_p, ctypes.c_ulong, ctypes.c_int, ctypes.c_ulong]
+x11.XSync.argtypes = [ctypes.c_void_p, ctypes.c_int]
+xtst.XTestFakeKeyEvent.argtypes = [ctypes.c_void_p, ctypes.c_uint, ctypes.c_int, ctypes.c_ulong]
+sender = x11.XOpenDisplay(None)  # another client: the keyboard
+x11.XSetInputFocus(sender, window._view, 1, 0)  # pyglet's keys come to its view
+x11.XSync(sender, 0)
+
+
+def press_h():
+    code = x11.XKeysymToKeycode(sender, x11.XStringToKeysym(b"h"))
+    xtst.XTestFakeKeyEvent(sender, code, 1, 0)
+    xtst.XTestFakeKeyEvent(sender, code, 0, 0)
+    x11.XSync(sender, 0)
+    live._take_events()  # what a frame does first
+
+
+live.on_draw()
+press_h()  # the HUD hidden
+live.on_draw()
+press_h()  # and shown again
+live.on_draw()
+print("lines asked:", asked)
+assert asked == [True, False, True], asked
+"""
+
+
+def test_a_hidden_hud_has_no_lines_made(display):
+    """H hides the HUD: the window's frames then ask the show for no HUD lines (the report
+    is work on the frame's thread: 0.05-0.1 ms a frame on the H100's host); H again and
+    they are asked for again."""
+    result = subprocess.run([sys.executable, "-c", HIDDEN_HUD], cwd=ROOT, timeout=60,
+                            env=with_display(display), capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_live_show_makes_its_hud_lines_only_when_asked(ctx, monkeypatch):
+    from swarm_instrument import instrument
+    from swarm_instrument.show.cli import live_show
+    from swarm_instrument.show.cli.live_show import LiveShow
+    from swarm_instrument.show.loop import Offscreen
+    from swarm_instrument.show.supervision.supervisor import StopSignals
+
+    args = instrument.build_parser().parse_args(["--headless", "--no-midi", "--frames", "4",
+                                                 "--size", "96x54", "--count", "500"])
+    params, routes, preset = instrument.build_params(args)
+    monkeypatch.setattr(live_show, "check_machine", lambda *_: 500)
+    live = LiveShow(args, params, routes, preset, StopSignals())
+    show = live.build(ctx, (96, 54))
+    try:
+        sink = Offscreen(show, (96, 54))
+        made = []
+        real = show.hud_lines
+        monkeypatch.setattr(show, "hud_lines", lambda **kw: made.append(kw) or real(**kw))
+        assert live.frame(*sink.target(), lines=False) == [] and not made
+        lines = live.frame(*sink.target())
+        assert len(made) == 1 and lines and "agents" in " ".join(lines).lower()
+        assert show.frame == 2
+    finally:
+        live.finish(None)
