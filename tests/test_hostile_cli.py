@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from pythonosc.udp_client import SimpleUDPClient
 
+from swarm_instrument.visual.gpu.context import is_software
 from swarm_instrument.visual.gpu.limits import SOFTWARE_LIVE_COUNT
 
 from conftest import ROOT, free_port, quick_sample, run_instrument, wait_for
@@ -173,7 +174,9 @@ def test_limits_asked_of_the_driver_name_the_figure():
     assert small.live_count == int(256 * 2**20 * 0.8 // 212)
 
 
-def test_more_agents_than_software_gl_holds_live_is_refused_at_start():
+def test_more_agents_than_software_gl_holds_live_is_refused_at_start(ctx):
+    if not is_software(ctx):
+        pytest.skip("software GL's live limit (a GPU's is its memory: test_limits)")
     line = one_line_refusal(run_instrument("--headless", "--no-supervisor", "--no-midi",
                                            "--size", "64x64", "--count", "16777216"))
     assert f"{SOFTWARE_LIVE_COUNT:,}" in line and "--frames" in line

@@ -139,12 +139,15 @@ def test_a_renderer_reloads_all_its_programs_or_none(ctx, shader_copy):
         assert [dict(program_set) for program_set in sets] == running
         splat.write_text(splat.read_text().replace("\nthis is not GLSL\n", "\n"))
 
+        # The error inside the file (at its very end NVIDIA's compiler gives no line: "(0) :
+        # error ... unexpected $end").
         fragment = shader_copy / "fade.frag"
-        fragment.write_text(fragment.read_text() + "\nnot GLSL either\n")
+        good = fragment.read_text()
+        fragment.write_text(good.replace("void main", "not GLSL either;\nvoid main", 1))
         with pytest.raises(ShaderError, match=r"fade\.frag:\d+"):
             renderer.reload_shaders()
         assert [dict(program_set) for program_set in sets] == running
-        fragment.write_text(fragment.read_text().replace("\nnot GLSL either\n", "\n"))
+        fragment.write_text(good)
 
         renderer.reload_shaders()  # all good again: every set is new
         assert all(dict(program_set) != old for program_set, old in zip(sets, running))
