@@ -174,6 +174,38 @@ def test_limits_asked_of_the_driver_name_the_figure():
     assert small.live_count == int(256 * 2**20 * 0.8 // 212)
 
 
+def test_a_count_that_crowds_its_space_is_said_at_start_with_the_radii_that_do_not(
+        ctx, caplog):
+    """Four million agents in the default look's sphere: about 520 neighbours each (2.2
+    billion pairs a step, a second a frame on an H100); the start says so in one line with
+    the radii that keep the look's density (the cube root of the count over 16,384: the radii
+    bench_frame measures four million agents with). A count the look holds is not said."""
+    import logging
+
+    from swarm_instrument import instrument
+    from swarm_instrument.control.parameters.registry import Params
+    from swarm_instrument.show.cli.live_show import check_machine
+    from swarm_instrument.visual.sim.agents import crowding_note, neighbours_each
+
+    crowded = Params({"count": 4_194_304})
+    assert neighbours_each(crowded) == pytest.approx(524.3, abs=0.1)
+    line = crowding_note(crowded)
+    assert line.startswith("count 4,194,304: about 524 neighbours an agent")
+    assert "2.2 billion pairs" in line and "contain_radius 381 and spawn_radius 190" in line
+    spread = Params({"count": 4_194_304, "contain_radius": 381, "spawn_radius": 190})
+    assert crowding_note(spread) is None and neighbours_each(spread) == pytest.approx(2.0, 0.05)
+    assert crowding_note(Params({"count": 262_144})) is None  # the count knob's top
+    flat = Params({"count": 16_384, "contain_radius": 40, "dimensions": 2, "boundary": "wrap"})
+    assert crowding_note(flat) is None  # the flat look: 92 each at its own count
+
+    args = instrument.build_parser().parse_args(["--headless", "--frames", "1", "--count",
+                                                 "200000", "--size", "64x64"])
+    with caplog.at_level(logging.INFO):
+        check_machine(ctx, args, Params({"count": 200_000, "contain_radius": 20}), (64, 64))
+    assert [r.message for r in caplog.records if "neighbours an agent" in r.message] == [
+        crowding_note(Params({"count": 200_000, "contain_radius": 20}))]
+
+
 def test_more_agents_than_software_gl_holds_live_is_refused_at_start(ctx):
     if not is_software(ctx):
         pytest.skip("software GL's live limit (a GPU's is its memory: test_limits)")

@@ -56,6 +56,7 @@ from swarm_instrument.show.video_outputs import DEFAULT_RATE, open_outputs
 from swarm_instrument.visual.gpu.context import prepared_or_new_context
 from swarm_instrument.visual.gpu.limits import machine_limits
 from swarm_instrument.visual.output.png import write_png
+from swarm_instrument.visual.sim.agents import crowding_note
 from swarm_instrument.visual.ui.control_window.preview import Preview
 from swarm_instrument.visual.ui.hud import hud_layout
 from swarm_instrument.visual.ui.screens import ScreenArea, side_by_side
@@ -126,6 +127,8 @@ def check_machine(ctx, args: argparse.Namespace, params: Params, size: tuple[int
                                               args.count is not None else "count")
     if problem:
         raise FileProblem(problem)
+    if (crowded := crowding_note(params.as_dict())) is not None:
+        log.info(crowded)
     return limits.live_count
 
 

@@ -38,6 +38,38 @@ def spawn_state(count: int, params: Values, seed: int) -> tuple[np.ndarray, np.n
     return position, velocity
 
 
+LOOK_COUNT = 16384  # the count the bundled looks are made for (their radii)
+CROWDED_PAIRS = 64e6  # neighbour pairs a step where a count is said to crowd (see crowding_note)
+
+
+def neighbours_each(values: Values) -> float:
+    """About how many neighbours an agent has, spread evenly through the containing sphere
+    (disc in 2D): a grid step's work an agent grows with it. The default look: radius 3 in
+    60, 16,384 agents: about 2."""
+    flat = values["dimensions"] == 2
+    ratio = float(values["neighbor_radius"]) / max(float(values["contain_radius"]), 1e-9)
+    return float(values["count"]) * ratio ** (2 if flat else 3)
+
+
+def crowding_note(values: Values) -> str | None:
+    """One line where `values`' count crowds its space past CROWDED_PAIRS neighbour pairs a
+    step (a count raised alone: four million agents in the default look's sphere have about
+    520 neighbours each, 2.2 billion pairs, a second a step on an H100, where the look's
+    density at that count, about 2 each, takes 5 ms): how crowded, and the radii that keep the
+    density the look has at LOOK_COUNT. None where it is not crowded."""
+    count = float(values["count"])
+    each = neighbours_each(values)
+    if count * each <= CROWDED_PAIRS:
+        return None
+    scale = max(count / LOOK_COUNT, 1.0) ** (1.0 / (2 if values["dimensions"] == 2 else 3))
+    contain, spawn = float(values["contain_radius"]), float(values["spawn_radius"])
+    return (f"count {int(count):,}: about {each:,.0f} neighbours an agent within contain_radius "
+            f"{contain:g} ({count * each / 1e9:.2g} billion pairs a step): frames will be slow "
+            f"even on a large GPU, and live the governor lowers the count; the look's density "
+            f"at {LOOK_COUNT:,} agents, spread over this count, is contain_radius "
+            f"{contain * scale:.0f} and spawn_radius {spawn * scale:.0f} (a preset sets them)")
+
+
 def checked_obstacles(spheres: Sequence[Sequence[float]]) -> list[tuple[float, ...]]:
     """Up to MAX_OBSTACLES (x, y, z, radius > 0) finite spheres, as tuples; ValueError says
     what is wrong (both backends' set_obstacles)."""
