@@ -152,12 +152,19 @@ from swarm_instrument.visual.ui.window import LiveWindow, open_window
 window = open_window(0, False, (320, 180))
 live = LiveWindow(window, fps=60.0)
 asked = []
+latch = []  # the frames that press H and take it at their late latch, as the show does
 
 
 class Performer:
-    def frame(self, target, size, lines=True):
-        asked.append(lines)
-        return ["the HUD's line"] if lines else []
+    def frame(self, target, size):
+        if latch:
+            latch.pop()
+            press_h()
+            live.take_keys()  # what Show.latch does (show.late_keys)
+
+    def hud_lines(self, size):
+        asked.append(len(asked))
+        return [f"the HUD's line {len(asked)}"]
 
     def done(self):
         return False
@@ -187,26 +194,39 @@ def press_h():
     xtst.XTestFakeKeyEvent(sender, code, 1, 0)
     xtst.XTestFakeKeyEvent(sender, code, 0, 0)
     x11.XSync(sender, 0)
-    live._take_events()  # what a frame does first
+
+
+def shown():
+    return [label.text for label in live.hud._labels] if live.hud.visible else None
 
 
 live.on_draw()
-press_h()  # the HUD hidden
+assert len(asked) == 1 and shown() == ["the HUD's line 1"], (asked, shown())
+press_h()
+live._take_events()  # before the frame, as a frame begins: the HUD hidden
 live.on_draw()
-press_h()  # and shown again
 live.on_draw()
-print("lines asked:", asked)
-assert asked == [True, False, True], asked
+assert len(asked) == 1 and shown() is None, (asked, shown())  # no lines made while hidden
+latch.append(True)  # H in the middle of a frame, taken at its late latch
+live.on_draw()
+assert len(asked) == 2 and shown() == ["the HUD's line 2"], (asked, shown())  # this frame
+latch.append(True)  # and hidden again the same way: from this frame on no lines
+live.on_draw()
+live.on_draw()
+assert len(asked) == 2 and shown() is None, (asked, shown())
+print("ok")
 """
 
 
 def test_a_hidden_hud_has_no_lines_made(display):
     """H hides the HUD: the window's frames then ask the show for no HUD lines (the report
     is work on the frame's thread: 0.05-0.1 ms a frame on the H100's host); H again and
-    they are asked for again."""
+    they are asked for again, in the frame that took the key at its late latch (asked before
+    the frame, they showed a frame late: the key's latency 0.97 -> 1.57 frames here)."""
     result = subprocess.run([sys.executable, "-c", HIDDEN_HUD], cwd=ROOT, timeout=60,
                             env=with_display(display), capture_output=True, text=True)
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.returncode == 0 and result.stdout.strip() == "ok", (
+        result.stdout + result.stderr)
 
 
 def test_the_live_show_makes_its_hud_lines_only_when_asked(ctx, monkeypatch):
@@ -227,9 +247,11 @@ def test_the_live_show_makes_its_hud_lines_only_when_asked(ctx, monkeypatch):
         made = []
         real = show.hud_lines
         monkeypatch.setattr(show, "hud_lines", lambda **kw: made.append(kw) or real(**kw))
-        assert live.frame(*sink.target(), lines=False) == [] and not made
-        lines = live.frame(*sink.target())
+        live.frame(*sink.target())
+        assert not made  # a frame alone makes no lines: the window asks where the HUD shows
+        lines = live.hud_lines((96, 54))
         assert len(made) == 1 and lines and "agents" in " ".join(lines).lower()
+        live.frame(*sink.target())
         assert show.frame == 2
     finally:
         live.finish(None)

@@ -227,10 +227,10 @@ class LiveShow:
 
     # ---- the window's performer -------------------------------------------------------------
 
-    def frame(self, target, size: tuple[int, int], lines: bool = True) -> list[str]:
+    def frame(self, target, size: tuple[int, int]) -> None:
         self.loop.frame(target, size)
-        if not lines:  # the HUD hidden: its lines not made
-            return []
+
+    def hud_lines(self, size: tuple[int, int]) -> list[str]:
         return self.show.hud_lines(compact=hud_layout(size).compact)  # a small window: fewer
 
     def paced(self, start: float, worked: float, shown: float) -> float:

@@ -114,10 +114,13 @@ def display_rate(window, default: float = 60.0) -> float:
 class Performer(Protocol):
     """What the window hands its events and frames to (show/cli/live_show.py wires the show in)."""
 
-    def frame(self, target: moderngl.Framebuffer, size: tuple[int, int],
-              lines: bool = True) -> list[str]:
-        """Play one frame into `target`, `size` pixels; the HUD's lines where `lines` (the HUD
-        is shown), else none."""
+    def frame(self, target: moderngl.Framebuffer, size: tuple[int, int]) -> None:
+        """Play one frame into `target`, `size` pixels."""
+
+    def hud_lines(self, size: tuple[int, int]) -> list[str]:
+        """The HUD's lines for a window of `size` pixels, asked after a frame only while the
+        HUD is shown."""
+
     def paced(self, start: float, worked: float, shown: float) -> float:
         """The frame that started at `start` had its work done at `worked` and was shown at
         `shown` (time.perf_counter); returns the period wanted until the next one."""
@@ -201,8 +204,12 @@ class LiveWindow:
             return
         self.window.switch_to()
         target, size = self.screen()
-        # A hidden HUD (H, or no overlay: the control window shows it) needs no lines made.
-        lines = self.performer.frame(target, size, self.overlay and self.hud.visible)
+        self.performer.frame(target, size)
+        # A hidden HUD (H, or no overlay: the control window shows it) needs no lines made;
+        # asked after the frame, so that an H the frame took at its late latch shows the HUD
+        # in this frame.
+        shown = self.overlay and self.hud.visible
+        lines = self.performer.hud_lines(size) if shown else []
         # The frame may end with another framebuffer bound (a control window's thumbnail
         # rendered offscreen): the HUD and the screenshot are the window's.
         target.use()
