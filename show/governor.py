@@ -20,6 +20,13 @@ SETTLE_S (and MIN_FRAMES):
 - too slow (the median interval over SLOW times the target's): the first lever in order that
   can go lower goes lower, as far as the frames are too slow (the render scale by the square
   root of the ratio, the count by its powers of two), by one step at least;
+- stalled (every frame since the last change over STALL times the target's: a look that
+  crowds its space, a count far over what the GPU holds): judged after two frames, not
+  MIN_FRAMES (one frame's hitch is no stall), and the count goes first (STALL_ORDER): no
+  render scale or post chain lightens a frame that much. Seen on software GL: a look made a
+  crowd (its space 5 wide, its neighbours 12) played at 0.3 fps for 51 s while the render
+  scale was lowered, judged no help and lowered again, four frames of 3.3 s a judgement;
+  now the count is down after two frames (6 s there);
 - room: the last lever in order that is lowered and fits goes up one step. It fits where the
   work it will add stays under FIT of the budget (its cost is learnt from how the work moved
   when it last moved) or, its cost unknown, where the median work is under ROOM of the budget
@@ -53,6 +60,8 @@ ROOM = 0.7  # work under this share of the budget: room to raise a lever of unkn
 FIT = 0.9  # a lever whose cost is known comes back when the work then stays under this share
 PROBE_S = 10.0  # one whose cost says no is tried anyway this often where there is ROOM
 NO_HELP = 0.95  # a lowering that left the work above this share of before did not help
+STALL = 8.0  # frames this many times the target's are a stall: see the module
+STALL_ORDER = ("count", "render_scale", "post")
 SETTLE_S = 0.5  # after a change, frames are watched this long (and MIN_FRAMES) first
 MIN_FRAMES = 4
 HOLD_S = 2.0  # a lever that failed rests this long, doubling each time, up to HOLD_MAX_S
@@ -129,9 +138,12 @@ class Governor:
         if self._since is None:
             self._since = now
         self._frames.append((interval, work))
-        if now - self._since < SETTLE_S or len(self._frames) < MIN_FRAMES:
+        if now - self._since < SETTLE_S:
             return None
         budget = 1.0 / self.target_fps(params)
+        if len(self._frames) < MIN_FRAMES and (  # a stall is judged after two frames
+                len(self._frames) < 2 or min(f[0] for f in self._frames) <= STALL * budget):
+            return None
         intervals = statistics.median(frame[0] for frame in self._frames)
         works = statistics.median(frame[1] for frame in self._frames)
         ratio = intervals / budget
@@ -150,7 +162,7 @@ class Governor:
                 self._rest(self._rest_lower, lever, now)  # not what makes the frame slow
                 return self._set(now, lever, before, "lowering it did not lighten the frame")
         if slow:
-            for lever in LEVERS:
+            for lever in STALL_ORDER if ratio > STALL else LEVERS:
                 if params[PINS[lever]] or now < self._rest_lower[lever]:
                     continue
                 level = self._lower_to(lever, ratio, params, post_runs)

@@ -145,6 +145,29 @@ def test_a_lowering_that_does_not_lighten_the_frame_is_undone(frames):
     assert any("did not lighten" in change for change in frames.changes)
 
 
+def test_a_stall_lowers_the_count_first_and_within_a_few_frames(frames):
+    """A look turned into a crowd (its space shrunk, its neighbours widened): frames a hundred
+    times the target's, the simulation's cost by the count squared. The count goes first, after
+    two such frames, and the frames are on time again within five seconds of show; before,
+    the render scale went first and each judgement waited for four frames (51 s at 0.3 fps
+    in the window here)."""
+    machine = Machine(sim=100.0, pixels=0.3, crowd=2.0)  # 1.67 s frames; 1/16: 0.39 + 0.3
+    frames.play(5.0, machine)
+    assert frames.levers()[0] == "count", frames.changes
+    assert machine.work(frames.governor, frames.params) <= BUDGET, frames.changes
+    assert frames.levels[2] == 16384 // 16
+
+
+def test_one_slow_frame_is_no_stall(frames):
+    """A single frame of a second (a hitch) among frames on time changes nothing."""
+    machine = Machine(sim=0.5, pixels=0.3)
+    frames.play(2.0, machine)
+    frames.now += 1.0
+    assert frames.governor.observe(frames.now, 1.0, 1.0, frames.params, True) is None
+    frames.play(0.2, machine)
+    assert frames.levels == (1.0, False, 16384) and not frames.changes, frames.changes
+
+
 def test_pins_keep_a_lever_where_the_performer_set_it(frames):
     frames.params["pin_render_scale"] = True
     frames.play(20.0, Machine(sim=1.2, pixels=0.6, post=0.5))
