@@ -289,8 +289,19 @@ def test_the_show_ends_when_its_supervisor_is_killed(tmp_path):
                 return True
 
         wait_for(gone, "the show to end with its supervisor", timeout=30)
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as again:
-            again.bind(("127.0.0.1", port))  # the OSC port is free again
+
+        def port_free() -> bool:
+            # the leader shows Z while the process's other threads (llvmpipe's, the audio
+            # helper's) may still be ending, and they share its open files: the socket closes
+            # with the last of them, so this waits for it rather than binding at once
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as again:
+                try:
+                    again.bind(("127.0.0.1", port))
+                except OSError:
+                    return False
+                return True
+
+        wait_for(port_free, "the OSC port to be free again", timeout=10)
     finally:
         if supervisor.poll() is None:
             supervisor.kill()
