@@ -1,12 +1,18 @@
 """The governor: real time on any GPU. It holds the target frame rate on a GPU too slow for the
-look by lowering, in this order, the render scale, the post chain and the count, and raises
-them back (in the reverse order) when there is room; the HUD and telemetry say what is
-lowered, and a performer can pin any of the three (the registry's pin_render_scale, pin_post,
-pin_count; its target_fps, 0: the display's rate, 30 on software GL). Main thread only.
+look by lowering, in this order, the render scale, the post chain, the count and the
+neighbours, and raises them back (in the reverse order) when there is room; the HUD and
+telemetry say what is lowered, and a performer can pin any of the four (the registry's
+pin_render_scale, pin_post, pin_count, pin_neighbors; its target_fps, 0: the display's rate, 30
+on software GL). Main thread only.
 
     render_scale  the picture drawn at SCALES of the window's size and scaled up
     post          the post chain (bloom, feedback) held off where it would run
     count         the agents halved, at most COUNT_STEPS times (never below MIN_AGENTS)
+    neighbors     the candidates an agent examines capped at NEIGHBOR_CAP (the registry's
+                  neighbor_cap, where it is 0 or more): the last resort of a crowd, whose
+                  work grows with the count squared, so that even a sixteenth of it can
+                  stall (16,384 agents all within each other's radius: 268 million pairs
+                  a step); capped, the work grows with the count alone
 
 Whoever paces the frames (the window, visual/ui/window.py; a headless show at its cap,
 show/loop.py) reports each frame's interval and work (the CPU's and the GPU's, up to the
@@ -26,11 +32,19 @@ SETTLE_S (and MIN_FRAMES):
   render scale or post chain lightens a frame that much. Seen on software GL: a look made a
   crowd (its space 5 wide, its neighbours 12) played at 0.3 fps for 51 s while the render
   scale was lowered, judged no help and lowered again, four frames of 3.3 s a judgement;
-  now the count is down after two frames (6 s there);
+  now the count is down after two frames (6 s there), then the neighbours where the count's
+  floor still stalls. A frame whose own work is over STALL_ALONE_S is judged alone, at once:
+  no hitch on stage lasts that long, and a crowd far past what the GPU holds (65,536 agents
+  all within each other's radius on software GL: 47 s frames) would stay dark for another;
 - room: the last lever in order that is lowered and fits goes up one step. It fits where the
   work it will add stays under FIT of the budget (its cost is learnt from how the work moved
   when it last moved) or, its cost unknown, where the median work is under ROOM of the budget
   (and every PROBE_S while there is that much room, whatever its cost said: costs change).
+  The neighbours never probe: uncapped again in the crowd that stalled they would stall the
+  show again for two frames of seconds. Their cost, learnt when they were capped, is scaled
+  by how crowded the swarm is now against then (`crowd`: the count squared times the share
+  of its space a neighbourhood covers), so they come back when the performer thins the crowd
+  (a smaller radius, a wider space, fewer agents), not before.
 
 The show never plays in slow motion because frames are slow: live, a slow frame steps the
 time it took (show/loop.py WallClock); renders and --dt keep their fixed step and nobody
@@ -48,12 +62,14 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-LEVERS = ("render_scale", "post", "count")
-PINS = {"render_scale": "pin_render_scale", "post": "pin_post", "count": "pin_count"}
+LEVERS = ("render_scale", "post", "count", "neighbors")
+PINS = {"render_scale": "pin_render_scale", "post": "pin_post", "count": "pin_count",
+        "neighbors": "pin_neighbors"}
 PARAMS = frozenset({"target_fps", *PINS.values()})  # machine settings, kept out of recalls
 SCALES = (1.0, 0.85, 0.7, 0.6, 0.5)  # the render scale's steps: 100, 72, 49, 36, 25 % pixels
 COUNT_STEPS = 4  # the count is halved at most this often: a sixteenth of the performer's
 MIN_AGENTS = 512
+NEIGHBOR_CAP = 64  # candidates an agent examines where the neighbours are capped
 SOFTWARE_FPS = 30.0  # software GL's default target
 SLOW = 1.1  # frames this much slower than the target's are too slow
 ROOM = 0.7  # work under this share of the budget: room to raise a lever of unknown cost
@@ -61,7 +77,8 @@ FIT = 0.9  # a lever whose cost is known comes back when the work then stays und
 PROBE_S = 10.0  # one whose cost says no is tried anyway this often where there is ROOM
 NO_HELP = 0.95  # a lowering that left the work above this share of before did not help
 STALL = 8.0  # frames this many times the target's are a stall: see the module
-STALL_ORDER = ("count", "render_scale", "post")
+STALL_ORDER = ("count", "neighbors", "render_scale", "post")
+STALL_ALONE_S = 2.0  # a frame of this much work (and a stall's) is judged alone
 SETTLE_S = 0.5  # after a change, frames are watched this long (and MIN_FRAMES) first
 MIN_FRAMES = 4
 HOLD_S = 2.0  # a lever that failed rests this long, doubling each time, up to HOLD_MAX_S
@@ -89,6 +106,7 @@ class Governor:
         # What a lever costs, learnt from the changes: seconds of work per unit of `_share`
         self._cost: dict[str, float | None] = dict.fromkeys(LEVERS)
         self._probe_at = dict.fromkeys(LEVERS, -math.inf)
+        self._crowd_learnt = 1.0  # `crowd` when the neighbours' cost was learnt
 
     # ---- what the frame uses --------------------------------------------------------------
 
@@ -122,6 +140,29 @@ class Governor:
             return asked
         return max(asked >> self.level["count"], min(asked, MIN_AGENTS))
 
+    def neighbor_cap(self, params: Mapping[str, Any]) -> int:
+        """The candidates an agent examines (0: all): neighbor_cap, or NEIGHBOR_CAP where the
+        neighbours are lowered and it asks for more."""
+        asked = int(params["neighbor_cap"])
+        if not self.level["neighbors"] or params["pin_neighbors"]:
+            return asked
+        return NEIGHBOR_CAP if asked == 0 else min(asked, NEIGHBOR_CAP)
+
+    def governed(self, values: dict[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
+        """This frame's values for the swarm's step: `values` itself unless the neighbours
+        are capped, else a copy with the cap."""
+        if not self.level["neighbors"]:
+            return values
+        return {**values, "neighbor_cap": self.neighbor_cap(params)}
+
+    def crowd(self, params: Mapping[str, Any]) -> float:
+        """How crowded the swarm is, up to a factor: the pairs of agents a step examines were
+        they spread evenly, the count squared times the share of the space (a sphere of
+        contain_radius, a disc where flat) one agent's neighbourhood covers, at most all."""
+        reach = float(params["neighbor_radius"]) / max(float(params["contain_radius"]), 1e-6)
+        covered = min(1.0, reach ** (2 if params["dimensions"] == 2 else 3))
+        return float(self.count(params)) ** 2 * covered
+
     # ---- frames -------------------------------------------------------------------------------
 
     def observe(self, now: float, interval: float, work: float, params: Mapping[str, Any],
@@ -138,12 +179,14 @@ class Governor:
         if self._since is None:
             self._since = now
         self._frames.append((interval, work))
-        if now - self._since < SETTLE_S:
-            return None
         budget = 1.0 / self.target_fps(params)
-        if len(self._frames) < MIN_FRAMES and (  # a stall is judged after two frames
-                len(self._frames) < 2 or min(f[0] for f in self._frames) <= STALL * budget):
-            return None
+        if work <= max(STALL * budget, STALL_ALONE_S):  # else judged alone, at once
+            if now - self._since < SETTLE_S:
+                return None
+            if len(self._frames) < MIN_FRAMES and (  # a stall is judged after two frames
+                    len(self._frames) < 2
+                    or min(f[0] for f in self._frames) <= STALL * budget):
+                return None
         intervals = statistics.median(frame[0] for frame in self._frames)
         works = statistics.median(frame[1] for frame in self._frames)
         ratio = intervals / budget
@@ -154,6 +197,8 @@ class Governor:
             moved = self._share(lever, before) - self._share(lever, self.level[lever])
             if moved:  # what the lever's change did to the work: its cost
                 self._cost[lever] = max((work_before - works) / moved, 0.0)
+                if lever == "neighbors":
+                    self._crowd_learnt = self.crowd(params)
             if raised and slow:  # the raise did not fit: back down, and rest from raising
                 self._rest(self._rest_raise, lever, now)
                 return self._set(now, lever, before, f"frames {ratio:.1f}x the target's "
@@ -179,8 +224,11 @@ class Governor:
                 fits = room  # its cost unknown: back where there is room, and see
                 if cost is not None:  # its cost learnt: back if the work it adds still fits
                     grows = cost * (self._share(lever, level - 1) - self._share(lever, level))
+                    if lever == "neighbors":  # as crowded as then, or less: never a probe
+                        grows *= self.crowd(params) / max(self._crowd_learnt, 1e-9)
                     fits = works + grows < FIT * budget
-                    if not fits and room and now >= self._probe_at[lever]:
+                    if not fits and room and now >= self._probe_at[lever] \
+                            and lever != "neighbors":
                         fits = True  # the cost may have changed (a calmer passage): try
                         self._probe_at[lever] = now + PROBE_S
                 if fits:
@@ -194,7 +242,7 @@ class Governor:
     @staticmethod
     def _share(lever: str, level: int) -> float:
         """How much of a lever's cost a level keeps: the count's fraction, the render scale's
-        pixels, the post chain's all or nothing."""
+        pixels, the post chain's and the neighbours' all or nothing."""
         if lever == "count":
             return 1.0 / (1 << level)
         if lever == "render_scale":
@@ -208,6 +256,9 @@ class Governor:
         level = self.level[lever]
         if lever == "post":
             return 1 if level == 0 and post_runs else None
+        if lever == "neighbors":
+            asked = int(params["neighbor_cap"])
+            return 1 if level == 0 and (asked == 0 or asked > NEIGHBOR_CAP) else None
         if lever == "count":
             if level >= COUNT_STEPS or self.count(params) <= MIN_AGENTS:
                 return None
@@ -229,7 +280,9 @@ class Governor:
         self._since, self._frames = now, deque(maxlen=240)
         what = {"render_scale": f"render scale {SCALES[level]:g}",
                 "post": "post chain " + ("held off" if level else "back"),
-                "count": f"count 1/{1 << level}" if level else "count back"}[lever]
+                "count": f"count 1/{1 << level}" if level else "count back",
+                "neighbors": (f"neighbours capped at {NEIGHBOR_CAP}" if level
+                              else "neighbours back")}[lever]
         self.last_change = f"{what} ({why})"
         log.info(f"governor: {self.last_change}")
         return self.last_change
@@ -241,6 +294,7 @@ class Governor:
         return {"active": self.active, "target_fps": round(self.target_fps(params), 3),
                 "render_scale": self.render_scale(params), "post_held": self.post_held(params),
                 "count": self.count(params), "count_asked": int(params["count"]),
+                "neighbor_cap": self.neighbor_cap(params),
                 "lowered": [lever for lever in LEVERS if self.level[lever]],
                 "pinned": [lever for lever in LEVERS if params[PINS[lever]]],
                 "changes": self.changes, "last_change": self.last_change}
@@ -254,6 +308,8 @@ class Governor:
             parts.append("post held off")
         if self.count(params) < int(params["count"]):
             parts.append(f"count {self.count(params):,} of {int(params['count']):,}")
+        if self.neighbor_cap(params) != int(params["neighbor_cap"]):
+            parts.append(f"neighbours capped at {self.neighbor_cap(params)}")
         if not parts:
             return None
         pinned = [lever for lever in LEVERS if params[PINS[lever]]]

@@ -335,7 +335,7 @@ class Show:
             self.swarm.resize(count, self.params.as_dict())  # no stalled frame
         self.show_time += dt
         self.frame_dt += dt
-        values = self.values or self.params.as_dict()
+        values = self.governor.governed(self.values or self.params.as_dict(), self.params)
         camera = self.camera
         camera.mode = values["camera"]
         camera.distance_scale = float(values["camera_distance"])

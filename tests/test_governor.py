@@ -1,9 +1,9 @@
 """Real time on any GPU (issue 31): the governor (show/governor.py) lowers the render scale, then
-the post chain, then the count while frames are too slow, and raises them back in the
-reverse order when there is room; a raise that does not fit goes back down and rests; a
-lowering that does not lighten the frame is undone; a performer pins any of them; the HUD and
-telemetry say what is lowered; the show never plays in slow motion because frames are slow.
-Timings are given (a fake clock): nothing here depends on this machine's speed."""
+the post chain, then the count, then a crowd's neighbours while frames are too slow, and
+raises them back in the reverse order when there is room; a raise that does not fit goes back
+down and rests; a lowering that does not lighten the frame is undone; a performer pins any of
+them; the HUD and telemetry say what is lowered; the show never plays in slow motion because
+frames are slow. Timings are given (a fake clock): nothing here depends on this machine's speed."""
 
 from __future__ import annotations
 
@@ -13,10 +13,11 @@ import pytest
 
 from swarm_instrument.control.parameters.registry import Params
 from swarm_instrument.show.cli.options import ShowOptions
-from swarm_instrument.show.governor import MIN_AGENTS, Governor
+from swarm_instrument.show.governor import MIN_AGENTS, NEIGHBOR_CAP, Governor
 from swarm_instrument.show.look_state import Looks
 from swarm_instrument.show.loop import MAX_STEPS, Loop, Offscreen, WallClock
 from swarm_instrument.show.show import Show
+from swarm_instrument.visual.gpu.uniforms import SWARM_PARAMS
 from swarm_instrument.visual.sim.agents import MAX_DT
 from swarm_instrument.visual.ui.frame_pacing import MARGIN_S, FramePacer, schedule_at
 
@@ -28,15 +29,20 @@ class Machine:
     render scale (by the scale squared) and `post` for the post chain where it runs."""
 
     def __init__(self, sim: float, pixels: float, post: float = 0.0,
-                 crowd: float = 1.0) -> None:
+                 crowd: float = 1.0, capped: float | None = None) -> None:
         self.sim, self.pixels, self.post, self.crowd = sim, pixels, post, crowd
+        self.capped = sim if capped is None else capped
 
     def work(self, governor: Governor, params: Params) -> float:
-        """`crowd` 2: the simulation's cost grows with the count squared (a crowded swarm)."""
+        """`crowd` 2: the simulation's cost grows with the count squared (a crowded swarm);
+        its neighbours capped, it costs `capped` for the whole count, growing with the count
+        (or what it costs uncapped, where that is less: a cap adds no work)."""
         post = self.post if params["post"] == "on" and not governor.post_held(params) else 0.0
         count = governor.count(params) / params["count"]
-        return BUDGET * (self.sim * count ** self.crowd
-                         + self.pixels * governor.render_scale(params) ** 2 + post)
+        sim = self.sim * count ** self.crowd
+        if governor.neighbor_cap(params) != params["neighbor_cap"]:
+            sim = min(sim, self.capped * count)
+        return BUDGET * (sim + self.pixels * governor.render_scale(params) ** 2 + post)
 
 
 class Frames:
@@ -158,6 +164,82 @@ def test_a_stall_lowers_the_count_first_and_within_a_few_frames(frames):
     assert frames.levels[2] == 16384 // 16
 
 
+CROWD = {"count": 16384, "post": "on", "contain_radius": 5.0, "neighbor_radius": 12.0}
+
+
+def test_a_crowd_that_stalls_at_the_count_s_floor_gets_its_neighbours_capped():
+    """A crowd whose sixteenth still stalls (16,384 agents all within each other's radius:
+    268 million pairs, a sixteenth of them a million): the count goes first, then the
+    neighbours are capped, and the frames are on time again; the HUD, telemetry and the
+    swarm's values say so. Before, the frames stayed at the floor's 0.2 s until the performer
+    turned the knobs back."""
+    frames = Frames(Governor(), Params(CROWD))
+    machine = Machine(sim=3000.0, pixels=0.3, crowd=2.0, capped=2.0)  # 50 s; 1/16: 0.2 s
+    frames.play(120.0, machine)  # two frames of 50 s, then the count's floor
+    assert frames.levers()[:2] == ["count", "neighbours"], frames.changes
+    assert machine.work(frames.governor, frames.params) <= BUDGET * 1.1, frames.changes
+    governor, params = frames.governor, frames.params
+    assert governor.neighbor_cap(params) == NEIGHBOR_CAP and params["neighbor_cap"] == 0
+    assert governor.state(params)["neighbor_cap"] == NEIGHBOR_CAP
+    assert "neighbors" in governor.state(params)["lowered"]
+    assert f"neighbours capped at {NEIGHBOR_CAP}" in governor.hud_line(params)
+    values = params.as_dict()
+    assert governor.governed(values, params)["neighbor_cap"] == NEIGHBOR_CAP
+    assert values["neighbor_cap"] == 0  # the performer's values are not changed
+    params["neighbor_cap"] = 16  # a performer's cap under the governor's is kept
+    assert governor.neighbor_cap(params) == 16
+
+
+def test_capped_neighbours_come_back_only_when_the_crowd_thins():
+    """Uncapped again in the same crowd, the frames would stall for seconds: the neighbours
+    are never tried back there (the count may come back, capped it grows with the count alone).
+    The performer thins the crowd (the neighbour radius from 12 to 0.5): they come back, and
+    the frames stay on time."""
+    frames = Frames(Governor(), Params(CROWD))
+    machine = Machine(sim=3000.0, pixels=0.3, crowd=2.0, capped=2.0)
+    frames.play(120.0, machine)
+    frames.changes.clear()
+    frames.play(120.0, machine)
+    assert not any(change.startswith("neighbours back") for change in frames.changes), \
+        frames.changes
+    assert frames.governor.neighbor_cap(frames.params) == NEIGHBOR_CAP
+    frames.params["neighbor_radius"] = 0.5  # (0.5 / 5)^3 of the space: a thousandth
+    thin = Machine(sim=3.0, pixels=0.3, crowd=2.0, capped=2.0)
+    frames.changes.clear()
+    frames.play(60.0, thin)
+    assert any(change.startswith("neighbours back") for change in frames.changes), \
+        frames.changes
+    assert frames.governor.neighbor_cap(frames.params) == 0
+    assert not any("after it came back" in change for change in frames.changes), frames.changes
+    assert thin.work(frames.governor, frames.params) <= BUDGET * 1.1
+
+
+def test_pinned_neighbours_stay_as_set():
+    frames = Frames(Governor(), Params({**CROWD, "pin_neighbors": True}))
+    frames.play(120.0, Machine(sim=3000.0, pixels=0.3, crowd=2.0, capped=2.0))
+    assert "neighbours" not in frames.levers() and frames.levels[2] == 16384 // 16
+    frames.params["pin_neighbors"] = False
+    frames.play(5.0, Machine(sim=3000.0, pixels=0.3, crowd=2.0, capped=2.0))
+    assert frames.governor.neighbor_cap(frames.params) == NEIGHBOR_CAP
+    frames.params["pin_neighbors"] = True  # pinned while capped: the performer's at once
+    frames.play(BUDGET, Machine(sim=3000.0, pixels=0.3, crowd=2.0, capped=2.0))
+    assert frames.governor.neighbor_cap(frames.params) == 0
+    assert "neighbors pinned" in frames.changes[-1]
+
+
+def test_a_frame_of_seconds_is_judged_alone():
+    """65,536 agents all within each other's radius on software GL: 47 s frames, where the
+    stall's second frame kept the show dark for as long again. A frame of over STALL_ALONE_S
+    of work is judged at once: the count goes down after it, then the neighbours."""
+    governor, params = Governor(software=True), Params({**CROWD, "count": 65536})
+    assert governor.observe(100.0, 47.0, 47.0, params, False) == "count 1/16 (frames " \
+        "1410.0x the target's)"
+    frames = Frames(governor, params)
+    frames.now = 100.0
+    frames.play(5.0, Machine(sim=47 * 30, pixels=0.3, crowd=2.0, capped=1.0))
+    assert governor.neighbor_cap(params) == NEIGHBOR_CAP, frames.changes
+
+
 def test_one_slow_frame_is_no_stall(frames):
     """A single frame of a second (a hitch) among frames on time changes nothing."""
     machine = Machine(sim=0.5, pixels=0.3)
@@ -203,7 +285,8 @@ def test_the_count_never_goes_below_its_floor():
 def test_recalls_leave_the_governor_s_settings_alone():
     params = Params({"target_fps": 30.0, "pin_count": True})
     looks = Looks(params)
-    assert {"target_fps", "pin_render_scale", "pin_post", "pin_count"} <= looks.kept
+    assert {"target_fps", "pin_render_scale", "pin_post", "pin_count",
+            "pin_neighbors"} <= looks.kept
 
 
 def test_the_show_draws_with_the_governor_s_levels(ctx):
@@ -213,13 +296,17 @@ def test_the_show_draws_with_the_governor_s_levels(ctx):
         loop, sink = Loop(show, WallClock(fixed_dt=1 / 60)), Offscreen(show, (160, 90))
         loop.frame(*sink.target())
         assert show.renderer.scene_size == (160, 90) and show.renderer.post_on
-        show.governor.level.update({"render_scale": 4, "post": 1, "count": 2})
+        show.governor.level.update({"render_scale": 4, "post": 1, "count": 2, "neighbors": 1})
         loop.frame(*sink.target())
         assert show.swarm.count == 1024 and show.renderer.scene_size == (80, 45)
+        block = show.swarm._params.buffer.read()  # the step's uniforms, as the GPU read them
+        at = SWARM_PARAMS.offsets["neighbor_cap"]
+        assert int.from_bytes(block[at:at + 4], "little") == NEIGHBOR_CAP
         assert not show.renderer.post_on and "governor" in show.renderer.post_state
         record = show.telemetry()
         assert record["agents"] == 1024 and record["params"]["count"] == 4096
-        assert record["governor"]["lowered"] == ["render_scale", "post", "count"]
+        assert record["governor"]["lowered"] == ["render_scale", "post", "count", "neighbors"]
+        assert record["params"]["neighbor_cap"] == 0
         assert any(line.startswith("governor (") for line in show.hud_lines())
         show.respawn()  # a respawn spawns the governed count
         assert show.swarm.count == 1024

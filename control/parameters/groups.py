@@ -29,7 +29,7 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("tempo", ("bpm", "tempo_min", "tempo_max", "tempo_source", "quantize")),
     ("presets", ("morph_seconds", "crossfade", "crossfade_a", "crossfade_b")),
     ("engine", ("neighbor_cap", "lod_pixels", "target_fps", "pin_render_scale", "pin_post",
-                "pin_count")),
+                "pin_count", "pin_neighbors")),
 )
 
 

@@ -327,12 +327,14 @@ REGISTRY: tuple[Param, ...] = (
        (-3, 3)),
     # ---- the frame rate: what this machine draws (show/governor.py), not how a look looks ----
     _f("target_fps", 0, 0, 240, "the frame rate the governor holds by lowering the render "
-       "scale, then the post chain, then the count (and back when there is room); 0: the "
-       "display's (software GL: 30)", (0, 144)),
+       "scale, then the post chain, then the count, then a crowd's neighbours (and back when "
+       "there is room); 0: the display's (software GL: 30)", (0, 144)),
     Param("pin_render_scale", False, "bool",
           "the governor leaves the picture at the window's size (render scale 1)"),
     Param("pin_post", False, "bool", "the governor leaves the post chain as post says"),
     Param("pin_count", False, "bool", "the governor leaves the count at count"),
+    Param("pin_neighbors", False, "bool",
+          "the governor leaves neighbor_cap as set (it caps a crowd's neighbours last)"),
 )
 
 BY_NAME: dict[str, Param] = {p.name: p for p in REGISTRY}

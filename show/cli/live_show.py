@@ -238,8 +238,8 @@ class LiveShow:
         a live clock (not --dt's, which repeat); the period until the next frame."""
         show = self.show
         last, self._last_shown = self._last_shown, shown
-        if last is not None and self.args.dt is None:
-            show.governor.observe(shown, shown - last, worked - start, show.params,
+        if self.args.dt is None:  # the first frame's interval: its own time
+            show.governor.observe(shown, shown - (last or start), worked - start, show.params,
                                   show.renderer.post_active(show.values or show.params))
         self.idle()
         return 1.0 / show.governor.target_fps(show.params)
