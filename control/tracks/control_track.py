@@ -84,7 +84,7 @@ PHASES = ("between", "advance", "late")  # where a change came in, other than at
 SECTIONS = ("intro", "groove", "build", "drop", "break", "outro")  # the autopilot's labels
 AUDIO_KEYS = SOURCES  # what an audio event records: the modulation sources
 ACTION_KINDS = MAPPABLE + ("pause", "lure", "zoom")  # zoom: the window's scroll wheel
-LEVERS = ("render_scale", "post", "count")  # the governor's (show/governor.py)
+LEVERS = ("render_scale", "post", "count", "neighbors")  # the governor's (show/governor.py)
 MAX_SIDE = 16384  # pixels: a frame's side
 TRACK_LIMIT = 1 << 30  # an hour at 60 fps is ~75 MB (audio and frame events): a GB is no track
 
