@@ -28,7 +28,8 @@ from swarm_instrument.control.parameters.registry import ParamError, Params
 from swarm_instrument.control.text import printable
 from swarm_instrument.show.cli.arguments import build_parser
 from swarm_instrument.show.cli.console import error, install
-from swarm_instrument.show.cli.live_show import LiveShow, run_headless, run_window
+from swarm_instrument.show.cli.live_show import LiveShow, run_headless
+from swarm_instrument.show.cli.live_window import run_window
 from swarm_instrument.show.cli.options import START_LOOK
 from swarm_instrument.show.offline.contact_sheet import SheetSettings, write_contact_sheet
 from swarm_instrument.show.offline.offline_render import run_render

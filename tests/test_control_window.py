@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from swarm_instrument.control.parameters.registry import REGISTRY, param
-from swarm_instrument.show.cli.live_show import plan_screens
+from swarm_instrument.show.cli.screen_plan import plan_screens
 from swarm_instrument.show.inputs.control_surface import Activity, layout_groups, to_action
 from swarm_instrument.visual.ui.control_window.control_layout import (
     KeyQueue,
