@@ -59,8 +59,8 @@ from swarm_instrument.show.cli.options import ShowOptions
 from swarm_instrument.show.frame_cpu import STAGES
 from swarm_instrument.show.idle_gc import IdleCollector
 from swarm_instrument.show.loop import FixedStep, Loop, Offscreen, WallClock
-from swarm_instrument.show.report import Telemetry
 from swarm_instrument.show.show import Show
+from swarm_instrument.show.telemetry_files import Telemetry
 from swarm_instrument.visual.gpu.context import BACKENDS, compute_missing, is_software
 from swarm_instrument.visual.gpu.fence import fences_for
 from swarm_instrument.visual.ui.hud import headless_text_context

@@ -4,7 +4,6 @@ the frame rate. Reads the show, changes nothing in it. Main thread only.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import time
@@ -315,72 +314,6 @@ def web_line(state: dict[str, Any]) -> str:
         reason = reason if len(reason) <= 70 else reason[:67] + "..."
         line += f"  {refused} refused (latest: {reason})"
     return line
-
-
-class LatestRecord:
-    """The newest telemetry record, replaced whole about once a second (a temporary file and a
-    rename): what the supervisor puts in a crash report. Failures are silent: it is a log."""
-
-    def __init__(self, path: str | os.PathLike, interval: float = 1.0) -> None:
-        self.path = os.fspath(path)
-        self.interval = interval
-        self._last = -math.inf
-
-    def maybe_write(self, now: float, record_of: Callable[[], dict]) -> None:
-        if now - self._last < self.interval:
-            return
-        self._last = now
-        temporary = f"{self.path}.tmp"
-        try:
-            with open(temporary, "w", encoding="utf-8") as stream:
-                stream.write(json.dumps({"time": time.time(), **record_of()}))
-            os.replace(temporary, self.path)
-        except (OSError, ValueError):
-            pass
-
-
-class Telemetry:
-    """Appends one JSON object a line to a file: once a second and once at exit.
-
-    A write that fails is reported once and telemetry stops; the show goes on.
-    """
-
-    def __init__(self, path: str | os.PathLike, interval: float = 1.0) -> None:
-        self.path = path
-        self.interval = interval
-        self._last = -math.inf
-        self.error: str | None = None
-        try:
-            self._stream = open(path, "a", encoding="utf-8", buffering=1)
-        except OSError as exc:
-            raise OSError(f"{path}: cannot open the telemetry file ({exc.strerror})") from None
-
-    def maybe_write(self, now: float, record_of: Callable[[], dict]) -> bool:
-        """Write `record_of()` if a second has passed (the record is only built then)."""
-        if now - self._last < self.interval:
-            return False
-        self._last = now
-        return self.write(record_of())
-
-    def write(self, record: dict) -> bool:
-        """One record, stamped with the wall clock's time (the show itself reads no clock)."""
-        if self._stream is None:
-            return False
-        try:
-            self._stream.write(json.dumps({"time": time.time(), **record}) + "\n")
-            return True
-        except (OSError, ValueError) as exc:
-            self.error = f"telemetry stopped: {self.path}: {exc}"
-            self.close()
-            return False
-
-    def close(self) -> None:
-        if getattr(self, "_stream", None) is not None:
-            try:
-                self._stream.close()
-            except OSError:
-                pass
-            self._stream = None
 
 
 def autopilot_line(state: dict[str, Any], now: float) -> str:

@@ -2,8 +2,8 @@
 loop in a window or headless, and ended cleanly (screenshot, state, the last telemetry).
 
 `run_headless` (here) and `run_window` (show/cli/live_window.py) differ only in the sink: an
-offscreen framebuffer, or the window's, whose on_draw calls `Loop.frame`. Ctrl+C and SIGTERM end the show after its frame
-(`StopSignals`, installed by instrument.py). Main thread only.
+offscreen framebuffer, or the window's, whose on_draw calls `Loop.frame`. Ctrl+C and SIGTERM
+end the show after its frame (`StopSignals`, installed by instrument.py). Main thread only.
 """
 
 from __future__ import annotations
@@ -39,11 +39,11 @@ from swarm_instrument.show.inputs.keys import key_action
 from swarm_instrument.show.inputs.web_input import open_web
 from swarm_instrument.show.loop import Loop, Offscreen, WallClock
 from swarm_instrument.show.offline.progress import RunProgress
-from swarm_instrument.show.report import LatestRecord, Telemetry
 from swarm_instrument.show.show import Show
 from swarm_instrument.show.supervision.heartbeat import Heartbeat, audio_start
 from swarm_instrument.show.supervision.start_trace import mark
 from swarm_instrument.show.supervision.supervisor import StopSignals
+from swarm_instrument.show.telemetry_files import LatestRecord, Telemetry
 from swarm_instrument.show.video_outputs import DEFAULT_RATE, open_outputs
 from swarm_instrument.visual.gpu.context import prepared_or_new_context
 from swarm_instrument.visual.gpu.limits import machine_limits

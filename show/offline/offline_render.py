@@ -56,8 +56,8 @@ from swarm_instrument.show.loop import Loop, Offscreen, SongClock, Tick
 from swarm_instrument.show.offline.progress import Progress
 from swarm_instrument.show.offline.render_job import RenderJob, RenderProblem, plan_render
 from swarm_instrument.show.offline.replay import ReplayedFile, apply_all
-from swarm_instrument.show.report import Telemetry
 from swarm_instrument.show.show import Show
+from swarm_instrument.show.telemetry_files import Telemetry
 from swarm_instrument.visual.gpu.context import create_headless_context
 from swarm_instrument.visual.output.png import write_png
 from swarm_instrument.visual.output.video import VideoEncoder
