@@ -34,11 +34,11 @@ from swarm_instrument.control.looks.presets import Preset
 from swarm_instrument.control.musical_time.tempo import TapTempo, Tempo
 from swarm_instrument.control.parameters.modulation import Burst, Route, modulate, tempo_sources
 from swarm_instrument.control.parameters.registry import Params
-from swarm_instrument.show.autopilot.live_autopilot import act_on_autopilot
 from swarm_instrument.show.cli.options import ShowOptions
 from swarm_instrument.show.frame_cpu import FrameCpu
 from swarm_instrument.show.governor import Governor
-from swarm_instrument.show.inputs.beat_clock import AudioTempo, move_tempo_range
+from swarm_instrument.show.inputs.beat_clock import AudioTempo
+from swarm_instrument.show.inputs.carry_out import carry_out
 from swarm_instrument.show.inputs.input_poll import read_inputs
 from swarm_instrument.show.inputs.input_roles import MidiIn, OscIn, Recorder, WebIn
 from swarm_instrument.show.inputs.selection import Selection
@@ -46,7 +46,6 @@ from swarm_instrument.show.look_state import Bank, Looks, Recovery
 from swarm_instrument.show.pace import Pace
 from swarm_instrument.show.report import FrameClock, hud_lines, telemetry
 from swarm_instrument.show.shader_reload import ShaderReload
-from swarm_instrument.show.video_outputs import switch_outputs
 from swarm_instrument.visual.backends import RendererRole, SwarmRole, backend_classes
 from swarm_instrument.visual.gpu.context import pick_backend
 from swarm_instrument.visual.gpu.shaders import resolve_shader_dir
@@ -75,7 +74,7 @@ class Show:
         self.osc = osc
         self.web = web
         self.looks = Looks(params, routes, bank=presets, preset=preset, recovery=recovery,
-                           pinned=options.pinned, seed=options.seed, pick_up=self._pick_up)
+                           pinned=options.pinned, seed=options.seed, pick_up=self.pick_up)
         self._recorder: Recorder | None = None  # --record-control
         self.selection = Selection()  # the HUD's chosen parameter: keys change it, L learns it
         shaders = resolve_shader_dir(options.shader_dir)  # fixed for the show, reloads too
@@ -240,53 +239,10 @@ class Show:
         self.carry_out(action)
 
     def carry_out(self, action: Action) -> None:
-        kind = action.kind
-        if self.recorder is not None:
-            self.recorder.record_action(self.show_time, kind, action.value, action.values)
-        if kind == "set":
-            self.params.update(action.values)
-            self.played(set(action.values))
-            self._pick_up()
-        elif kind == "tap":
-            self.tap.tap(self.now if action.value is None else float(action.value))
-            if self.tap.taps == 4:
-                propose = getattr(self.tempo.sources.get("link"), "propose", None)
-                reading = self.tap.reading(self.now)
-                if propose is not None and reading is not None:
-                    propose(reading.bpm)
-        elif kind == "downbeat":
-            self.tempo.downbeat()
-        elif kind in ("tempo_half", "tempo_double"):
-            log.info(move_tempo_range(self.params, 0.5 if kind == "tempo_half" else 2.0))
-            self.played({"tempo_min", "tempo_max"})
-        elif kind == "respawn":
-            self.respawn()
-        elif kind == "separation_burst":
-            self.burst.trigger(1.0 if action.value is None else action.value, self.show_time)
-        elif kind == "recall_preset":
-            self.looks.recall(int(action.value), self.show_time)
-        elif kind == "save_preset":
-            self.looks.save(int(action.value))
-        elif kind == "learned":
-            log.info(f"midi: learned {action.param}")
-        elif kind == "select":
-            self.selection.choose(action)
-        elif kind == "nudge":
-            self.nudge(float(action.value))
-        elif kind == "learn":
-            if action.param is not None:
-                self.selection.choose(action)
-            self.selection.toggle_learn(self.midi, self.status, action.param)
-        elif kind == "pause":
-            self.paused = not self.paused
-        elif kind == "lure":
-            self.lure.move_to(action.values["point"], self.now)  # idle on the clock
-        elif kind in ("autopilot", "autopilot_resume"):  # the switch, "resume now"
-            act_on_autopilot(self, action)
-        elif kind == "outputs":
-            switch_outputs(self.outputs, action, self.status)
+        """Carry out `action` now (show/inputs/carry_out.py)."""
+        carry_out(self, action)
 
-    def _pick_up(self) -> None:
+    def pick_up(self) -> None:
         """Knobs pick up values set another way (a recall, OSC, a key) instead of jumping."""
         if self.midi is not None:
             self.midi.preset_recalled()
