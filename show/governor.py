@@ -180,7 +180,9 @@ class Governor:
             self._since = now
         self._frames.append((interval, work))
         budget = 1.0 / self.target_fps(params)
-        if work <= max(STALL * budget, STALL_ALONE_S):  # else judged alone, at once
+        if work > max(STALL * budget, STALL_ALONE_S):  # judged alone, at once
+            self._frames = deque([(interval, work)], maxlen=240)
+        else:
             if now - self._since < SETTLE_S:
                 return None
             if len(self._frames) < MIN_FRAMES and (  # a stall is judged after two frames

@@ -240,6 +240,15 @@ def test_a_frame_of_seconds_is_judged_alone():
     assert governor.neighbor_cap(params) == NEIGHBOR_CAP, frames.changes
 
 
+def test_a_frame_of_seconds_after_frames_on_time_is_judged_by_itself(frames):
+    """A knob turned mid-show crowds the swarm: the first frame of seconds is not outvoted
+    by the frames on time before it."""
+    frames.play(0.3, Machine(sim=0.5, pixels=0.3))  # on time, not yet judged
+    frames.now += 3.0
+    change = frames.governor.observe(frames.now, 3.0, 3.0, frames.params, True)
+    assert change is not None and change.startswith("count 1/16"), change
+
+
 def test_one_slow_frame_is_no_stall(frames):
     """A single frame of a second (a hitch) among frames on time changes nothing."""
     machine = Machine(sim=0.5, pixels=0.3)
