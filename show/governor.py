@@ -78,6 +78,8 @@ PROBE_S = 10.0  # one whose cost says no is tried anyway this often where there 
 NO_HELP = 0.95  # a lowering that left the work above this share of before did not help
 STALL = 8.0  # frames this many times the target's are a stall: see the module
 STALL_ORDER = ("count", "neighbors", "render_scale", "post")
+# Levers whose cost follows the crowd (`crowd`): theirs is scaled by it, and they never probe
+CROWDED = frozenset({"neighbors"})
 STALL_ALONE_S = 2.0  # a frame of this much work (and a stall's) is judged alone
 SETTLE_S = 0.5  # after a change, frames are watched this long (and MIN_FRAMES) first
 MIN_FRAMES = 4
@@ -106,7 +108,7 @@ class Governor:
         # What a lever costs, learnt from the changes: seconds of work per unit of `_share`
         self._cost: dict[str, float | None] = dict.fromkeys(LEVERS)
         self._probe_at = dict.fromkeys(LEVERS, -math.inf)
-        self._crowd_learnt = 1.0  # `crowd` when the neighbours' cost was learnt
+        self._learnt_in = dict.fromkeys(LEVERS, 1.0)  # `_context` when each cost was learnt
 
     # ---- what the frame uses --------------------------------------------------------------
 
@@ -163,6 +165,11 @@ class Governor:
         covered = min(1.0, reach ** (2 if params["dimensions"] == 2 else 3))
         return float(self.count(params)) ** 2 * covered
 
+    def _context(self, lever: str, params: Mapping[str, Any]) -> float:
+        """What a lever's cost is in proportion to, beside its share: the crowd for CROWDED
+        levers, nothing (1) for the others."""
+        return self.crowd(params) if lever in CROWDED else 1.0
+
     # ---- frames -------------------------------------------------------------------------------
 
     def observe(self, now: float, interval: float, work: float, params: Mapping[str, Any],
@@ -199,8 +206,7 @@ class Governor:
             moved = self._share(lever, before) - self._share(lever, self.level[lever])
             if moved:  # what the lever's change did to the work: its cost
                 self._cost[lever] = max((work_before - works) / moved, 0.0)
-                if lever == "neighbors":
-                    self._crowd_learnt = self.crowd(params)
+                self._learnt_in[lever] = self._context(lever, params)
             if raised and slow:  # the raise did not fit: back down, and rest from raising
                 self._rest(self._rest_raise, lever, now)
                 return self._set(now, lever, before, f"frames {ratio:.1f}x the target's "
@@ -226,11 +232,10 @@ class Governor:
                 fits = room  # its cost unknown: back where there is room, and see
                 if cost is not None:  # its cost learnt: back if the work it adds still fits
                     grows = cost * (self._share(lever, level - 1) - self._share(lever, level))
-                    if lever == "neighbors":  # as crowded as then, or less: never a probe
-                        grows *= self.crowd(params) / max(self._crowd_learnt, 1e-9)
+                    grows *= self._context(lever, params) / max(self._learnt_in[lever], 1e-9)
                     fits = works + grows < FIT * budget
                     if not fits and room and now >= self._probe_at[lever] \
-                            and lever != "neighbors":
+                            and lever not in CROWDED:
                         fits = True  # the cost may have changed (a calmer passage): try
                         self._probe_at[lever] = now + PROBE_S
                 if fits:

@@ -223,7 +223,8 @@ class LiveShow:
         show = self.show
         last, self._last_shown = self._last_shown, shown
         if self.args.dt is None:  # the first frame's interval: its own time
-            show.governor.observe(shown, shown - (last or start), worked - start, show.params,
+            since = start if last is None else last
+            show.governor.observe(shown, shown - since, worked - start, show.params,
                                   show.renderer.post_active(show.values or show.params))
         self.idle()
         return 1.0 / show.governor.target_fps(show.params)
