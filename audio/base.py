@@ -18,7 +18,8 @@ import numpy as np
 from swarm_instrument.audio.analysis.beat_feed import MAX_S, RingBeatFeed
 from swarm_instrument.audio.analysis.beat_thread import ThreadedRingFeed
 from swarm_instrument.audio.analysis.beats import TEMPO_RANGE, BeatInfo, BeatTracker
-from swarm_instrument.audio.analysis.features import DB_FLOOR, Analyzer, AudioFeatures, Bands
+from swarm_instrument.audio.analysis.features import Analyzer, AudioFeatures, Bands
+from swarm_instrument.audio.analysis.window_measure import DB_FLOOR, Measures
 from swarm_instrument.audio.input.ring import Ring
 
 DEFAULT_RATE = 48000
@@ -213,8 +214,17 @@ class AudioFrameSource:
         self._analysis_due = False
         analyzer = self.analyzer
         # a window of zeros (no samples this frame) analysed without the arithmetic on zeros
-        self.features = (analyzer.silent(dt) if self._silent else
-                         analyzer.process(self._window, dt))
+        if self._silent:
+            self.features = analyzer.silent(dt)
+            return
+        measures = self._measured()
+        self.features = (analyzer.process(self._window, dt) if measures is None else
+                         analyzer.apply(measures, dt))
+
+    def _measured(self) -> Measures | None:
+        """The newest window's measures where they were made off the frame (a live input's
+        block analysis); None: `_window` holds the newest samples, measured here."""
+        return None
 
     @property
     def has_data(self) -> bool:

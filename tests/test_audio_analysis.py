@@ -11,15 +11,17 @@ import numpy as np
 import pytest
 
 from swarm_instrument.audio.analysis.features import (
-    DB_FLOOR,
     Analyzer,
-    BandAnalyzer,
     LevelSettings,
     LevelTracker,
+    speed_scale,
+)
+from swarm_instrument.audio.analysis.window_measure import (
+    DB_FLOOR,
+    BandAnalyzer,
     peak_db,
     rms,
     rms_db,
-    speed_scale,
 )
 from swarm_instrument.audio.base import OfflineAudio
 from swarm_instrument.audio.input.ring import Ring

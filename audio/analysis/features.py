@@ -1,7 +1,9 @@
 """Audio analysis in pure numpy: levels, bands and onsets from the newest samples.
 
 Main thread only: a source calls `Analyzer.process` once a frame with a window of the newest
-samples. Nothing here touches a device, so tests feed synthetic signals straight in.
+samples, or `Analyzer.apply` with what a live input's block analysis measured of them off the
+frame (the window's arithmetic is audio/analysis/window_measure.py's). Nothing here touches a
+device, so tests feed synthetic signals straight in.
 
 The level chain follows keijiro's Lasp: dBFS -> auto-gain (a tracked peak that decays slowly)
 -> a dynamic range below that peak mapped to 0..1 -> attack/release smoothing. Bands use the
@@ -18,37 +20,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-DB_FLOOR = -120.0  # what silence reads as, in dBFS
-BAND_NAMES = ("low", "mid", "high")
-BAND_EDGES_HZ = ((20.0, 250.0), (250.0, 2500.0), (2500.0, 16000.0))
-BAND_FLOOR = 1e-12  # a band's power never reads below this (silence: -120 dB)
-
-
-def to_db(amplitude: float) -> float:
-    """Linear amplitude (1.0 = full scale) in dBFS, never below DB_FLOOR."""
-    if not amplitude > 10.0 ** (DB_FLOOR / 20.0):  # also catches NaN
-        return DB_FLOOR
-    return 20.0 * math.log10(amplitude)
-
-
-def rms(samples: np.ndarray) -> float:
-    """Root mean square, accumulated in float64 so long windows stay exact."""
-    if samples.size == 0:
-        return 0.0
-    x = samples.astype(np.float64, copy=False)
-    return math.sqrt(float(np.dot(x.ravel(), x.ravel())) / x.size)
-
-
-def rms_db(samples: np.ndarray) -> float:
-    """RMS in dBFS: a full-scale sine reads -3.01 dB, a full-scale square 0 dB."""
-    return to_db(rms(samples))
-
-
-def peak_db(samples: np.ndarray) -> float:
-    """Largest absolute sample in dBFS."""
-    if samples.size == 0:
-        return DB_FLOOR
-    return to_db(max(float(samples.max()), -float(samples.min())))
+from swarm_instrument.audio.analysis.window_measure import (
+    BAND_NAMES,
+    DB_FLOOR,
+    BandAnalyzer,
+    Measures,
+    WindowMeasure,
+)
 
 
 class Bands(NamedTuple):
@@ -109,47 +87,6 @@ class LevelTracker:
         return self.value
 
 
-class BandAnalyzer:
-    """Energy of the low, mid and high bands from one Hann-windowed FFT.
-
-    Band power is scaled so that a sine inside a band reads the sine's own RMS in dBFS, which
-    lets bands share the level chain's settings.
-    """
-
-    def __init__(self, rate: float, fft_size: int,
-                 edges_hz: tuple[tuple[float, float], ...] = BAND_EDGES_HZ) -> None:
-        self.rate = rate
-        self.fft_size = fft_size
-        self.window = np.hanning(fft_size).astype(np.float64)
-        freqs = np.fft.rfftfreq(fft_size, 1.0 / rate)
-        self.slices = []
-        for lo, hi in edges_hz:
-            first = int(np.searchsorted(freqs, lo))
-            last = int(np.searchsorted(freqs, min(hi, rate / 2), side="right"))
-            self.slices.append(slice(max(first, 1), max(last, first + 1)))
-        # one-sided power -> mean square of the windowed signal's band content
-        self._power_scale = 2.0 / (fft_size * float(np.sum(self.window ** 2)))
-        self._amplitude_scale = 2.0 / float(np.sum(self.window))
-        # magnitude^2 -> power: (magnitude / amplitude_scale)^2 x power_scale, as one factor
-        self._band_scale = self._power_scale / self._amplitude_scale ** 2
-        self._windowed = np.zeros(fft_size)
-
-    def spectrum(self, samples: np.ndarray) -> np.ndarray:
-        """Magnitude spectrum scaled so a full-scale sine's peak bin reads about 1."""
-        windowed = np.multiply(samples[-self.fft_size:], self.window, out=self._windowed)
-        magnitude = np.abs(np.fft.rfft(windowed))
-        magnitude *= self._amplitude_scale
-        return magnitude
-
-    silent_db = 10.0 * math.log10(BAND_FLOOR)  # what `band_db` reads for every band of silence
-
-    def band_db(self, magnitude: np.ndarray) -> tuple[float, ...]:
-        """dBFS of each band, from a magnitude spectrum made by `spectrum`."""
-        scale = self._band_scale
-        return tuple(10.0 * math.log10(max(float(np.dot(magnitude[s], magnitude[s])) * scale,
-                                           BAND_FLOOR)) for s in self.slices)
-
-
 @dataclass
 class OnsetSettings:
     """Spectral-flux onset detection. Mutable: changes apply from the next frame."""
@@ -166,25 +103,20 @@ class OnsetSettings:
 
 
 class OnsetDetector:
-    """Finds onsets as frames whose spectral flux rises above the median of recent flux.
-
-    The spectrum is divided by the auto-gain's tracked peak first, so a click in a quiet room
-    and a kick in a club both stand out.
-    """
+    """Finds onsets as windows whose spectral flux (window_measure.py: the spectrum divided by
+    the auto-gain's tracked peak, so a click in a quiet room and a kick in a club both stand
+    out) rises above the median of the recent flux."""
 
     def __init__(self, settings: OnsetSettings | None = None) -> None:
         self.settings = settings or OnsetSettings()
         self.reset()
 
     def reset(self) -> None:
-        self._past: deque[tuple[float, np.ndarray]] = deque(maxlen=16)  # (time, spectrum)
-        self._time = 0.0
         self._history: deque[float] = deque(maxlen=max(self.settings.history_frames, 1))
         self._since_onset = math.inf
         self.count = 0
         self.flux = 0.0
         self.threshold = 0.0
-        self._zeros: np.ndarray | None = None  # a silent frame's spectrum (never written)
 
     @property
     def envelope(self) -> float:
@@ -192,46 +124,21 @@ class OnsetDetector:
         span = self.settings.envelope_s
         return max(0.0, 1.0 - self._since_onset / span) if span > 0 else 0.0
 
-    def update(self, magnitude: np.ndarray, gain: float, dt: float) -> bool:
-        """Feed this frame's magnitude spectrum and the auto-gain (1 / tracked peak)."""
-        compressed = np.log1p(magnitude * (self.settings.compression * gain))
-        return self._judge(compressed, dt, None)
-
-    def silent(self, bins: int, dt: float) -> bool:
-        """`update` with a spectrum of `bins` zeros, without the arithmetic: no rise over any
-        earlier spectrum (none is below zero), so the flux is 0."""
-        zeros = self._zeros
-        if zeros is None or zeros.size != bins:
-            zeros = self._zeros = np.zeros(bins)
-            zeros.flags.writeable = False
-        return self._judge(zeros, dt, 0.0)
-
-    def _judge(self, compressed: np.ndarray, dt: float, flux: float | None) -> bool:
-        """Keep `compressed` (this frame's spectrum); an onset where its flux over the one
-        `lag_s` before (`flux`, where the caller knows it) rises above the recent median's."""
+    def judge(self, flux: float, dt: float) -> bool:
+        """This frame's flux (NaN: none to judge, no older window to compare with or no new
+        one) after `dt` seconds; True at an onset: the flux above the recent median's."""
         s = self.settings
         if self._history.maxlen != max(s.history_frames, 1):
             self._history = deque(self._history, maxlen=max(s.history_frames, 1))
         self._since_onset += max(dt, 0.0)
-        self._time += max(dt, 0.0)
-        reference = None
-        old_enough = self._time - s.lag_s + 1e-9
-        for when, past in self._past:  # the newest spectrum at least `lag_s` old
-            if when <= old_enough and past.shape == compressed.shape:
-                reference = past
-        self._past.append((self._time, compressed))
-        if reference is None:
+        if flux != flux:  # NaN
             return False
-        if flux is None:
-            rise = np.subtract(compressed, reference)
-            np.maximum(rise, 0.0, out=rise)
-            flux = float(rise.sum()) / rise.size
         self.flux = flux
         median = statistics.median(self._history) if self._history else 0.0
         self.threshold = s.ratio * median + s.delta
-        self._history.append(self.flux)
+        self._history.append(flux)
         warm = len(self._history) > min(4, self._history.maxlen - 1)  # a threshold to trust
-        if warm and self.flux > self.threshold and self._since_onset >= s.min_interval_s:
+        if warm and flux > self.threshold and self._since_onset >= s.min_interval_s:
             self._since_onset = 0.0
             self.count += 1
             return True
@@ -260,7 +167,8 @@ class AudioFeatures:
 
 @dataclass
 class Analyzer:
-    """All analysis of one stream: feed the newest `window_size` samples once a frame."""
+    """All analysis of one stream: feed the newest `window_size` samples once a frame
+    (`process`), or what a block analysis measured of them (`apply`)."""
 
     rate: float
     fft_size: int = 2048  # 43 ms at 48 kHz: 23 Hz bins, enough to split off the low band
@@ -270,48 +178,48 @@ class Analyzer:
     band_headroom_db: float = 30.0  # a band's tracked peak stays within this of the level's
 
     def __post_init__(self) -> None:
-        self.bands = BandAnalyzer(self.rate, self.fft_size)
+        self.measure = WindowMeasure(self.rate, self.fft_size, self.level_window)
         self.level_tracker = LevelTracker(self.level_settings)
         self.band_trackers = [LevelTracker(self.level_settings) for _ in BAND_NAMES]
         self.onsets = OnsetDetector(self.onset_settings)
-        self._clean = np.zeros(self.window_size, np.float64)
+        self._time = 0.0  # the frames' steps summed: the flux's clock
 
     @property
     def window_size(self) -> int:
         return max(self.fft_size, self.level_window)
+
+    @property
+    def gain(self) -> float:
+        """The auto-gain from before this frame (1 / the tracked peak): a loud hit must not
+        turn itself down."""
+        return 10.0 ** (-self.level_tracker.peak_db / 20.0)
 
     def reset(self) -> None:
         self.level_tracker.reset()
         for tracker in self.band_trackers:
             tracker.reset()
         self.onsets.reset()
+        self.measure.reset()
+        self._time = 0.0
 
     def process(self, window: np.ndarray, dt: float) -> AudioFeatures:
         """Analyse the newest samples (oldest first, at least `window_size` of them)."""
-        clean = self._clean
-        n = min(len(window), len(clean))
-        clean[:] = 0.0
-        clean[len(clean) - n:] = window[len(window) - n:]
-        # a malformed or broken block must not poison the trackers with NaN
-        if not np.isfinite(clean).all():
-            np.nan_to_num(clean, copy=False, nan=0.0, posinf=0.0, neginf=0.0)
-        clean.clip(-8.0, 8.0, out=clean)
+        self._time += max(dt, 0.0)
+        s = self.onset_settings
+        return self.apply(self.measure.measure(window, self.gain, s.compression, s.lag_s,
+                                               self._time), dt)
 
-        # the gain from before this frame: a loud hit must not turn itself down
-        gain = 10.0 ** (-self.level_tracker.peak_db / 20.0)
-        recent = clean[-self.level_window:]
-        level_rms = rms(recent)
-        db = to_db(level_rms)
-        level = self.level_tracker.update(db, dt)
-        magnitude = self.bands.spectrum(clean)
+    def apply(self, measures: Measures, dt: float) -> AudioFeatures:
+        """Track and judge one window's measures, `dt` seconds after the last frame's."""
+        level = self.level_tracker.update(measures.rms_db, dt)
         # a band far below the loudest one is leakage or noise: its gain stops rising there
         floor = self.level_tracker.peak_db - self.band_headroom_db
         bands = Bands(*(tracker.update(band, dt, floor) for tracker, band
-                        in zip(self.band_trackers, self.bands.band_db(magnitude))))
-        onset = self.onsets.update(magnitude, gain, dt)
-        return AudioFeatures(rms=level_rms, rms_db=db, peak_db=peak_db(recent), level=level,
-                             bands=bands, onset=onset, onset_envelope=self.onsets.envelope,
-                             onsets=self.onsets.count)
+                        in zip(self.band_trackers, measures.bands_db)))
+        onset = self.onsets.judge(measures.flux, dt)
+        return AudioFeatures(rms=measures.rms, rms_db=measures.rms_db,
+                             peak_db=measures.peak_db, level=level, bands=bands, onset=onset,
+                             onset_envelope=self.onsets.envelope, onsets=self.onsets.count)
 
     def silent(self, dt: float) -> AudioFeatures:
         """`process` of a window of zeros (a source with no samples this frame: silence, an
@@ -319,8 +227,10 @@ class Analyzer:
         zeros: the levels fall through their release, the onsets' history moves on."""
         level = self.level_tracker.update(DB_FLOOR, dt)
         floor = self.level_tracker.peak_db - self.band_headroom_db
-        quiet = self.bands.silent_db
+        quiet = BandAnalyzer.silent_db
         bands = Bands(*(tracker.update(quiet, dt, floor) for tracker in self.band_trackers))
-        onset = self.onsets.silent(self.fft_size // 2 + 1, dt)
+        self._time += max(dt, 0.0)
+        compared = self.measure.silent(self._time, self.onset_settings.lag_s)
+        onset = self.onsets.judge(0.0 if compared else math.nan, dt)
         return AudioFeatures(level=level, bands=bands, onset=onset,
                              onset_envelope=self.onsets.envelope, onsets=self.onsets.count)
