@@ -241,11 +241,11 @@ def test_library_noise_becomes_one_line(monkeypatch, capfd):
         assert "'no such input anywhere'" in message and "--list-devices" in message
         assert source.message == message
         assert "library lines hidden, the first: '" in summary and "\n" not in summary
-        assert source.library_lines > 100
-        assert int(summary.split()[0]) == source.library_lines
-        assert any(line.startswith("import ") for line in source.library_log)
+        assert source.library.total > 100
+        assert int(summary.split()[0]) == source.library.total
+        assert any(line.startswith("import ") for line in source.library.log)
         tail = source.telemetry()["library_tail"]
-        assert 0 < len(tail) <= 8 and all(line in source.library_log for line in tail)
+        assert 0 < len(tail) <= 8 and all(line in source.library.log for line in tail)
     finally:
         source.close()
     assert "zipimport" not in capfd.readouterr().err

@@ -8,10 +8,10 @@ test says), and what counts is the picture the frame drew."""
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from block_device import BlockDevice
 
 from swarm_instrument.audio.input.live_input import AudioInput
 from swarm_instrument.control.actions import Action
@@ -152,49 +152,11 @@ def test_a_knob_turned_while_the_swarm_steps_is_in_this_frame(ctx, tmp_path):
         show.release()
 
 
-class BlockDevice:
-    """sounddevice as the live input opens it in this process (audio/input/in_process.py):
-    one input device whose stream delivers a block when the test calls `feed`."""
-
-    class PortAudioError(Exception):
-        pass
-
-    def __init__(self) -> None:
-        self.default = SimpleNamespace(device=[0, -1])
-        self.stream = None
-
-    def query_hostapis(self, index=None):
-        apis = [{"name": "test"}]
-        return apis if index is None else apis[index]
-
-    def query_devices(self, index=None):
-        devices = [{"name": "test mic", "hostapi": 0, "max_input_channels": 1,
-                    "max_output_channels": 0, "default_samplerate": 48000.0, "index": 0}]
-        return devices if index is None else devices[index]
-
-    def _terminate(self) -> None:
-        pass
-
-    def _initialize(self) -> None:
-        pass
-
-    def InputStream(self, **kwargs):  # noqa: N802 - sounddevice's name
-        self.stream = SimpleNamespace(start=lambda: None, abort=lambda: None,
-                                      close=lambda: None, callback=kwargs["callback"])
-        return self.stream
-
-    def feed(self, amplitude: float, blocks: int = 1) -> None:
-        for _ in range(blocks):
-            block = np.full((256, 1), amplitude, np.float32)
-            block[::2] *= -1.0  # a square wave at the Nyquist rate: loud, no DC
-            self.stream.callback(block, 256, None, None)
-
-
 def test_a_sound_that_arrives_while_the_swarm_steps_is_in_this_frame(ctx):
     """The level (routed to the exposure) follows a block that reached the ring after the
     frame's update: the latch analyses it before the draw."""
     sd = BlockDevice()
-    audio = AudioInput(sd=sd, start_wait_s=5.0)
+    audio = AudioInput(sd=sd, start_wait_s=5.0, analysis_wait_s=5.0)
     route = Route("level", "exposure", 7.9)
     show = Show(ctx, Params(DARK), ShowOptions(seed=3), audio=audio, routes=[route])
     try:
@@ -219,12 +181,12 @@ def test_a_live_input_is_analysed_once_a_frame_at_the_latch(ctx):
     at the latch, cost the main thread a third of a millisecond a frame here); the frame's
     simulation steps with the last frame's."""
     sd = BlockDevice()
-    audio = AudioInput(sd=sd, start_wait_s=5.0)
+    audio = AudioInput(sd=sd, start_wait_s=5.0, analysis_wait_s=5.0)
     route = Route("level", "exposure", 7.9)
     show = Show(ctx, Params(DARK), ShowOptions(seed=3), audio=audio, routes=[route])
     calls = []
-    process = audio.analyzer.process
-    audio.analyzer.process = lambda *args: calls.append(args) or process(*args)
+    apply = audio.analyzer.apply
+    audio.analyzer.apply = lambda *args: calls.append(args) or apply(*args)
     try:
         loop, sink = Loop(show, FixedStep(1 / 60)), Offscreen(show, SIZE)
         for frame in range(12):

@@ -6,8 +6,9 @@ shared memory. PortAudio 19.6 hangs for good inside any process whose JACK serve
 abort, close and terminate alike); a worker is simply killed and a fresh one started, while
 the picture plays on.
 
-Main thread only: `update(now)` once a frame reads the newest samples and runs the analysis,
-and is the watchdog: no new block for `lost_after_s` and the input is lost (said once), its
+Main thread only: `update(now)` once a frame reads the newest samples and runs the analysis
+(tracking what the worker's block analysis measured of each block, block_analysis.py), and
+is the watchdog: no new block for `lost_after_s` and the input is lost (said once), its
 worker killed and a fresh one started with back-off (0.5 s doubling to 5 s) until one
 delivers blocks again (said once). Nothing in a frame waits: workers are spawned on a helper
 thread, their reports and library noise read through non-blocking pipes, and SIGKILL returns
@@ -21,14 +22,15 @@ worker's logic without a process, so the reconnection runs without a device.
 from __future__ import annotations
 
 import weakref
-from collections import deque
 from typing import Any
 
 from swarm_instrument.audio.analysis.beats import BeatInfo
+from swarm_instrument.audio.analysis.window_measure import Measures
 from swarm_instrument.audio.base import DEFAULT_RATE, AudioFrameSource
+from swarm_instrument.audio.input.block_analysis import LatchedMeasures
 from swarm_instrument.audio.input.devices import AudioProblem
 from swarm_instrument.audio.input.in_process import InProcessAttempt
-from swarm_instrument.audio.input.process import SharedRing, WorkerProcess, summarize_library_lines
+from swarm_instrument.audio.input.process import LibraryLines, SharedRing, WorkerProcess
 from swarm_instrument.audio.input.ring import Ring
 
 LOST_AFTER_S = 0.5  # no block for this long = audio lost (blocks normally come every ~5 ms)
@@ -37,6 +39,7 @@ RETRY_MAX_S = 5.0
 CLOSE_TIMEOUT_S = 1.0  # a stream (or worker) not stopped by then is stuck for good
 START_TIMEOUT_S = 10.0  # a worker that has not reported by then is killed and tried again
 START_WAIT_S = 5.0  # at start-up the first report is awaited, so the first frame has audio
+ANALYSIS_WAIT_S = 0.003  # the latch waits this long at most for a block's measures
 LIBRARY_LOG_LINES = 500
 TELEMETRY_LINES = 8
 
@@ -71,7 +74,8 @@ class AudioInput(AudioFrameSource):
                  lost_after_s: float = LOST_AFTER_S, retry_first_s: float = RETRY_FIRST_S,
                  retry_max_s: float = RETRY_MAX_S, close_timeout_s: float = CLOSE_TIMEOUT_S,
                  start_timeout_s: float = START_TIMEOUT_S,
-                 start_wait_s: float = START_WAIT_S) -> None:
+                 start_wait_s: float = START_WAIT_S,
+                 analysis_wait_s: float = ANALYSIS_WAIT_S) -> None:
         super().__init__(DEFAULT_RATE, "" if device is None else str(device), "starting")
         self._spec: int | str | None = device
         self._sd = sd
@@ -93,13 +97,12 @@ class AudioInput(AudioFrameSource):
         self._last: Any = None  # the latest one stopped: the next waits for it to be gone
         self._ring: Ring = Ring()
         self._seen_blocks = 0
+        self._read_end = 0  # the ring's `written` when the frame last read it
+        self.latch = LatchedMeasures(analysis_wait_s)  # the block analysis' measures, taken
         self._last_block_at: float | None = None
         self._lost_at: float | None = None
         self._past = {"blocks": 0, "blocks_dropped": 0, "overflows": 0}  # of replaced rings
-        self._unsaid: list[str] = []  # library lines since the last event (the first ones)
-        self._unsaid_count = 0  # ... and how many there were
-        self.library_log: deque[str] = deque(maxlen=LIBRARY_LOG_LINES)  # raw, for debugging
-        self.library_lines = 0  # every line the workers' libraries printed
+        self.library = LibraryLines(LIBRARY_LOG_LINES)  # what the workers' libraries print
         self.opens = 0  # streams opened: 1 at start, +1 for each reopening
         self.attempts = 0  # tries to open, successful or not
         self.attempts_at: list[float] = []  # `now` of each reopening try, for the back-off
@@ -160,24 +163,14 @@ class AudioInput(AudioFrameSource):
                 self._unreaped.remove(attempt)
 
     def _listen(self, attempt: Any) -> None:
-        lines = attempt.take_lines()
-        if lines:
-            self.library_lines += len(lines)
-            self.library_log.extend(lines)
-            self._unsaid.extend(lines[:LIBRARY_LOG_LINES - len(self._unsaid)])
-            self._unsaid_count += len(lines)
+        self.library.hear(attempt.take_lines())
 
     def _say_library(self) -> None:
         """After an event's message: one line saying what the libraries printed since the last
-        event (never the lines themselves: those stay in `library_log` and telemetry)."""
-        text = summarize_library_lines(self._unsaid, self._unsaid_count)
-        self._forget_library()
+        event (never the lines themselves: those stay in `library.log` and telemetry)."""
+        text = self.library.summary()
         if text:
             self._pending.append(text)  # printed once; `message` keeps the event's own line
-
-    def _forget_library(self) -> None:
-        self._unsaid = []
-        self._unsaid_count = 0
 
     # -- the watchdog --------------------------------------------------------------------------
     def _check_attempt(self, now: float | None) -> None:
@@ -218,7 +211,7 @@ class AudioInput(AudioFrameSource):
         self.opens += 1
         if self._lost_at is None:
             self.state = "ok"
-            if self._unsaid:
+            if self.library.unsaid:
                 self._say(f"listening to '{self.device}'")
                 self._say_library()
 
@@ -252,7 +245,7 @@ class AudioInput(AudioFrameSource):
                 self.opens == 0 and self._spec is None and problem.state == "no input device"):
             self._retryable = False
         if self._lost_at is not None:
-            self._forget_library()  # the loss was said: retries stay quiet (telemetry counts)
+            self.library.forget()  # the loss was said: retries stay quiet (telemetry counts)
             return
         self.state = problem.state
         self._say(str(problem))
@@ -265,7 +258,7 @@ class AudioInput(AudioFrameSource):
             self._retry_delay = min(self._retry_delay * 2.0, self._retry_max_s)
             self._next_retry = (now if attempt.started is None else
                                 attempt.started) + self._retry_delay
-            self._forget_library()
+            self.library.forget()
             return
         self._lost_at = now
         self.state = "audio lost"
@@ -315,9 +308,18 @@ class AudioInput(AudioFrameSource):
 
     def _read(self) -> bool:
         self._has_data = self._ring.blocks > 0
-        self._ring.read_newest(self._window)
+        self._read_end = self._ring.written  # the window is read where it is measured
         self._silent = False
         return True
+
+    def _measured(self) -> Measures | None:
+        """The block analysis' measures of the newest window (audio/input/block_analysis.py);
+        with no analysis running (none yet, or it failed), the window read to be measured
+        here."""
+        measures = self.latch.measures(self._ring.features, self.analyzer, self._read_end)
+        if measures is None:
+            self._ring.read_newest(self._window)
+        return measures
 
     def refresh(self, now: float) -> bool:
         """The blocks the worker wrote since `update` read and analysed (late latching); with
@@ -364,8 +366,8 @@ class AudioInput(AudioFrameSource):
         record.update({
             "worker_restarts": max(0, self.attempts - 1),
             "worker_pid": self.worker_pid,
-            "library_lines": self.library_lines,
-            "library_tail": list(self.library_log)[-TELEMETRY_LINES:],
+            "library_lines": self.library.total,
+            "library_tail": list(self.library.log)[-TELEMETRY_LINES:],
         })
         return record
 

@@ -7,7 +7,8 @@ once and unlinked at the end. A `WorkerProcess` is one worker: it is spawned on 
 helper thread (a fork and exec of a process holding a GL context is quick, but not quick
 enough to sit in a frame), its report and its stderr are read through non-blocking pipes, and
 it is ended by SIGKILL, which unlike a call into a wedged PortAudio always returns at once.
-`summarize_library_lines` turns what ALSA and JACK print into one line for the performer.
+`summarize_library_lines` turns what ALSA and JACK print into one line for the performer
+(`LibraryLines` keeps them).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Sequence
 from multiprocessing import shared_memory
 from typing import Any
@@ -312,6 +314,39 @@ _KNOWN = (
     (re.compile(r"^ALSA lib", re.IGNORECASE), "ALSA warnings"),
     (re.compile(r"^Traceback \(most recent call last\)"), "the audio worker crashed"),
 )
+
+
+class LibraryLines:
+    """What the workers' libraries printed: the newest `keep` lines, their count, and those
+    since the last event for its one-line summary."""
+
+    def __init__(self, keep: int) -> None:
+        self.keep = keep
+        self.log: deque[str] = deque(maxlen=keep)
+        self.total = 0
+        self.forget()
+
+    def hear(self, lines: list[str]) -> None:
+        if lines:
+            self.total += len(lines)
+            self.log.extend(lines)
+            self._unsaid.extend(lines[:self.keep - len(self._unsaid)])
+            self._unsaid_count += len(lines)
+
+    def summary(self) -> str:
+        """One line for what was printed since the last event ('' for nothing); forgets it."""
+        text = summarize_library_lines(self._unsaid, self._unsaid_count)
+        self.forget()
+        return text
+
+    @property
+    def unsaid(self) -> int:
+        """Lines printed since the last event."""
+        return self._unsaid_count
+
+    def forget(self) -> None:
+        self._unsaid: list[str] = []
+        self._unsaid_count = 0
 
 
 def summarize_library_lines(lines: Sequence[str], total: int | None = None) -> str:

@@ -15,7 +15,9 @@ The ring can live in memory of its own or in a buffer shared with another proces
 writes it there and the show's process reads it. Its counters then live in the same buffer,
 as sixteen int64 words before the samples (nine used), each changed by the writer alone
 with one aligned 8-byte store. CPython stores in program order and x86-64 keeps stores in
-order, so a reader that sees `written` move also sees the samples stored before it.
+order, so a reader that sees `written` move also sees the samples stored before it. After
+the samples is the block analysis's `FeatureSlot` (audio/input/block_analysis.py): the
+newest window's measures, written beside the samples.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+
+from swarm_instrument.audio.input.block_analysis import FeatureSlot
 
 HEADER_WORDS = 16  # int64 words before the samples
 MAGIC = 0x5357524D52494E48  # "SWRMRINH": a shared buffer that really holds a ring (this layout)
@@ -51,13 +55,14 @@ class Ring:
                              f"bytes, the buffer has {len(buffer)}")
         self._counts = np.frombuffer(buffer, np.int64, HEADER_WORDS)
         self._data = np.frombuffer(buffer, np.float32, capacity, HEADER_WORDS * 8)
+        self.features = FeatureSlot(buffer, HEADER_WORDS * 8 + capacity * 4)
         if own:
             self._counts[_MAGIC], self._counts[_CAPACITY] = MAGIC, capacity
 
     @staticmethod
     def nbytes(capacity: int = DEFAULT_CAPACITY) -> int:
         """Bytes a shared buffer needs for a ring of `capacity` samples."""
-        return HEADER_WORDS * 8 + capacity * 4
+        return HEADER_WORDS * 8 + capacity * 4 + FeatureSlot.nbytes
 
     @classmethod
     def create_in(cls, buffer: Any, capacity: int = DEFAULT_CAPACITY,
@@ -66,6 +71,7 @@ class Ring:
         ring = cls(capacity, max_read, buffer)
         ring._counts[:] = 0
         ring._data[:] = 0.0
+        ring.features.clear()
         ring._counts[_CAPACITY] = capacity
         ring._counts[_MAGIC] = MAGIC
         return ring
@@ -172,8 +178,9 @@ class Ring:
             self._counts[_ERRORS] += 1
 
     # -- the reader --------------------------------------------------------------------------
-    def read_newest(self, out: np.ndarray) -> None:
-        """Copy the newest len(out) samples into `out`, oldest first; zeros before the start."""
+    def read_newest(self, out: np.ndarray) -> int:
+        """Copy the newest len(out) samples into `out`, oldest first; zeros before the start.
+        Returns the samples written when it read (the copy's end)."""
         n = len(out)
         if n > self.max_read:
             raise ValueError(f"cannot read {n} samples at once (max_read is {self.max_read})")
@@ -187,12 +194,13 @@ class Ring:
             head = 0
         count = end - start
         if count <= 0:
-            return
+            return end
         at = start & self._mask
         first = min(count, self.capacity - at)
         out[head:head + first] = self._data[at:at + first]
         if first < count:
             out[head + first:head + count] = self._data[:count - first]
+        return end
 
     def read_from(self, start: int, out: np.ndarray) -> bool:
         """Copy samples start .. start + len(out) (counted as `written` counts them, all
@@ -213,11 +221,14 @@ class Ring:
 
     def clear(self) -> None:
         """Silence every stored sample (counters stay): a new writer must not replay a dead
-        one's last second. Only while no writer runs."""
+        one's last second, nor its measures be taken for the new one's. Only while no writer
+        runs."""
         self._data[:] = 0.0
+        self.features.clear()
 
     def release(self) -> None:
         """Let go of a shared buffer: keep private copies, so it can be closed and unlinked
         while this ring (its counters for telemetry) lives on."""
         self._counts = self._counts.copy()
         self._data = self._data.copy()
+        self.features.release()

@@ -38,6 +38,7 @@ from collections.abc import Callable
 from multiprocessing import resource_tracker, shared_memory
 from typing import IO, Any
 
+from swarm_instrument.audio.input.block_analysis import BlockAnalysis
 from swarm_instrument.audio.input.devices import (
     AudioProblem,
     default_input_index,
@@ -53,14 +54,16 @@ STOP_GRACE_S = 0.3  # closing the stream politely; past this the worker just lea
 ORPHAN_CHECK_S = 0.5
 
 
-def _writer(ring: Ring) -> Callable[..., None]:
-    """The PortAudio callback for one stream: copy into its ring, count trouble, return."""
+def _writer(ring: Ring, wake: Callable[[], None]) -> Callable[..., None]:
+    """The PortAudio callback for one stream: copy into its ring, count trouble, wake the
+    block analysis (one non-blocking write), return."""
 
     def callback(indata: Any, frames: int, time: Any, status: Any) -> None:
         try:
             ring.write(indata)
             if status:
                 ring.note_status(status)
+            wake()
         except Exception:  # noqa: BLE001 - never raise into PortAudio
             pass
 
@@ -69,13 +72,16 @@ def _writer(ring: Ring) -> Callable[..., None]:
 
 class InputWorker:
     """Opens one input stream into `ring`. `spec` is an index, a name substring or None (the
-    default input); `sd` stands in for the sounddevice module in tests (loaded when None)."""
+    default input); `sd` stands in for the sounddevice module in tests (loaded when None).
+    Its blocks are measured by a BlockAnalysis (`analysis`), started once the stream is
+    open and stopped with it."""
 
     def __init__(self, spec: int | str | None, ring: Ring, sd: Any = None) -> None:
         self.spec = spec
         self.ring = ring
         self.sd = sd
         self.stream: Any = None
+        self.analysis: BlockAnalysis | None = None
 
     def open(self, rescan_first: bool = False) -> dict[str, Any]:
         """Find the device, open and start a stream on it; the device's description
@@ -93,20 +99,24 @@ class InputWorker:
         name = info["name"]
         rate = float(info.get("default_samplerate") or DEFAULT_RATE)
         channels = max(1, min(2, int(info["max_input_channels"])))
+        analysis = BlockAnalysis(self.ring)
         try:
             stream = sd.InputStream(device=info["index"], channels=channels, samplerate=rate,
                                     dtype="float32", blocksize=0, latency="low",
-                                    callback=_writer(self.ring))
+                                    callback=_writer(self.ring, analysis.wake))
             try:
                 stream.start()
             except Exception:
                 stream.close()
                 raise
         except Exception as exc:  # noqa: BLE001 - PortAudioError and friends
+            analysis.stop()
             raise AudioProblem("device failed", f"cannot open audio input '{name}': {exc}; "
                                "try another --audio-device (see --list-devices) or "
                                "--audio-file PATH.wav") from None
         self.stream = stream
+        self.analysis = analysis
+        analysis.start(rate)
         return {"name": name, "index": info["index"], "rate": rate, "channels": channels,
                 "hostapi": info.get("hostapi_name", "")}
 
@@ -135,6 +145,11 @@ class InputWorker:
                 getattr(stream, action)()
             except Exception:  # noqa: BLE001 - a vanished device may refuse either
                 pass
+        # after the stream: its callback writes to the analysis' pipe, whose descriptors must
+        # not be closed (and their numbers reused) under it
+        analysis, self.analysis = self.analysis, None
+        if analysis is not None:
+            analysis.stop()
 
 
 # ----- the worker process ----------------------------------------------------------------------
