@@ -24,7 +24,7 @@ from typing import Any, Protocol
 import moderngl
 
 from swarm_instrument.show.show import Show
-from swarm_instrument.visual.gpu.fence import fences_for
+from swarm_instrument.visual.gpu.fence import fences_for, finish
 from swarm_instrument.visual.sim.agents import MAX_DT
 
 log = logging.getLogger(__name__)
@@ -247,7 +247,7 @@ class Loop:
                     # driver would queue (its inputs shown that late, and a killed show's
                     # teardown waiting for all of it). A render keeps its CPU and GPU
                     # overlapping.
-                    show.ctx.finish()
+                    finish(show.ctx)  # the GIL released: other threads run meanwhile
                     if fences is not None:
                         fences.finished()
                 if govern:

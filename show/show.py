@@ -48,6 +48,7 @@ from swarm_instrument.show.report import FrameClock, hud_lines, telemetry
 from swarm_instrument.show.shader_reload import ShaderReload
 from swarm_instrument.visual.backends import RendererRole, SwarmRole, backend_classes
 from swarm_instrument.visual.gpu.context import pick_backend
+from swarm_instrument.visual.gpu.fence import finish
 from swarm_instrument.visual.gpu.shaders import resolve_shader_dir
 from swarm_instrument.visual.gpu.timers import GpuTimer
 from swarm_instrument.visual.render.camera import OrbitCamera
@@ -317,7 +318,8 @@ class Show:
                             show_lure=not self.lure.wandering,
                             scale=governor.render_scale(self.params))
         if late is not None:
-            self.ctx.finish()  # software GL: the scene drawn (the frame waits at its end anyway)
+            finish(self.ctx)  # software GL: the scene drawn (the frame waits at its end anyway);
+            # the GIL released meanwhile, so a web gesture that comes now is queued for the latch
             self.latch(late())
         renderer.present(framebuffer, self.values or values, self.frame_dt)
         self.frame += 1

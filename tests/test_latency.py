@@ -8,6 +8,8 @@ test says), and what counts is the picture the frame drew."""
 from __future__ import annotations
 
 import json
+import sys
+import threading
 
 import numpy as np
 import pytest
@@ -18,9 +20,13 @@ from swarm_instrument.control.actions import Action
 from swarm_instrument.control.midi.midi_in import Midi
 from swarm_instrument.control.parameters.modulation import Route
 from swarm_instrument.control.parameters.registry import Params
+from swarm_instrument.control.web.web_remote import WebRemote
 from swarm_instrument.show.cli.options import ShowOptions
+from swarm_instrument.show.inputs.web_input import WebInput
 from swarm_instrument.show.loop import FixedStep, Loop, Offscreen, latches_twice
 from swarm_instrument.show.show import Show
+
+from web_client import RawSocket
 
 SIZE = (96, 54)
 DARK = {"count": 3000, "agent_size": 2.5, "exposure": 0.1, "glow": 2.0}
@@ -109,6 +115,64 @@ def test_on_software_gl_a_message_sent_while_the_scene_draws_is_in_this_frames_p
         assert show.values["exposure"] == 8.0 and brightness(sink) > dark + 20
     finally:
         show.release()
+
+
+SLOW_PASS = """#version 330
+uniform int n; out vec4 color;
+void main() { float x = gl_FragCoord.x * 0.001; for (int k = 0; k < n; k++) x = sin(x) + 0.5;
+              color = vec4(x); }"""
+
+
+def test_on_software_gl_a_web_gesture_that_comes_while_the_scene_draws_is_in_this_frame(ctx):
+    """The web remote's sessions are threads of the show's process and need the GIL to read a
+    message and queue it. The frame's wait for its scene's passes (software GL: most of a
+    frame) lets them run, so a gesture that comes meanwhile is taken by the frame's late latch:
+    moderngl's ctx.finish() held the GIL through the wait, and such a gesture waited for the
+    next frame (the window's web 90th percentile, docs/measured.md). The scene is made slow
+    here by a pass of its own; CPython's forced switch (every 5 ms, which rescued a gesture
+    that had waited that long) is put off for the test, so only a wait that lets go counts."""
+    remote = WebRemote("127.0.0.1", 0)
+    show = Show(ctx, Params(DARK), ShowOptions(seed=3, live=True), web=WebInput(remote))
+    client = RawSocket(remote.port)
+    slow = ctx.program(vertex_shader="""#version 330
+void main() { vec2 p = vec2((gl_VertexID << 1) & 2, gl_VertexID & 2);
+              gl_Position = vec4(p * 2.0 - 1.0, 0.0, 1.0); }""", fragment_shader=SLOW_PASS)
+    slow["n"] = 4000
+    slow_vao = ctx.vertex_array(slow, [])
+    slow_target = ctx.simple_framebuffer((256, 256))
+    interval = sys.getswitchinterval()
+    try:
+        if not latches_twice(show):
+            pytest.skip("a GPU's frame reads its inputs once (the second latch is software GL's)")
+        client.message()  # hello
+        loop, sink = play(show)
+        dark = brightness(sink)
+        drawn = threading.Event()
+        sender = threading.Thread(target=lambda: drawn.wait(10) and client.send(
+            '["/swarm/exposure", 8.0]'), daemon=True)
+        sender.start()
+        draw_scene = show.renderer.draw_scene
+
+        def slow_scene(*args, **kwargs):
+            draw_scene(*args, **kwargs)
+            show.renderer.draw_scene = draw_scene
+            slow_target.use()
+            slow_vao.render(vertices=3)  # queued: drawn in the wait for the scene
+            drawn.set()  # the gesture is sent once the frame waits
+
+        show.renderer.draw_scene = slow_scene
+        sys.setswitchinterval(30.0)
+        loop.frame(*sink.target())
+        sys.setswitchinterval(interval)
+        assert show.values["exposure"] == 8.0, "the gesture waited for the next frame"
+        assert brightness(sink) > dark + 20, "the frame drew the exposure from before"
+    finally:
+        sys.setswitchinterval(interval)
+        client.close()
+        show.release()
+        remote.close()
+        for resource in (slow_vao, slow, slow_target):
+            resource.release()
 
 
 class QueuedPort:

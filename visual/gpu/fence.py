@@ -5,6 +5,7 @@
     token = fences.insert()                 # after the commands whose results we want
     if fences.signalled(token): ...         # never waits: glClientWaitSync with a zero timeout
     fences.delete(token)
+    finish(ctx)                             # ctx.finish(), the GIL released while it waits
 
 The entry points come from the window system that made the current context: EGL
 (`eglGetProcAddress`, headless and on the H200) or GLX (`glXGetProcAddressARB`, the pyglet
@@ -64,8 +65,9 @@ class Fences:
     only needs to know when earlier work is done (a GPU timer) waits for the next fence anyone
     inserts (`issued + 1`) instead of inserting one of its own (`cover`)."""
 
-    def __init__(self, fence_sync, client_wait_sync, delete_sync) -> None:
+    def __init__(self, fence_sync, client_wait_sync, delete_sync, gl_finish=None) -> None:
         self._fence_sync = fence_sync
+        self.gl_finish = gl_finish  # glFinish through ctypes (None: the driver gave none)
         self._client_wait_sync = client_wait_sync
         self._delete_sync = delete_sync
         self.issued = 0  # fences inserted so far
@@ -94,7 +96,9 @@ class Fences:
         client_wait_sync = ctypes.CFUNCTYPE(ctypes.c_uint, ctypes.c_void_p, ctypes.c_uint,
                                             ctypes.c_uint64)(pointers[1])
         delete_sync = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(pointers[2])
-        fences = cls(fence_sync, client_wait_sync, delete_sync)
+        gl_finish = loader(b"glFinish")
+        fences = cls(fence_sync, client_wait_sync, delete_sync,
+                     ctypes.CFUNCTYPE(None)(gl_finish) if gl_finish else None)
         # A fence on an idle context signals at once; one that does not, or fails, means the
         # entry points do not belong to this context.
         probe = fences.insert()
@@ -171,6 +175,21 @@ def fences_for(ctx: moderngl.Context) -> Fences | None:
     if ctx not in _BY_CONTEXT:
         _BY_CONTEXT[ctx] = Fences.for_current_context()
     return _BY_CONTEXT[ctx]
+
+
+def finish(ctx: moderngl.Context) -> None:
+    """Wait for everything issued to `ctx` (current) to be done on the GPU, as ctx.finish()
+    does, but with the GIL released meanwhile: moderngl holds it through the whole wait, so
+    the show's other threads (the web remote's sessions, the beat tracker, video outputs) sat
+    still while a frame waited; on software GL that is most of a frame, and a web gesture that
+    came then missed the frame's late latch (issue 31). glFinish is called through ctypes,
+    which releases the GIL; where the driver gave no entry point, ctx.finish()."""
+    fences = fences_for(ctx)
+    gl_finish = None if fences is None else fences.gl_finish
+    if gl_finish is None:
+        ctx.finish()
+    else:
+        gl_finish()
 
 
 class ReadbackRing:

@@ -16,7 +16,7 @@ from typing import Protocol
 import moderngl
 import pyglet
 
-from swarm_instrument.visual.gpu.fence import fences_for
+from swarm_instrument.visual.gpu.fence import fences_for, finish
 from swarm_instrument.visual.ui.frame_pacing import FramePacer, schedule_at
 from swarm_instrument.visual.ui.hud import Hud
 from swarm_instrument.visual.ui.screens import list_screens
@@ -216,7 +216,8 @@ class LiveWindow:
         if self.overlay:
             self.hud.draw(lines, "press Esc again to quit"
                           if self.escape.armed(time.monotonic()) else "")
-        self.ctx.finish()  # the frame's work done, GPU included: the pacer times it
+        finish(self.ctx)  # the frame's work done, GPU included: the pacer times it (the GIL
+        # released meanwhile: the web remote's sessions and the beat tracker run)
         if self._fences is not None:
             self._fences.finished()  # what the frame reads back is done: no GL fence needed
         self._worked = time.perf_counter()
@@ -277,7 +278,7 @@ class LiveWindow:
         start = time.perf_counter()
         self._take_events()
         self.window.draw(dt)  # on_draw (the frame), then the swap
-        self.ctx.finish()  # the swap done: shown (at the refresh, with vsync)
+        finish(self.ctx)  # the swap done: shown (at the refresh, with vsync)
         shown = time.perf_counter()
         period = performer.paced(start, self._worked, shown)
         self.pacer.frame(start, self._worked, shown)
