@@ -30,30 +30,35 @@ across its middle) once its work is done on the GPU, as a swap would be. The sou
 written by the live input's own worker callback (audio/input/worker.py) into its ring, from a
 thread that delivers a 256-sample block every 5.33 ms as a 48 kHz sound card does; MIDI bytes
 are queued at the port as rtmidi's callback queues them; OSC comes over UDP to the real input,
-the web page's message over a WebSocket to the real web remote.
+the web page's message over a WebSocket to the real web remote. The stimuli are sent by a
+process of their own (probes/latency_sender.py: a random 0-2 frames after each trial's wait,
+so they fall anywhere in a frame): sent from a thread here, each went only when the frame let
+go of the GIL, at the pacer's sleep just after a frame, and waited about one whole frame
+every time (`--stimuli thread` measures that way, as rounds one to seven did).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import random
 import socket
 import statistics
+import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 
 import numpy as np
-from probes.latency_devices import ClockedDevice, QueuedPort, WebGesture
+from probes.latency_devices import ClockedDevice, QueuedPort, WebGesture, osc_message
 from probes.latency_window import (  # run as a script: benchmarks/ is on the path
     BRIGHT_EXPOSURE,
     DARK_EXPOSURE,
     MIDI_CC,
     WindowRig,
-    osc_message,
 )
 
 from swarm_instrument.audio.input.live_input import AudioInput
@@ -123,8 +128,16 @@ class OffscreenRig:
         if args.count:
             values["count"] = args.count
         self.params = Params(values)
-        self.device = ClockedDevice()
-        self.port = QueuedPort()
+        # --stimuli process (the default): sent by a process of their own (probes/
+        # latency_sender.py), at times that do not wait for this one's GIL; thread: from the
+        # trials' thread here, as rounds one to seven did (each went at the pacer's sleep)
+        self.apart = args.stimuli == "process"
+        midi_read, self._midi_write = os.pipe() if self.apart else (None, None)
+        click_read, self._click_write = os.pipe() if self.apart else (None, None)
+        for fd in (midi_read, click_read) if self.apart else ():
+            os.set_blocking(fd, False)
+        self.device = ClockedDevice(clicks=click_read)
+        self.port = QueuedPort(midi_read)
         self.ctx = create_headless_context()
         mapping = midi_mapping(Path(args.workdir) / "latency-midi.json")
         midi = Midi(self.params, self.port, mapping_path=mapping, save_path=None,
@@ -135,8 +148,20 @@ class OffscreenRig:
         remote = WebRemote("127.0.0.1", 0)
         self.show = Show(self.ctx, self.params, ShowOptions(seed=1), audio=audio,
                          routes=routes, midi=midi, osc=self.osc, web=WebInput(remote))
-        self.web = WebGesture(remote.port)
         self.fps = args.fps
+        if self.apart:
+            self.web = None
+            self.performer = subprocess.Popen(
+                [sys.executable, str(Path(__file__).parent / "probes" / "latency_sender.py"),
+                 "--osc-port", str(self.osc.port), "--web-port", str(remote.port),
+                 "--midi-fd", str(self._midi_write), "--click-fd", str(self._click_write),
+                 "--spread", str(2.0 / self.fps)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                pass_fds=(self._midi_write, self._click_write))
+            self._performer_ready = False
+        else:
+            self.web = WebGesture(remote.port)
+            self.performer = None
         self.frames: list[tuple[float, float]] = []
         self.done = threading.Event()
         self.port.queue.append((bytes([0xB0, MIDI_CC, 0]), 0.0))  # the knob picked up
@@ -179,6 +204,8 @@ class OffscreenRig:
     def send(self, kind: str, on: bool) -> float:
         """Sends one stimulus (or its undoing); returns its time."""
         value = BRIGHT_EXPOSURE if on else DARK_EXPOSURE
+        if self.performer is not None:
+            return self._send_apart(kind, on, value)
         if kind == "sound":
             if not on:
                 return time.perf_counter()
@@ -195,13 +222,45 @@ class OffscreenRig:
             return self.web.move("/swarm/exposure", value)
         return now
 
+    def _send_apart(self, kind: str, on: bool, value: float) -> float:
+        """The stimulus sent by the performer's process; its time (the sound's: when the card
+        delivered the loud block)."""
+        performer = self.performer
+        if not self._performer_ready:  # the page's WebSocket open
+            if performer.stdout.readline().strip() != "ready":
+                raise RuntimeError("the latency sender did not start (its stderr says why)")
+            self._performer_ready = True
+        if kind == "sound":
+            if not on:
+                return time.perf_counter()
+            self.device.clicked_at = None
+            line = "click"
+        elif kind == "midi":
+            line = f"midi {0xB0} {MIDI_CC} {127 if on else 0}"
+        else:
+            line = f"{kind} {value}"
+        performer.stdin.write(line + "\n")
+        performer.stdin.flush()
+        sent = float(performer.stdout.readline())
+        if kind == "sound":
+            while self.device.clicked_at is None:
+                time.sleep(0.0002)
+            return self.device.clicked_at
+        return sent
+
     def frame_s(self) -> float:
         times = [done for done, _ in self.frames]
         return statistics.median(np.diff(times)) if len(times) > 2 else float("nan")
 
     def close(self) -> None:
         self.sender.close()
-        self.web.close()
+        if self.web is not None:
+            self.web.close()
+        if self.performer is not None:
+            self.performer.stdin.close()
+            self.performer.wait(10)  # its stdin closed: it ends
+            for fd in (self._midi_write, self._click_write):
+                os.close(fd)
         self.show.release()
 
 
@@ -275,7 +334,8 @@ def run_offscreen(args: argparse.Namespace) -> dict:
     def stimuli() -> None:
         try:
             time.sleep(1.0)  # the governor and the level settle
-            trials(rig, ["sound", "midi", "osc", "web"], args.trials, results)
+            kinds = [k for k in args.inputs.split(",") if k in ("sound", "midi", "osc", "web")]
+            trials(rig, kinds, args.trials, results)
         finally:
             rig.done.set()
 
@@ -285,7 +345,8 @@ def run_offscreen(args: argparse.Namespace) -> dict:
         governor = rig.show.governor.state(rig.params)
     finally:
         rig.close()
-    return {"mode": "offscreen", "renderer": renderer, "governor": governor, **results}
+    return {"mode": "offscreen", "stimuli": args.stimuli, "renderer": renderer,
+            "governor": governor, **results}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -301,7 +362,11 @@ def main(argv: list[str] | None = None) -> int:
                              "(1280x720)")
     parser.add_argument("--count", type=int, default=0, help="agents (default: the look's)")
     parser.add_argument("--inputs", default="sound,midi,osc,web,key",
-                        help="the window's inputs to time (default all five)")
+                        help="the inputs to time (default all five; offscreen has no key)")
+    parser.add_argument("--stimuli", choices=("process", "thread"), default="process",
+                        help="--offscreen: sent by a process of their own (default), or from "
+                             "a thread of the show's process (before 2026-12-07: each went "
+                             "when the frame let go of the GIL, at the pacer's sleep)")
     parser.add_argument("--workdir", default="/tmp", help="where the MIDI mapping is written")
     parser.add_argument("--json", metavar="PATH")
     args = parser.parse_args(argv)

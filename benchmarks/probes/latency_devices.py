@@ -7,6 +7,7 @@ tests/test_latency.py has its own QueuedPort (tests do not import the benchmarks
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from types import SimpleNamespace
@@ -16,17 +17,26 @@ import numpy as np
 RATE, BLOCK = 48000, 256
 
 
+def osc_message(address: str, value: float) -> bytes:
+    """One OSC message of one float, as a controller sends it."""
+    def padded(data: bytes) -> bytes:
+        return data + b"\0" * (4 - len(data) % 4)
+    return padded(address.encode()) + padded(b",f") + np.float32(value).byteswap().tobytes()
+
+
 class ClockedDevice:
     """sounddevice as the live input opens it in this process (audio/input/in_process.py):
     one input whose stream thread delivers a block every BLOCK / RATE seconds to the worker's
     callback, which writes it into the ring; `click()` makes the next block loud and stamps
-    when that block was delivered."""
+    when that block was delivered, as does a byte written into `clicks` (a pipe's read end,
+    non-blocking: another process's click, probes/latency_sender.py)."""
 
     class PortAudioError(Exception):
         pass
 
-    def __init__(self, song: np.ndarray | None = None) -> None:
+    def __init__(self, song: np.ndarray | None = None, clicks: int | None = None) -> None:
         self.default = SimpleNamespace(device=[0, -1])
+        self._clicks = clicks
         self._armed = 0
         self.clicked_at: float | None = None
         self._stop = threading.Event()
@@ -64,6 +74,8 @@ class ClockedDevice:
                 wait = due - time.perf_counter()
                 if wait > 0:
                     time.sleep(wait)
+                if self._clicks is not None and _take(self._clicks):
+                    self.click()
                 if self._armed:
                     if self.clicked_at is None:
                         self.clicked_at = time.perf_counter()
@@ -87,18 +99,32 @@ class ClockedDevice:
         self._armed = blocks
 
 
+def _take(fd: int) -> bytes:
+    """What a non-blocking pipe holds now (b"" when nothing)."""
+    try:
+        return os.read(fd, 4096)
+    except BlockingIOError:
+        return b""
+
+
 class QueuedPort:
     """A MIDI input's side that Midi reads (control/midi/ports.py): bytes queued as rtmidi's
-    callback queues them, drained once a frame."""
+    callback queues them, drained once a frame. `pipe` (a pipe's read end, non-blocking): the
+    three-byte messages another process writes there come too, as rtmidi's JACK thread
+    queues them without the GIL (probes/latency_sender.py)."""
 
-    def __init__(self) -> None:
+    def __init__(self, pipe: int | None = None) -> None:
         self.queue: list[tuple[bytes, float]] = []
+        self.pipe = pipe
 
     def poll(self, now: float) -> None:
         pass
 
     def drain(self) -> list[tuple[bytes, float]]:
         taken, self.queue = self.queue, []
+        if self.pipe is not None:
+            data = _take(self.pipe)
+            taken += [(data[i:i + 3], 0.0) for i in range(0, len(data) - 2, 3)]
         return taken
 
     def status(self) -> dict:

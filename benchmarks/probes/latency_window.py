@@ -24,7 +24,10 @@ from pathlib import Path
 
 import numpy as np
 import rtmidi
-from probes.latency_devices import WebGesture  # run as a script: benchmarks/ on the path
+from probes.latency_devices import (  # run as a script: benchmarks/ on the path
+    WebGesture,
+    osc_message,
+)
 
 from swarm_instrument.control.looks.preset_bank import PresetBank
 from swarm_instrument.show.cli.options import START_LOOK
@@ -197,12 +200,6 @@ def free_tcp_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
-
-
-def osc_message(address: str, value: float) -> bytes:
-    def padded(data: bytes) -> bytes:
-        return data + b"\0" * (4 - len(data) % 4)
-    return padded(address.encode()) + padded(b",f") + np.float32(value).byteswap().tobytes()
 
 
 class WindowRig:
