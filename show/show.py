@@ -6,8 +6,9 @@
     advance   (dt)    one swarm step (unless paused); the camera follows the swarm
     latch     (now)   late latching: the audio and messages that came meanwhile, and the
                       values again, so this frame's picture answers them
-    draw      (target) cull and indirect draw into a framebuffer, then the post chain (live on
-                      software GL with the inputs read once more: show/loop.py latches_twice)
+    draw      (target) cull and indirect draw into a framebuffer, then the post chain (live,
+                      the scene waited for and the inputs read once more: show/loop.py
+                      latches_twice)
 
 `Show` owns the swarm, the renderer, the camera and the lure, holds the inputs, and carries out
 every `Action` (control/actions.py) in `act`, whatever it came from: a key, MIDI, OSC, a
@@ -48,7 +49,7 @@ from swarm_instrument.show.report import FrameClock, hud_lines, telemetry
 from swarm_instrument.show.shader_reload import ShaderReload
 from swarm_instrument.visual.backends import RendererRole, SwarmRole, backend_classes
 from swarm_instrument.visual.gpu.context import pick_backend
-from swarm_instrument.visual.gpu.fence import finish
+from swarm_instrument.visual.gpu.fence import GpuWait
 from swarm_instrument.visual.gpu.shaders import resolve_shader_dir
 from swarm_instrument.visual.gpu.timers import GpuTimer
 from swarm_instrument.visual.render.camera import OrbitCamera
@@ -101,6 +102,8 @@ class Show:
         self.renderer.stable_order = options.reproducible  # lists in agent order: same frames
         # Real time on any GPU (fed by whoever paces the frames: a live, paced show only).
         self.governor = Governor(software=self.renderer.software)
+        # The late latch's wait for the scene's passes (draw): sleeps, never spins a core
+        self.scene_wait = GpuWait(ctx, software=self.renderer.software)
         self.camera = OrbitCamera()
         self.lure = Lure(params["contain_radius"], flat=params["dimensions"] == 2)
         self._sim_timer = GpuTimer(ctx)
@@ -308,8 +311,9 @@ class Show:
     def draw(self, framebuffer: moderngl.Framebuffer, size: tuple[int, int] | None = None,
              late: Callable[[], float] | None = None) -> None:
         """Cull and draw into `framebuffer`, `size` pixels (default: its own). `late` (the
-        loop's clock, show/loop.py latches_twice): the scene drawn, the inputs are read again
-        and the post chain (exposure, bloom, tone map) takes them: they show in this frame."""
+        loop's clock, show/loop.py latches_twice): once the GPU has drawn the scene, the inputs
+        are read again and the post chain (exposure, bloom, tone map) takes them: they show in
+        this frame, and what follows their latch is the post chain's passes alone."""
         values = self.values or self.params.as_dict()
         renderer, governor = self.renderer, self.governor
         renderer.post_held = governor.post_held(self.params)
@@ -318,8 +322,10 @@ class Show:
                             show_lure=not self.lure.wandering,
                             scale=governor.render_scale(self.params))
         if late is not None:
-            finish(self.ctx)  # software GL: the scene drawn (the frame waits at its end anyway);
-            # the GIL released meanwhile, so a web gesture that comes now is queued for the latch
+            # The scene drawn (on a GPU the frame sleeps meanwhile; the GIL released, so a web
+            # gesture that comes now is queued for the latch): from the latch to the picture
+            # is the post chain alone.
+            self.scene_wait.wait()
             self.latch(late())
         renderer.present(framebuffer, self.values or values, self.frame_dt)
         self.frame += 1

@@ -90,15 +90,16 @@ def test_an_osc_message_sent_while_the_swarm_steps_is_in_this_frame(ctx):
 
 
 @pytest.mark.parametrize("live", [True, False])
-def test_on_software_gl_a_message_sent_while_the_scene_draws_is_in_this_frames_post(ctx, live):
-    """Live on software GL the scene's passes take most of a frame; the inputs are read once
-    more when they are done, and the post chain (here the exposure) takes what came: the
-    message shows in this frame. A render reads them once a frame (the next frame shows it)."""
+def test_live_a_message_sent_while_the_scene_draws_is_in_this_frames_post(ctx, live):
+    """Live, the inputs are read once more when the scene's passes are done (on software GL
+    most of a frame; on the H200, paced, 4 ms), and the post chain (here the exposure) takes
+    what came: the message shows in this frame. A render reads them once a frame (the next
+    frame shows it)."""
     osc = QueuedOsc()
     show = Show(ctx, Params(DARK), ShowOptions(seed=3, live=live), osc=osc)
     try:
         twice = latches_twice(show)
-        assert twice == (live and show.renderer.software)  # on a GPU: the next frame, as a render
+        assert twice == live
         loop, sink = play(show)
         dark = brightness(sink)
         draw_scene = show.renderer.draw_scene
@@ -123,14 +124,15 @@ void main() { float x = gl_FragCoord.x * 0.001; for (int k = 0; k < n; k++) x = 
               color = vec4(x); }"""
 
 
-def test_on_software_gl_a_web_gesture_that_comes_while_the_scene_draws_is_in_this_frame(ctx):
+def test_a_web_gesture_that_comes_while_the_scene_draws_is_in_this_frame(ctx):
     """The web remote's sessions are threads of the show's process and need the GIL to read a
     message and queue it. The frame's wait for its scene's passes (software GL: most of a
-    frame) lets them run, so a gesture that comes meanwhile is taken by the frame's late latch:
-    moderngl's ctx.finish() held the GIL through the wait, and such a gesture waited for the
-    next frame (the window's web 90th percentile, docs/measured.md). The scene is made slow
-    here by a pass of its own; CPython's forced switch (every 5 ms, which rescued a gesture
-    that had waited that long) is put off for the test, so only a wait that lets go counts."""
+    frame; a GPU's: a sleep) lets them run, so a gesture that comes meanwhile is taken by the
+    frame's late latch: moderngl's ctx.finish() held the GIL through the wait, and such a
+    gesture waited for the next frame (the window's web 90th percentile, docs/measured.md).
+    The scene is made slow here by a pass of its own; CPython's forced switch (every 5 ms,
+    which rescued a gesture that had waited that long) is put off for the test, so only a
+    wait that lets go counts."""
     remote = WebRemote("127.0.0.1", 0)
     show = Show(ctx, Params(DARK), ShowOptions(seed=3, live=True), web=WebInput(remote))
     client = RawSocket(remote.port)
@@ -142,8 +144,7 @@ void main() { vec2 p = vec2((gl_VertexID << 1) & 2, gl_VertexID & 2);
     slow_target = ctx.simple_framebuffer((256, 256))
     interval = sys.getswitchinterval()
     try:
-        if not latches_twice(show):
-            pytest.skip("a GPU's frame reads its inputs once (the second latch is software GL's)")
+        assert latches_twice(show)
         client.message()  # hello
         loop, sink = play(show)
         dark = brightness(sink)

@@ -7,8 +7,6 @@ from __future__ import annotations
 import pytest
 
 from swarm_instrument.control.parameters.registry import Params
-from swarm_instrument.show import loop as loop_module
-from swarm_instrument.show import show as show_module
 from swarm_instrument.show.cli.options import ShowOptions
 from swarm_instrument.show.loop import (
     FixedStep,
@@ -68,16 +66,15 @@ def test_a_live_frame_is_done_on_the_gpu_before_the_next_begins(ctx, monkeypatch
     1-2.7 s for it all before the restarted show could draw. A render keeps its overlap."""
     show = Show(ctx, Params({"count": 300}), ShowOptions(live=live, fixed_dt=1 / 60))
     events: list[str] = []
-    # The waits for the GPU (visual/gpu/fence.py finish: ctx.finish() with the GIL released).
-    finish = loop_module.finish
-    for module in (loop_module, show_module):
-        monkeypatch.setattr(module, "finish",
-                            lambda context: (events.append("finish"), finish(context))[1])
-    twice = latches_twice(show)  # live on software GL: the scene waited for, then the rest
-    assert twice == (live and show.renderer.software)
+    # The frame's end is waited for (Loop.end_wait); live, its scene too, before the late
+    # latch (Show.scene_wait): visual/gpu/fence.py GpuWait, asleep on a GPU.
+    loop = Loop(show, FixedStep(1 / 60), before=lambda tick: events.append("frame"))
+    for name, wait in (("finish", loop.end_wait), ("scene", show.scene_wait)):
+        monkeypatch.setattr(wait, "wait", lambda name=name, wait=wait.wait: (
+            events.append(name), wait())[1])
+    assert latches_twice(show) == live  # live: the scene waited for, the inputs read again
     try:
-        Loop(show, FixedStep(1 / 60), before=lambda tick: events.append("frame")).run(
-            Offscreen(show, (64, 36)), frames=4)
+        loop.run(Offscreen(show, (64, 36)), frames=4)
     finally:
         show.release()
-    assert events == (["frame", *["finish"] * (1 + twice)] * 4 if live else ["frame"] * 4)
+    assert events == (["frame", "scene", "finish"] * 4 if live else ["frame"] * 4)

@@ -6,6 +6,7 @@
     if fences.signalled(token): ...         # never waits: glClientWaitSync with a zero timeout
     fences.delete(token)
     finish(ctx)                             # ctx.finish(), the GIL released while it waits
+    GpuWait(ctx).wait()                     # the same, sleeping instead of spinning a core
 
 The entry points come from the window system that made the current context: EGL
 (`eglGetProcAddress`, headless and on the H200) or GLX (`glXGetProcAddressARB`, the pyglet
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import time
 import weakref
 from collections import deque
 from typing import Any
@@ -121,6 +123,11 @@ class Fences:
             self._tokens[self.issued] = token
         return token
 
+    def gl_fence(self) -> int:
+        """A GL fence after every command issued so far, even while `finishing` (no serial:
+        its owner waits on it and deletes it)."""
+        return self._fence_sync(GL_SYNC_GPU_COMMANDS_COMPLETE, 0) or 0
+
     def signalled(self, token: int) -> bool:
         """Whether the GPU has finished everything before `token`. Never waits; flushes, so a
         fence that is only queued gets to the GPU."""
@@ -190,6 +197,62 @@ def finish(ctx: moderngl.Context) -> None:
         ctx.finish()
     else:
         gl_finish()
+
+
+class GpuWait:
+    """Waits until the GPU has done everything issued so far, as `finish` does, without
+    spinning a core: NVIDIA's glFinish (and glClientWaitSync with a timeout) spin or yield in a
+    loop by default, which the frame's CPU would count for as long as the GPU draws. The wait
+    sleeps for about as long as the last ones took, then looks at a fence every `POLL_S`.
+    Where fences are missing, and on software GL (its glFinish sleeps, and the GPU is this
+    CPU: a poll's wake-ups would take from its raster threads), `finish`.
+
+    The show's frame waits so for its scene's passes before reading its inputs again for the
+    post chain (Show.draw's late latch)."""
+
+    POLL_S = 0.00025  # between looks at the fence once the expected time is slept
+
+    def __init__(self, ctx: moderngl.Context, *, software: bool = False, sleep=time.sleep,
+                 clock=time.perf_counter) -> None:
+        self.ctx = ctx
+        self.fences = None if software else fences_for(ctx)
+        self._sleep, self._clock = sleep, clock
+        self.expected = 0.0  # seconds the GPU took after the call, a little under: learnt
+        self.looks = 0  # fences looked at, all waits (a test's and telemetry's count)
+
+    def wait(self, limit_s: float = 0.25) -> float:
+        """Returns once the GPU is done (past `limit_s` of polling: `finish`, which blocks);
+        the seconds waited."""
+        fences = self.fences
+        if fences is None:
+            start = self._clock()
+            finish(self.ctx)
+            return self._clock() - start
+        sleep, clock, poll = self._sleep, self._clock, self.POLL_S
+        token = fences.gl_fence()
+        start = clock()
+        looks, done = 1, fences.signalled(token)  # flushes: the GPU has the work
+        if not done and self.expected > poll:
+            sleep(self.expected - poll)
+        while not done:
+            looks += 1
+            done = fences.signalled(token)
+            if not done:
+                if clock() - start > limit_s:
+                    finish(self.ctx)
+                    break
+                sleep(poll)
+        took = clock() - start
+        fences.delete(token)
+        fences.finished()  # every serial issued before the fence is passed
+        self.looks += looks
+        # Found at the first look after the nap: it may have been done earlier; shorten the
+        # nap. Found by polling: nap until a poll or so before that, next time.
+        if looks <= 2:
+            self.expected *= 0.8
+        else:
+            self.expected = max(0.0, took - 1.5 * poll)
+        return took
 
 
 class ReadbackRing:

@@ -16,7 +16,8 @@ from typing import Protocol
 import moderngl
 import pyglet
 
-from swarm_instrument.visual.gpu.fence import fences_for, finish
+from swarm_instrument.visual.gpu.context import is_software
+from swarm_instrument.visual.gpu.fence import GpuWait, fences_for, finish
 from swarm_instrument.visual.ui.frame_pacing import FramePacer, schedule_at
 from swarm_instrument.visual.ui.hud import Hud
 from swarm_instrument.visual.ui.screens import list_screens
@@ -160,6 +161,8 @@ class LiveWindow:
         self._worked = 0.0  # when the last frame's work was done (before its swap)
         self._toggle_fullscreen = False  # F was pressed: done before the next frame
         self._fences = None  # the context's fences, serials alone while frames run (run)
+        # the frame's work waited for, asleep (on_draw)
+        self._frame_wait = GpuWait(self.ctx, software=is_software(self.ctx))
         window.push_handlers(self)
 
     # ---- events -----------------------------------------------------------------------------
@@ -216,8 +219,10 @@ class LiveWindow:
         if self.overlay:
             self.hud.draw(lines, "press Esc again to quit"
                           if self.escape.armed(time.monotonic()) else "")
-        finish(self.ctx)  # the frame's work done, GPU included: the pacer times it (the GIL
-        # released meanwhile: the web remote's sessions and the beat tracker run)
+        # The frame's work done, GPU included: the pacer times it. Asleep, the GIL released
+        # meanwhile (the web remote's sessions and the beat tracker run); NVIDIA's glFinish
+        # spun a core for as long as the GPU drew.
+        self._frame_wait.wait()
         if self._fences is not None:
             self._fences.finished()  # what the frame reads back is done: no GL fence needed
         self._worked = time.perf_counter()
