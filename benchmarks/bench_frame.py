@@ -19,7 +19,10 @@ frame's CPU has the analysis and the beat tracker a performer's has; without it 
 silence (`--pace`: silent frames paced the same way; back to back, a CPU that never idles
 between frames may run them faster than a paced show's). `--split`
 runs as many frames again with every moderngl call timed (probes/gl_calls.py): the frame's
-CPU split into the driver's (inside GL calls, by method) and the show's own Python.
+CPU split into the driver's (inside GL calls, by method) and the show's own Python. Beside the
+stages: `wait`, the main thread's CPU in the wait for the frame's end (paced: the live loop's,
+which sleeps; back to back: ctx.finish(), which NVIDIA's driver spins through), and `process`,
+every thread's CPU from the frame's start to that wait's end.
  `--backend 4.3,4.1` times both
 backends' frames side by side (default: both where the driver has compute shaders, else 4.1),
 with a ratio line per count and far draw (the 4.1 backend draws far agents as points only:
@@ -109,6 +112,13 @@ def bench_count(ctx, hud, count: int, args: argparse.Namespace, far: str,
     # With a song, frames come at --fps as a live show's do, so each hears the sound a frame
     # of the show brings (back to back, a frame would hear a fraction of it).
     period, due = (1.0 / args.fps if args.audio or args.pace else 0.0), time.perf_counter()
+    # Paced, each frame's end is waited for as the live loop waits (Loop.end_wait: asleep; a
+    # driver's glFinish may spin a core for the whole GPU frame); back to back, ctx.finish()
+    # (the wall time exact). `wait`: the main thread's CPU in that wait; `process`: every
+    # thread's, from the frame's start to the wait's end (the audio's stand-in sound card and
+    # its block analysis, in a show another process's, are threads here).
+    end = loop.end_wait.wait if period else ctx.finish
+    wait_cpu, process_cpu = [], []
     for _ in range(args.frames):
         # The whole frame by the wall clock, CPU work included, waiting for the GPU at the end
         # as a swap would (timer queries cannot nest, and the passes own theirs).
@@ -116,7 +126,7 @@ def bench_count(ctx, hud, count: int, args: argparse.Namespace, far: str,
         if period:
             due += period
             time.sleep(max(due - time.perf_counter(), 0.0))
-        t0 = time.perf_counter()
+        t0, p0 = time.perf_counter(), time.process_time()
         if profile is not None:
             profile.enable()
         loop.frame(*sink.target())
@@ -128,7 +138,10 @@ def bench_count(ctx, hud, count: int, args: argparse.Namespace, far: str,
         hud_cpu.append((time.thread_time() - c0) * 1e3)
         if profile is not None:
             profile.disable()
-        ctx.finish()
+        c1 = time.thread_time()
+        end()
+        wait_cpu.append((time.thread_time() - c1) * 1e3)
+        process_cpu.append((time.process_time() - p0) * 1e3)
         if fences is not None:
             fences.finished()
         frames.append((time.perf_counter() - t0) * 1e3)
@@ -140,7 +153,8 @@ def bench_count(ctx, hud, count: int, args: argparse.Namespace, far: str,
     timed = show.cpu.recent()[-(show.cpu.frames - first_cpu):]
     stages = {name: statistics.median(timed[:, k]) for k, name in enumerate(STAGES)}
     cpu = {**stages, "frame": statistics.median(timed.sum(axis=1)),
-           "hud": statistics.median(hud_cpu)}
+           "hud": statistics.median(hud_cpu), "wait": statistics.median(wait_cpu),
+           "process": statistics.median(process_cpu)}
     if args.split:
         cpu["split"] = split_frames(ctx, loop, sink, len(frames))
     if fences is not None:
@@ -321,7 +335,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--far: splat, points or splat,points, not {args.far!r}")
     print(f"{'agents':>10} {'gl':>4} {'far draw':>8} {'frame ms':>9} {'sim':>7} {'cull':>7} "
           f"{'draw':>7} {'post':>7} {'visible':>9} {'far':>9} | CPU ms: {'frame':>6} "
-          + " ".join(f"{name:>7}" for name in (*STAGES, "hud")), flush=True)
+          + " ".join(f"{name:>7}" for name in (*STAGES, "hud", "wait", "process")), flush=True)
     rows, ratios = [], []
 
     def ms(v):
@@ -339,7 +353,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{count:>10} {backend:>4} {row['far_draw']:>8} {row['frame_ms']:9.3f} "
                       f"{ms(p['simulate'])} {ms(p['cull'])} {ms(p['draw'])} {ms(p['post'])} "
                       f"{row['visible']:>9} {row['far']:>9} |         {cpu['frame']:6.3f} "
-                      + " ".join(ms(cpu[name]) for name in (*STAGES, "hud")), flush=True)
+                      + " ".join(ms(cpu[name]) for name in (*STAGES, "hud", "wait", "process")),
+                      flush=True)
         for gl41 in (r for r in made if r["backend"] == "4.1"):
             for gl43 in (r for r in made if r["backend"] == "4.3"):
                 ratio = gl41["frame_ms"] / gl43["frame_ms"]
