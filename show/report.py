@@ -175,9 +175,11 @@ def hud_lines(show: Show, compact: bool = False) -> list[str]:
     lines = [
         f"{rate}  {behind}" if behind else rate,
         technical[0],
-        f"agents {show.swarm.count:,}  visible {'-' if visible is None else f'{visible:,}'}"
-        f"  near lure {'-' if renderer.near_lure is None else renderer.near_lure}"
-        f"{'  PAUSED' if show.paused else ''}",
+        # the counts change every frame as the swarm moves: read four times a second
+        clock.readout("agents", lambda: f"agents {show.swarm.count:,}  visible "
+                      f"{'-' if visible is None else f'{visible:,}'}  near lure "
+                      f"{'-' if renderer.near_lure is None else renderer.near_lure}")
+        + ("  PAUSED" if show.paused else ""),
         technical[1],
         f"audio: {audio_line(show.audio, clock)}",
         f"tempo: {tempo_line(show)}",
