@@ -79,7 +79,7 @@ class FakeGpu:
 
     def signalled(self, token: int) -> bool:
         self.now += 0.000002
-        return self.now >= self.done_at
+        return not token or self.now >= self.done_at  # no fence: done, as Fences says
 
     def delete(self, token: int) -> None:
         pass
@@ -140,3 +140,14 @@ def test_software_gl_waits_with_glfinish(fake, monkeypatch):
     gpu.done_at = 0.004
     wait.wait()
     assert gpu.finishes == 1 and wait.looks == 0
+
+
+def test_a_fence_the_driver_did_not_make_is_finished_not_taken_as_done(fake, monkeypatch):
+    """glFenceSync returning 0 (a driver error) must not end the wait at once: the live loop's
+    frames would then run ahead of the GPU."""
+    gpu, wait = fake
+    monkeypatch.setattr(gpu, "gl_fence", lambda: 0)
+    gpu.done_at = 0.004
+    wait.wait()
+    assert gpu.finishes == 1 and gpu.now >= gpu.done_at
+

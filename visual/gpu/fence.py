@@ -231,6 +231,10 @@ class GpuWait:
         sleep, clock, poll = self._sleep, self._clock, self.POLL_S
         token = fences.gl_fence()
         start = clock()
+        if not token:  # glFenceSync failed (a driver error): block rather than not wait at all
+            finish(self.ctx)
+            fences.finished()
+            return clock() - start
         looks, done = 1, fences.signalled(token)  # flushes: the GPU has the work
         if not done and self.expected > poll:
             sleep(self.expected - poll)
