@@ -253,8 +253,6 @@ class Loop:
                     # teardown waiting for all of it). A render keeps its CPU and GPU
                     # overlapping.
                     self.end_wait.wait()  # asleep, the GIL released: other threads run
-                    if fences is not None:
-                        fences.finished()
                 if govern:
                     worked = self.wall()
                     show.governor.observe(worked, worked - last, worked - start, show.params,

@@ -215,26 +215,28 @@ class GpuWait:
     def __init__(self, ctx: moderngl.Context, *, software: bool = False, sleep=time.sleep,
                  clock=time.perf_counter) -> None:
         self.ctx = ctx
-        self.fences = None if software else fences_for(ctx)
+        self.fences = fences_for(ctx)
+        self.polls = not software and self.fences is not None
         self._sleep, self._clock = sleep, clock
         self.expected = 0.0  # seconds the GPU took after the call, a little under: learnt
-        self.looks = 0  # fences looked at, all waits (a test's and telemetry's count)
+        self.looks = 0  # fences looked at, all waits (the tests count them)
 
     def wait(self, limit_s: float = 0.25) -> float:
-        """Returns once the GPU is done (past `limit_s` of polling: `finish`, which blocks);
-        the seconds waited."""
-        fences = self.fences
-        if fences is None:
-            start = self._clock()
+        """Returns once the GPU is done (past `limit_s` of polling: `finish`, which blocks),
+        every serial of the context's Fences passed; the seconds waited."""
+        start = self._clock()
+        token = self.fences.gl_fence() if self.polls else 0
+        if token:
+            self._poll(token, start, limit_s)
+        else:  # software GL, no fences, or a fence the driver did not make: block
             finish(self.ctx)
-            return self._clock() - start
-        sleep, clock, poll = self._sleep, self._clock, self.POLL_S
-        token = fences.gl_fence()
-        start = clock()
-        if not token:  # glFenceSync failed (a driver error): block rather than not wait at all
-            finish(self.ctx)
-            fences.finished()
-            return clock() - start
+        if self.fences is not None:
+            self.fences.finished()  # every serial issued before the wait is passed
+        return self._clock() - start
+
+    def _poll(self, token: int, start: float, limit_s: float) -> None:
+        """Nap for the expected time, then look at `token` every POLL_S until it signals."""
+        fences, sleep, clock, poll = self.fences, self._sleep, self._clock, self.POLL_S
         looks, done = 1, fences.signalled(token)  # flushes: the GPU has the work
         if not done and self.expected > poll:
             sleep(self.expected - poll)
@@ -246,17 +248,14 @@ class GpuWait:
                     finish(self.ctx)
                     break
                 sleep(poll)
-        took = clock() - start
         fences.delete(token)
-        fences.finished()  # every serial issued before the fence is passed
         self.looks += looks
         # Found at the first look after the nap: it may have been done earlier; shorten the
         # nap. Found by polling: nap until a poll or so before that, next time.
         if looks <= 2:
             self.expected *= 0.8
         else:
-            self.expected = max(0.0, took - 1.5 * poll)
-        return took
+            self.expected = max(0.0, clock() - start - 1.5 * poll)
 
 
 class ReadbackRing:

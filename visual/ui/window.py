@@ -17,7 +17,7 @@ import moderngl
 import pyglet
 
 from swarm_instrument.visual.gpu.context import is_software
-from swarm_instrument.visual.gpu.fence import GpuWait, fences_for, finish
+from swarm_instrument.visual.gpu.fence import GpuWait, finish
 from swarm_instrument.visual.ui.frame_pacing import FramePacer, schedule_at
 from swarm_instrument.visual.ui.hud import Hud
 from swarm_instrument.visual.ui.screens import list_screens
@@ -160,7 +160,6 @@ class LiveWindow:
         self.pacer = FramePacer(1.0 / display_rate(window))
         self._worked = 0.0  # when the last frame's work was done (before its swap)
         self._toggle_fullscreen = False  # F was pressed: done before the next frame
-        self._fences = None  # the context's fences, serials alone while frames run (run)
         # the frame's work waited for, asleep (on_draw)
         self._frame_wait = GpuWait(self.ctx, software=is_software(self.ctx))
         window.push_handlers(self)
@@ -222,9 +221,7 @@ class LiveWindow:
         # The frame's work done, GPU included: the pacer times it. Asleep, the GIL released
         # meanwhile (the web remote's sessions and the beat tracker run); NVIDIA's glFinish
         # spun a core for as long as the GPU drew.
-        self._frame_wait.wait()
-        if self._fences is not None:
-            self._fences.finished()  # what the frame reads back is done: no GL fence needed
+        self._frame_wait.wait()  # and what the frame reads back is done: no GL fence needed
         self._worked = time.perf_counter()
         if self.performer.done():
             self.last_image = self.read_screen()
@@ -255,9 +252,9 @@ class LiveWindow:
         self.performer = performer
         self.pacer.swap_waits = self.swap_waits()
         # Each frame is waited for on the GPU (on_draw): results read back need no GL fence.
-        self._fences = fences_for(self.ctx)
-        if self._fences is not None:
-            self._fences.finishing = True
+        fences = self._frame_wait.fences  # the context's: serials alone while frames run
+        if fences is not None:
+            fences.finishing = True
         pyglet.clock.schedule_once(self._tick, 0.0)
         pyglet.app.run(None)  # frames come from _tick, when the pacer says
 
