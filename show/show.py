@@ -6,9 +6,9 @@
     advance   (dt)    one swarm step (unless paused); the camera follows the swarm
     latch     (now)   late latching: the audio and messages that came meanwhile, and the
                       values again, so this frame's picture answers them
-    draw      (target) cull and indirect draw into a framebuffer, then the post chain (live,
-                      the scene waited for and the inputs read once more: show/loop.py
-                      latches_twice)
+    draw      (target) cull and indirect draw into a framebuffer, bloom and feedback, then
+                      the display pass (live, those waited for and the inputs read once
+                      more before it: show/loop.py latches_twice)
 
 `Show` owns the swarm, the renderer, the camera and the lure, holds the inputs, and carries out
 every `Action` (control/actions.py) in `act`, whatever it came from: a key, MIDI, OSC, a
@@ -310,24 +310,25 @@ class Show:
 
     def draw(self, framebuffer: moderngl.Framebuffer, size: tuple[int, int] | None = None,
              late: Callable[[], float] | None = None) -> None:
-        """Cull and draw into `framebuffer`, `size` pixels (default: its own). `late` (the
-        loop's clock, show/loop.py latches_twice): once the GPU has drawn the scene, the inputs
-        are read again and the post chain (exposure, bloom, tone map) takes them: they show in
-        this frame, and what follows their latch is the post chain's passes alone."""
+        """Cull and draw into `framebuffer`, `size` pixels (default: its own), bloom and feedback
+        with them. `late` (the loop's clock, show/loop.py latches_twice): once the GPU has
+        done those, the inputs are read again and the display pass (exposure, tone map, dither)
+        takes them: they show in this frame, and what follows their latch is that one pass.
+        Bloom and feedback take them in the next frame."""
         values = self.values or self.params.as_dict()
         renderer, governor = self.renderer, self.governor
         renderer.post_held = governor.post_held(self.params)
         renderer.draw_scene(self.swarm, self.camera, tuple(size or framebuffer.size), values,
                             lure=self.lure_position(), time=self.show_time,
                             show_lure=not self.lure.wandering,
-                            scale=governor.render_scale(self.params))
+                            scale=governor.render_scale(self.params), dt=self.frame_dt)
         if late is not None:
             # The scene drawn (on a GPU the frame sleeps meanwhile; the GIL released, so a web
             # gesture that comes now is queued for the latch): from the latch to the picture
-            # is the post chain alone.
+            # is the display pass alone.
             self.scene_wait.wait()
             self.latch(late())
-        renderer.present(framebuffer, self.values or values, self.frame_dt)
+        renderer.present(framebuffer, self.values or values)
         self.frame += 1
 
     # ---- what the HUD and telemetry show ----------------------------------------------------

@@ -89,18 +89,25 @@ def test_an_osc_message_sent_while_the_swarm_steps_is_in_this_frame(ctx):
         show.release()
 
 
-@pytest.mark.parametrize("live", [True, False])
-def test_live_a_message_sent_while_the_scene_draws_is_in_this_frames_post(ctx, live):
-    """Live, the inputs are read once more when the scene's passes are done (on software GL
-    most of a frame; on the H200, paced, 4 ms), and the post chain (here the exposure) takes
-    what came: the message shows in this frame. A render reads them once a frame (the next
-    frame shows it)."""
+# The whole post chain on (software GL leaves bloom and feedback off by default).
+POST_ON = {"post": "on", "bloom": 0.8, "feedback": 0.85, "feedback_zoom": 0.01}
+
+
+@pytest.mark.parametrize("live, post", [(True, False), (False, False), (True, True)],
+                         ids=["live", "render", "live-bloom-feedback"])
+def test_live_a_message_sent_while_the_scene_draws_is_in_this_frames_post(ctx, live, post):
+    """Live, the inputs are read once more when the scene's passes, its bloom and feedback
+    are done (on software GL most of a frame; on the H200, paced, 4 ms), and the display pass
+    (here the exposure) takes what came: the message shows in this frame. A render reads
+    them once a frame (the next frame shows it)."""
     osc = QueuedOsc()
-    show = Show(ctx, Params(DARK), ShowOptions(seed=3, live=live), osc=osc)
+    show = Show(ctx, Params({**DARK, **(POST_ON if post else {})}),
+                ShowOptions(seed=3, live=live), osc=osc)
     try:
         twice = latches_twice(show)
         assert twice == live
         loop, sink = play(show)
+        assert show.renderer.post_on == post
         dark = brightness(sink)
         draw_scene = show.renderer.draw_scene
 
@@ -114,6 +121,32 @@ def test_live_a_message_sent_while_the_scene_draws_is_in_this_frames_post(ctx, l
         assert (brightness(sink) > dark + 20) == twice
         loop.frame(*sink.target())
         assert show.values["exposure"] == 8.0 and brightness(sink) > dark + 20
+    finally:
+        show.release()
+
+
+def test_live_only_the_display_pass_follows_the_late_latch(ctx):
+    """What follows a live frame's late latch is what the picture waits for once an input
+    arrives: the display pass alone (and its scaling up under a render scale). Bloom and
+    feedback, the chain's other passes, are drawn with the scene and waited for with it."""
+    show = Show(ctx, Params({**DARK, **POST_ON, "tonemap": "agx"}),
+                ShowOptions(seed=3, live=True))
+    show.governor.level["render_scale"] = 2  # as the governor lowers it: 0.7
+    events = []
+    post = show.renderer._post
+    dispatch, draw, wait = post._dispatch, post._draw, show.scene_wait.wait
+    post._dispatch = lambda name, *args, **kwargs: (events.append(name),
+                                                   dispatch(name, *args, **kwargs))
+    post._draw = lambda name: (events.append(name), draw(name))
+    show.scene_wait.wait = lambda *args: (events.append("wait"), wait(*args))[1]
+    try:
+        loop, sink = play(show, frames=3)
+        events.clear()
+        loop.frame(*sink.target())
+        after = events[events.index("wait") + 1:]
+        assert events.count("wait") == 1
+        assert {"prefilter", "downsample", "upsample", "composite_both"} <= set(events)
+        assert after == ["display_agx", "upscale"], events
     finally:
         show.release()
 

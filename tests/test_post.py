@@ -194,6 +194,38 @@ def test_under_a_render_scale_the_display_runs_on_the_scenes_pixels_then_scales_
     assert np.abs(shown - bilinear_up(picture, 2)).max() < 1.5 / 255
 
 
+def test_the_display_takes_settings_newer_than_the_bloom_and_feedback_were_made_with(
+        chain_class, ctx, gpu):
+    """A live frame makes its bloom and feedback with the scene and reads its inputs again
+    before the display pass (show/show.py Show.draw): the display's exposure and tone map are
+    the newer settings', the bloom and feedback the ones they were made with. Two chains fed
+    the same frames: one prepared with the old settings and displayed with the new, the other
+    run with the old threshold and feedback and the new exposure and tone map."""
+    y, x = np.mgrid[0:32, 0:48]
+    scene = np.stack([x / 8.0, y / 5.0, ((x - 24) ** 2 + (y - 16) ** 2 < 30) * 6.0], axis=2)
+    hdr = gpu.hdr(scene.astype(np.float16).astype(float))
+    old = PostSettings(exposure=0.3, bloom=0.8, bloom_threshold=1.0, feedback=0.6,
+                       feedback_zoom=0.01, **FLAT)
+    new = PostSettings(exposure=2.5, tonemap="agx", bloom=0.8, bloom_threshold=3.0,
+                       feedback=0.2, feedback_zoom=0.01, **FLAT)
+    made_then = PostSettings(exposure=2.5, tonemap="agx", bloom=0.8, bloom_threshold=1.0,
+                             feedback=0.6, feedback_zoom=0.01, **FLAT)
+    late, plain = chain_class(ctx), chain_class(ctx)
+    try:
+        late_target, plain_target = gpu.float_target(hdr.size), gpu.float_target(hdr.size)
+        for _ in range(3):  # the feedback's history builds up alike
+            late.prepare(hdr, hdr.size, old)
+            late.display(late_target, new)
+            plain.run(hdr, plain_target, hdr.size, made_then)
+        shown = read_rgb(late_target.color_attachments[0])
+        expected = read_rgb(plain_target.color_attachments[0])
+        assert np.abs(shown - expected).max() < 1e-6
+        assert np.abs(shown - display(plain, gpu, hdr, new)).max() > 0.05  # new's own bloom
+    finally:
+        late.release()
+        plain.release()
+
+
 # ---- bloom --------------------------------------------------------------------------------------
 
 SIDE = 256

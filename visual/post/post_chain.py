@@ -1,9 +1,10 @@
 """The HDR post chain: the renderer's linear float image to the display, with bloom, feedback
 and tone mapping (the projector-grade look). Main thread only: the GL context belongs to it.
 
-A frame (`PostChain.run`), the HDR passes compute shaders writing images (the H200 runs
-full-screen fragment work several times slower than the same work in compute), the display a
-full-screen triangle (it writes the caller's framebuffer, a window's too) (shaders/post_*):
+A frame (`PostChain.run`: `prepare`, then `display`, which a live frame runs after its late
+latch), the HDR passes compute shaders writing images (the H200 runs full-screen fragment work
+several times slower than the same work in compute), the display a full-screen triangle (it
+writes the caller's framebuffer, a window's too) (shaders/post_*):
 
     bloom     (bloom > 0) the mip-chain bloom of Jimenez 2014 (Call of Duty: Advanced Warfare),
               as in LearnOpenGL's "Physically Based Bloom": post_prefilter.comp keeps each scene
@@ -141,8 +142,10 @@ class PostChain(ProgramOwner):
         self.shader_dir = resolve_shader_dir(shader_dir)
         self._programs = ProgramSet(self._build_programs)
         self._params = BlockBuffer(ctx, POST_PARAMS)
-        self._timer = GpuTimer(ctx)
+        self._timer = GpuTimer(ctx)  # bloom and feedback (prepare)
+        self._display_timer = GpuTimer(ctx)
         self.gpu_ms: float | None = None
+        self._frame: tuple | None = None  # what prepare made, for display
         self._levels: list[_Image] = []
         self._history: list[_Image] = []
         self._history_current = 0     # the history image holding the last result
@@ -233,17 +236,40 @@ class PostChain(ProgramOwner):
             settings: PostSettings, dt: float = 1 / 60,
             scene_size: tuple[int, int] | None = None) -> None:
         """Post-process `hdr` (linear RGBA16F, `size` pixels, read pixel for pixel) into
-        `out` (RGBA8 or a window's default framebuffer, drawn in its viewport), left bound.
-        `dt`: seconds since the last frame (the feedback's motion and fade follow it).
-        `scene_size`: `hdr`'s size where it is smaller than `size` (the render scale): bloom,
-        feedback and the display pass run at that size, and its picture is scaled up."""
+        `out` (RGBA8 or a window's default framebuffer, drawn in its viewport), left bound:
+        `prepare`, then `display` with the same settings. `dt`: seconds since the last frame
+        (the feedback's motion and fade follow it). `scene_size`: `hdr`'s size where it is
+        smaller than `size` (the render scale): bloom, feedback and the display pass run at
+        that size, and its picture is scaled up."""
+        self.prepare(hdr, size, settings, dt, scene_size)
+        self.display(out, settings)
+
+    def prepare(self, hdr: moderngl.Texture, size: tuple[int, int], settings: PostSettings,
+                dt: float = 1 / 60, scene_size: tuple[int, int] | None = None) -> None:
+        """The frame's bloom and feedback (`run`'s arguments), for the next `display` to show.
+        A live frame runs them with the scene, before its late latch (show/show.py Show.draw):
+        what follows the latch is the display pass alone."""
         size = (int(size[0]), int(size[1]))
         scene = size if scene_size is None else (int(scene_size[0]), int(scene_size[1]))
+        self._frame = None
         if min(size) < 1 or min(scene) < 1:  # a minimised window: nothing to draw
-            out.use()
             return
         with self._timer:
             image, bloom = self._prepare(hdr, scene, settings, dt, fold_bloom=True)
+        self._frame = (image, bloom, size, scene, settings, dt)
+
+    def display(self, out: moderngl.Framebuffer, settings: PostSettings) -> None:
+        """The prepared frame onto `out`, left bound: exposure, the tone map, dither (and the
+        bloom where no feedback took it) from `settings`, which may be newer than
+        `prepare`'s (the late latch's); scaled up under a render scale."""
+        frame, self._frame = self._frame, None
+        if frame is None:
+            out.use()
+            return
+        image, bloom, size, scene, prepared, dt = frame
+        if settings != prepared:  # the late latch moved them: the display's values anew
+            self._params.write({}, block_values(settings, dt, scene))
+        with self._display_timer:
             picture = None  # under a render scale: the display's picture (RGBA8, the scene's size)
             if scene != size:
                 picture = self._picture = self._sized(self._picture, scene, "f1")
@@ -256,7 +282,9 @@ class PostChain(ProgramOwner):
                 out.use()
                 picture.texture.use(0)
                 self._draw("upscale")
-        self.gpu_ms = self._timer.last_ms
+        prepared_ms, display_ms = self._timer.last_ms, self._display_timer.last_ms
+        self.gpu_ms = None if prepared_ms is None or display_ms is None else (
+            prepared_ms + display_ms)
 
     def composite(self, hdr: moderngl.Texture, size: tuple[int, int], settings: PostSettings,
                   dt: float = 1 / 60) -> moderngl.Texture:
@@ -342,6 +370,8 @@ class PostChain(ProgramOwner):
         self._scratch = self._picture = None
         self._history_valid = False
         self._timer.release()
+        self._display_timer.release()
+        self._frame = None
         if self._params is not None:
             self._params.release()
             self._params = None

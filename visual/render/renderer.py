@@ -12,17 +12,16 @@ A frame (`Renderer.render`), with no agent data ever coming back to the CPU:
              linear light): the shape's mesh near the camera, one triangle (or quad) far away,
              pulled from the agent buffer by index; before it the previous image is cleared
              (trail 0) or faded towards the background
-    post     visual/post/post_chain.py: bloom and feedback (where the post chain is on), then
-    exposure,
-             the tone map and the sRGB transfer onto the caller's framebuffer (the window's
-             default one, whose contents do not survive a buffer swap, or an offscreen one)
+    post     visual/post/post_chain.py: bloom and feedback where the post chain is on
+             (`draw_scene`), then exposure, tone map and sRGB onto the caller's framebuffer
+             (`present`: a window's, whose contents do not survive a swap, or an offscreen one)
 
 Colours (the registry's, the palettes', the background) are given as a screen shows them
 (sRGB) and turned into linear light here, so the tone map and the display's transfer give
 back about the colour chosen; `glow` above 1 makes agents brighter than white, into the bloom.
 
-The counts are read back a few frames late (visual/render/counts.py), so reading never waits for the
-GPU. Main thread only: the GL context belongs to it.
+The counts are read back a few frames late (visual/render/counts.py), so reading never waits
+for the GPU. Main thread only: the GL context belongs to it.
 """
 
 from __future__ import annotations
@@ -63,6 +62,7 @@ from swarm_instrument.visual.render.frame_values import (
     agent_defines,
     frame_block,
     glsl_vec,
+    post_settings,
     scene_background,
 )
 from swarm_instrument.visual.render.meshes import BILLBOARDS, MeshSet
@@ -236,8 +236,7 @@ class Renderer(PostSwitch, CountsView, ProgramOwner):
         self._far_base = self._capacity  # the far list starts after room for every agent
 
     def offscreen_framebuffer(self, size: tuple[int, int]) -> moderngl.Framebuffer:
-        """An RGBA8 framebuffer with depth of `size`: one a size, kept until `release()`, so a
-        caller may hold several (a preview and a full-size render)."""
+        """An RGBA8 framebuffer with depth of `size`, kept until `release()` (targets.py)."""
         return self._targets.offscreen(size)
 
     # ---- the frame --------------------------------------------------------------------------
@@ -255,15 +254,15 @@ class Renderer(PostSwitch, CountsView, ProgramOwner):
         a window's detected one keeps its first); `dt`: seconds since the last frame (the
         feedback follows it); `scale`: the render scale (at most 1), the display scales up."""
         self.draw_scene(swarm, camera, tuple(size or framebuffer.size), values, lure=lure,
-                        time=time, show_lure=show_lure, scale=scale)
-        self.present(framebuffer, values, dt)
+                        time=time, show_lure=show_lure, scale=scale, dt=dt)
+        self.present(framebuffer, values)
 
     def draw_scene(self, swarm: Any, camera: OrbitCamera, size: tuple[int, int],
                    values: Mapping[str, Any], *, lure: Sequence[float] = (0.0, 0.0, 0.0),
                    time: float | None = None, show_lure: bool = False,
-                   scale: float = 1.0) -> None:
-        """The frame's scene (`render`'s arguments; `size`: the output's): the cull, then the
-        agents drawn into the HDR accumulation image, for `present` to post-process."""
+                   scale: float = 1.0, dt: float = 1 / 60) -> None:
+        """The frame's scene (`render`'s arguments; `size`: the output's): the cull, the agents
+        drawn into the HDR accumulation image, its bloom and feedback, for `present` to show."""
         p = values
         ctx = self.ctx
         out_size = (int(size[0]), int(size[1]))
@@ -317,16 +316,17 @@ class Renderer(PostSwitch, CountsView, ProgramOwner):
         ctx.disable(moderngl.DEPTH_TEST | moderngl.BLEND)
         if show_lure:
             self._draw_lure()
-        self._scene = (target, background, scales)
+        self._scene = (background, scales)
+        # 4. bloom and feedback, before a live frame's late latch (Show.draw)
+        self._post.prepare(target.color_attachments[0], out_size,
+                           self.post_settings(p, background), dt, scene_size=size)
 
-    def present(self, framebuffer: moderngl.Framebuffer, values: Mapping[str, Any],
-                dt: float = 1 / 60) -> None:
-        """4. The last `draw_scene`'s image post-processed onto `framebuffer` (left bound) with
-        `values`' post chain (they may be newer than the scene's: Show.draw), and this frame's
-        counts kept to read once the GPU is done with them (a fence: reading never waits)."""
-        target, background, scales = self._scene
-        self._post.run(target.color_attachments[0], framebuffer, self.last_size,
-                       self.post_settings(values, background), dt, scene_size=self.scene_size)
+    def present(self, framebuffer: moderngl.Framebuffer, values: Mapping[str, Any]) -> None:
+        """5. The last `draw_scene`'s image onto `framebuffer` (left bound): the display pass
+        with `values`' exposure and tone map (maybe newer: Show.draw's late latch), and this
+        frame's counts kept to read once the GPU is done with them (a fence: never waits)."""
+        background, scales = self._scene
+        self._post.display(framebuffer, post_settings(values, background, self.post_on))
         self._readback.push(self._draw_state, scales)
         self.gpu_ms = {"cull": self._cull_timer.last_ms, "draw": self._draw_timer.last_ms,
                        "post": self._post.gpu_ms}
