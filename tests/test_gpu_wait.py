@@ -125,6 +125,24 @@ def test_the_nap_follows_the_gpu_so_a_wait_looks_a_few_times(fake):
     assert gpu.finishes == 0
 
 
+def test_a_wait_that_does_not_learn_is_never_much_past_a_wait_that_changes(fake):
+    """The window's wait for its swap lasts, with vsync, until the display's refresh: long
+    after a quick frame, short after a slow one. A nap learnt from the last wait oversleeps
+    the next short one by most of a refresh (the frame shown late to the pacer, the next one
+    started late); a wait that does not learn looks every POLL_S from the start."""
+    gpu, learning = fake
+    poll = GpuWait.POLL_S
+    lengths = [0.012, 0.001] * 10
+    late = [waits(gpu, learning, s, 1)[0][1] for s in lengths]
+    assert max(late) > 0.005  # why the swap's wait must not learn
+    steady = GpuWait(None, learns=False, sleep=gpu.sleep, clock=gpu.clock)
+    seen = [waits(gpu, steady, s, 1)[0] for s in lengths]
+    assert max(past for _, past in seen) < 1.5 * poll
+    assert steady.expected == 0.0
+    assert min(looks for looks, _ in seen[::2]) > 0.012 / (2 * poll)  # a look each poll
+    assert gpu.finishes == 0
+
+
 def test_a_gpu_that_does_not_answer_is_finished_not_polled_for_ever(fake):
     gpu, wait = fake
     gpu.done_at = 10.0  # ten seconds of work: a stalled GPU

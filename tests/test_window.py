@@ -255,3 +255,59 @@ def test_the_live_show_makes_its_hud_lines_only_when_asked(ctx, monkeypatch):
         assert show.frame == 2
     finally:
         live.finish(None)
+
+
+GPU_WAITS = """
+import time
+import moderngl
+import pyglet
+from swarm_instrument.visual.ui import window as window_module
+window_module.is_software = lambda ctx: False  # the waits a GPU's window takes: GL fences
+from swarm_instrument.visual.ui.window import LiveWindow, open_window
+
+window = open_window(0, False, (320, 180))
+live = LiveWindow(window, fps=60.0)
+colours = iter([(1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)] * 4)
+
+
+class Performer:
+    def frame(self, target, size):
+        target.use()
+        live.ctx.clear(*next(colours))
+
+    def hud_lines(self, size):
+        return []
+
+    def done(self):
+        return False
+
+    def paced(self, start, worked, shown):
+        self.times = (start, worked, shown)
+        return 1 / 60
+
+
+live.performer = performer = Performer()
+pyglet.window.Window._enable_event_queue = False
+for _ in range(30):
+    window.dispatch_events()
+    time.sleep(0.01)
+for frame in range(6):
+    live._tick(1 / 60)
+    start, worked, shown = performer.times
+    assert start <= worked <= shown, performer.times
+assert live._frame_wait.looks >= 6 and live._swap_wait.looks >= 6, (
+    live._frame_wait.looks, live._swap_wait.looks)
+assert live._swap_wait.expected == 0.0  # no nap learnt for the swap
+print("ok")
+"""
+
+
+def test_a_gpus_window_waits_for_its_frame_and_its_swap_on_gl_fences(display):
+    """On a GPU the window's waits (its frame's work before the swap, the swap after it) look
+    at GL fences and sleep between looks: NVIDIA's glFinish spins a core for as long as it
+    waits, with vsync until the display's refresh. Taken here on software GL's fences (GLX
+    has them) in a real window: every frame's work and swap are waited for, in order."""
+    result = subprocess.run([sys.executable, "-c", GPU_WAITS], cwd=ROOT, timeout=60,
+                            env=with_display(display), capture_output=True, text=True)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", (
+        result.stdout + result.stderr)

@@ -208,17 +208,21 @@ class GpuWait:
     CPU: a poll's wake-ups would take from its raster threads), `finish`.
 
     The show's frame waits so for its scene's passes before reading its inputs again for the
-    post chain (Show.draw's late latch)."""
+    display pass (Show.draw's late latch). `learns=False`: no nap, a look every POLL_S from
+    the start, for a wait whose length changes from one frame to the next (a window's swap,
+    which with vsync lasts until the display's refresh): a nap learnt from the last could
+    oversleep this one by most of a refresh."""
 
     POLL_S = 0.00025  # between looks at the fence once the expected time is slept
 
-    def __init__(self, ctx: moderngl.Context, *, software: bool = False, sleep=time.sleep,
-                 clock=time.perf_counter) -> None:
+    def __init__(self, ctx: moderngl.Context, *, software: bool = False, learns: bool = True,
+                 sleep=time.sleep, clock=time.perf_counter) -> None:
         self.ctx = ctx
         self.fences = fences_for(ctx)
         self.polls = not software and self.fences is not None
         self._sleep, self._clock = sleep, clock
         self.expected = 0.0  # seconds the GPU took after the call, a little under: learnt
+        self.learns = learns
         self.looks = 0  # fences looked at, all waits (the tests count them)
 
     def wait(self, limit_s: float = 0.25) -> float:
@@ -250,6 +254,8 @@ class GpuWait:
                 sleep(poll)
         fences.delete(token)
         self.looks += looks
+        if not self.learns:
+            return
         # Found at the first look after the nap: it may have been done earlier; shorten the
         # nap. Found by polling: nap until a poll or so before that, next time.
         if looks <= 2:
