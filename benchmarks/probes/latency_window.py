@@ -34,6 +34,8 @@ from swarm_instrument.show.cli.options import START_LOOK
 
 ROOT = Path(__file__).resolve().parents[2]  # the clone: benchmarks/probes/ is two below it
 DARK_EXPOSURE, BRIGHT_EXPOSURE, MIDI_CC = 0.15, 8.0, 20
+# --post on: the look's bloom and feedback as a GPU shows them, held on by the governor
+POST_ON = {"post": "on", "pin_post": True}
 AUDIO_TYPE = b"32 bit float mono audio"
 PROCESS = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p)
 
@@ -209,6 +211,7 @@ class WindowRig:
     def __init__(self, args) -> None:
         self.size = args.size
         self.count = args.count
+        self.post = args.post
         self.processes: list[subprocess.Popen] = []
         self.folder = Path(tempfile.mkdtemp(prefix="latency-"))
         self.records: list[dict] = []
@@ -258,6 +261,7 @@ class WindowRig:
         look["params"]["exposure"] = DARK_EXPOSURE
         if self.count:
             look["params"]["count"] = self.count
+        look["params"].update(POST_ON if self.post == "on" else {})
         look["routes"].append({"source": "level", "param": "exposure",
                                "amount": BRIGHT_EXPOSURE - 0.1})
         (self.folder / "latency.json").write_text(json.dumps(look))
