@@ -128,8 +128,7 @@ class OffscreenRig:
         values, routes = latency_look()
         if args.count:
             values["count"] = args.count
-        values.update(POST_ON if args.post == "on" else {})
-        self.params = Params(values)
+        self.params = Params({**values, **(POST_ON if args.post == "on" else {})})
         # --stimuli process (the default): sent by a process of their own (probes/
         # latency_sender.py), at times that do not wait for this one's GIL; thread: from the
         # trials' thread here, as rounds one to seven did (each went at the pacer's sleep)
@@ -363,9 +362,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="--offscreen: frame size (1920x1080); the window: the screen's "
                              "(1280x720)")
     parser.add_argument("--count", type=int, default=0, help="agents (default: the look's)")
-    parser.add_argument("--post", choices=("auto", "on"), default="auto",
-                        help="on: the look's bloom and feedback on (and pinned), as a GPU "
-                             "shows it, on any GL (auto: software GL leaves them off)")
+    parser.add_argument("--post", choices=("auto", "on"), default="auto", help="on: bloom "
+                        "and feedback on and pinned, on any GL (auto: off on software GL)")
     parser.add_argument("--inputs", default="sound,midi,osc,web,key",
                         help="the inputs to time (default all five; offscreen has no key)")
     parser.add_argument("--stimuli", choices=("process", "thread"), default="process",
