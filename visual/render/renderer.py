@@ -91,10 +91,9 @@ class Renderer(PostSwitch, CountsView, ProgramOwner):
 
     After `render`, `visible`, `near_lure`, `swarm_center` and `swarm_radius` hold what the
     cull pass measured in the newest frame the GPU has finished (`counts_frame`; None until
-    one has), read without waiting (GL fences); `gpu_ms` the GPU time of the cull
-    and draw passes where the driver can time them; `telegraph` the current strength (0..1) of
-    the telegraph colour shift. `shader_dir`: the shader folder to compile (and reload) from,
-    default `visual.gpu.shaders.shader_dir()` when made.
+    one has), read without waiting (GL fences); `gpu_ms` the GPU time of the cull and draw
+    passes where the driver can time them; `telegraph` the telegraph shift's strength (0..1).
+    `shader_dir`: the folder to compile (and reload) from, default `shaders.shader_dir()`.
     """
 
     post_chain = PostChain  # the post chain's class (GL 4.1's: visual/post/post_chain41.py)
@@ -130,8 +129,7 @@ class Renderer(PostSwitch, CountsView, ProgramOwner):
         self._post = self.post_chain(ctx, shader_dir=self.shader_dir)
         self._splat = (self.far_splat(ctx, agent_defines(), shader_dir=self.shader_dir)
                        if self.far_splat is not None else None)
-        # How far agents are drawn: "splat" (compute, visual/render/splat.py) or "points" (GL
-        # points).
+        # How far agents are drawn: "splat" (compute, visual/render/splat.py) or GL "points"
         self.far_draw = FAR_DRAW if self._splat is not None else "points"
         self.post_on = False  # whether the last frame ran bloom and feedback (post_state)
         self.post_held = False  # the governor holds bloom and feedback off (show/governor.py)
@@ -141,7 +139,7 @@ class Renderer(PostSwitch, CountsView, ProgramOwner):
         self.gpu_ms: dict[str, float | None] = {"cull": None, "draw": None}
         self.last_size: tuple[int, int] | None = None  # the frame last drawn, in pixels
         self.scene_size: tuple[int, int] | None = None  # ... drawn at this size, scaled up
-        self._scene: tuple[Any, Any, Any] | None = None  # draw_scene's image, for present
+        self._scene: tuple | None = None  # draw_scene's background, sums, values, settings
         self._telegraph = Telegraph()
 
     @property
@@ -316,17 +314,19 @@ class Renderer(PostSwitch, CountsView, ProgramOwner):
         ctx.disable(moderngl.DEPTH_TEST | moderngl.BLEND)
         if show_lure:
             self._draw_lure()
-        self._scene = (background, scales)
         # 4. bloom and feedback, before a live frame's late latch (Show.draw)
-        self._post.prepare(target.color_attachments[0], out_size,
-                           self.post_settings(p, background), dt, scene_size=size)
+        settings = self.post_settings(p, background)
+        self._post.prepare(target.color_attachments[0], out_size, settings, dt, scene_size=size)
+        self._scene = (background, scales, p, settings)
 
     def present(self, framebuffer: moderngl.Framebuffer, values: Mapping[str, Any]) -> None:
         """5. The last `draw_scene`'s image onto `framebuffer` (left bound): the display pass
         with `values`' exposure and tone map (maybe newer: Show.draw's late latch), and this
         frame's counts kept to read once the GPU is done with them (a fence: never waits)."""
-        background, scales = self._scene
-        self._post.display(framebuffer, post_settings(values, background, self.post_on))
+        background, scales, scene_values, settings = self._scene
+        if values is not scene_values:  # the late latch made them anew
+            settings = post_settings(values, background, self.post_on)
+        self._post.display(framebuffer, settings)
         self._readback.push(self._draw_state, scales)
         self.gpu_ms = {"cull": self._cull_timer.last_ms, "draw": self._draw_timer.last_ms,
                        "post": self._post.gpu_ms}
