@@ -77,12 +77,12 @@ class WallClock:
 
 
 def latches_twice(show: Show) -> bool:
-    """Whether a frame's inputs are read once more, after its scene's passes, for its post
-    chain (Show.draw's `late`): live, so that from the latch to the picture is the post chain
-    alone (on the H200, paced at 60 fps, the whole frame's passes took 6 ms after a latch
-    before them: a 90th percentile of 1.35 frames). The frame sleeps while the scene draws
-    (visual/gpu/fence.py GpuWait), as it waits at its end anyway. Not while recording a
-    control track (its replay follows one late read a frame), nor in a render."""
+    """Whether a frame's inputs are read once more, after its scene's passes and their bloom
+    and feedback, for its display pass (Show.draw's `late`): live, so that from the latch to
+    the picture is that one pass (on the H200, paced at 60 fps, the whole frame's passes took
+    6 ms after a latch before them: a 90th percentile of 1.35 frames). The frame sleeps
+    meanwhile (visual/gpu/fence.py GpuWait), as it waits at its end anyway. Not while
+    recording a control track (its replay follows one late read a frame), nor in a render."""
     return show.options.live and show.recorder is None
 
 

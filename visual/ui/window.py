@@ -160,10 +160,11 @@ class LiveWindow:
         self.pacer = FramePacer(1.0 / display_rate(window))
         self._worked = 0.0  # when the last frame's work was done (before its swap)
         self._toggle_fullscreen = False  # F was pressed: done before the next frame
+        software = is_software(self.ctx)
         # the frame's work waited for, asleep (on_draw)
-        self._frame_wait = GpuWait(self.ctx, software=is_software(self.ctx))
+        self._frame_wait = GpuWait(self.ctx, software=software)
         # the swap waited for (with vsync until the refresh): looked at every 0.25 ms, no nap
-        self._swap_wait = GpuWait(self.ctx, software=is_software(self.ctx), learns=False)
+        self._swap_wait = GpuWait(self.ctx, software=software, learns=False)
         window.push_handlers(self)
 
     # ---- events -----------------------------------------------------------------------------
