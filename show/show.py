@@ -40,7 +40,7 @@ from swarm_instrument.show.frame_cpu import FrameCpu
 from swarm_instrument.show.governor import Governor
 from swarm_instrument.show.inputs.beat_clock import AudioTempo
 from swarm_instrument.show.inputs.carry_out import carry_out
-from swarm_instrument.show.inputs.input_poll import read_inputs
+from swarm_instrument.show.inputs.input_poll import publish_state, read_inputs
 from swarm_instrument.show.inputs.input_roles import MidiIn, OscIn, Recorder, WebIn
 from swarm_instrument.show.inputs.selection import Selection
 from swarm_instrument.show.look_state import Bank, Looks, Recovery
@@ -180,8 +180,13 @@ class Show:
         the picture answers them in this frame (the simulation stepped with the update's)."""
         self.now = now
         fresh = self.audio.refresh(now) | bool(self.late_keys and self.late_keys())
-        if read_inputs(self, now, publish=False) or fresh:
+        if read_inputs(self, now) or fresh:
             self._values_now()
+
+    def publish(self) -> None:
+        """Once a frame is shown, outside it (the live run's idle): the web page and the
+        control surfaces are handed the show's state as this frame left it."""
+        publish_state(self, self.now)
 
     def _values_now(self) -> None:
         """This frame's values: the registry's, modulated (audio, tempo), with any burst."""

@@ -18,9 +18,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from swarm_instrument.control.parameters.registry import REGISTRY, param
+from swarm_instrument.control.parameters.registry import REGISTRY, Params, param
 from swarm_instrument.show.cli.screen_plan import plan_screens
-from swarm_instrument.show.inputs.control_surface import Activity, layout_groups, to_action
+from swarm_instrument.show.inputs.control_surface import (
+    Activity,
+    Rows,
+    layout_groups,
+    to_action,
+)
 from swarm_instrument.visual.ui.control_window.control_layout import (
     KeyQueue,
     Messages,
@@ -225,6 +230,24 @@ def test_an_input_lamp_lights_when_its_count_moves():
     assert lamp.lit(6, 10.1) and lamp.lit(6, 10.3)
     assert not lamp.lit(6, 10.5)
     assert not lamp.lit(None, 11.0)
+
+
+def test_each_row_says_its_value_and_is_made_again_only_when_it_changes():
+    params = Params()
+    rows = Rows()
+    first = rows.rows(params.as_dict())
+    assert set(first) == {spec.name for spec in REGISTRY}
+    assert first["count"] == (param("count").to_norm(16384), "16,384", None)
+    assert first["separation"][1] == "on" and first["slow_color"][0] is None
+    params.update({"count": 4096, "max_speed": 2.5, "slow_color": (1.0, 0.5, 0.0),
+                   "separation": False})
+    second = rows.rows(params.as_dict())
+    assert second["count"] == (param("count").to_norm(4096), "4,096", None)
+    assert second["max_speed"] == (param("max_speed").to_norm(2.5), "2.5", None)
+    assert second["slow_color"] == (None, "#ff8000", (1.0, 0.5, 0.0))
+    assert second["separation"] == (param("separation").to_norm(False), "off", None)
+    changed = {"count", "max_speed", "slow_color", "separation"}
+    assert all(second[name] is first[name] for name in set(first) - changed)
 
 
 # ---- the real windows ----------------------------------------------------------------------

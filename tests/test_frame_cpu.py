@@ -11,11 +11,15 @@ import sys
 import numpy as np
 import pytest
 
+from swarm_instrument import instrument
 from swarm_instrument.control.parameters.registry import Params
+from swarm_instrument.show.cli import live_show
+from swarm_instrument.show.cli.live_show import LiveShow
 from swarm_instrument.show.cli.options import ShowOptions
 from swarm_instrument.show.frame_cpu import STAGES, FrameCpu
 from swarm_instrument.show.loop import FixedStep, Loop, Offscreen
 from swarm_instrument.show.show import Show
+from swarm_instrument.show.supervision.supervisor import StopSignals
 from swarm_instrument.visual.gpu import timers
 from swarm_instrument.visual.gpu.fence import fences_for
 from swarm_instrument.visual.gpu.uniforms import FRAME_PARAMS, POST_PARAMS, SWARM_PARAMS
@@ -167,6 +171,46 @@ def test_telemetry_reports_the_cpu_time_of_each_stage(played):
     assert "CPU ms" in show.hud_lines()[1]
 
 
+class Surface:
+    """A control surface that notes the frames it was handed the show's state at."""
+
+    def __init__(self) -> None:
+        self.published: list[int] = []
+
+    def poll(self, values):
+        return []
+
+    def publish(self, show, now):
+        self.published.append(show.frame)
+
+    def close(self):
+        pass
+
+
+def test_the_surfaces_are_handed_the_state_once_the_frame_is_shown_not_in_it(ctx,
+                                                                              monkeypatch):
+    """The web page's and the control window's state (every parameter's text, the meters,
+    the HUD's lines: 0.4 ms a frame here for the control window) is made after the frame is
+    shown, in the live run's idle, so that it costs the frame and its inputs' way to the
+    picture nothing; and it is made from the frame just shown."""
+    args = instrument.build_parser().parse_args(["--headless", "--no-midi", "--count", "300"])
+    params, routes, preset = instrument.build_params(args)
+    monkeypatch.setattr(live_show, "check_machine", lambda *_: 300)
+    live = LiveShow(args, params, routes, preset, StopSignals())
+    show = live.build(ctx, (64, 36))
+    surface = Surface()
+    show.surfaces.append(surface)
+    try:
+        sink = Offscreen(show, (64, 36))
+        live.loop.frame(*sink.target())
+        live.loop.frame(*sink.target())
+        assert surface.published == []
+        live.loop.run(sink, frames=3)  # the live loop: each frame shown, then its idle
+        assert surface.published == [3, 4, 5]
+    finally:
+        live.finish(None)
+
+
 def test_the_stage_record_is_the_clock_s_differences():
     readings = iter([0.0, 0.001, 0.003, 0.0035, 0.0065, 0.0105])
     cpu = FrameCpu(keep=4, clock=lambda: next(readings))
@@ -175,6 +219,7 @@ def test_the_stage_record_is_the_clock_s_differences():
     assert cpu.medians() == pytest.approx({"update": 1.0, "advance": 2.0, "latch": 0.5,
                                            "draw": 3.0, "after": 4.0, "frame": 10.5})
     assert cpu.last_ms() == pytest.approx(10.5)
+
 
 
 def test_frames_waited_for_read_back_without_a_gl_fence(ctx):
@@ -229,10 +274,7 @@ def test_the_agents_counts_change_four_times_a_second_and_a_pause_at_once(ctx, m
     moves: laid out again each frame, its line cost the window 0.55 ms of CPU in 78 % of its
     frames (llvmpipe), after the frame's late latch. They are read four times a second, as the
     frame rate's; PAUSED, a key's answer, shows in the next frame."""
-    from swarm_instrument.control.parameters.registry import Params
-    from swarm_instrument.show.cli.options import ShowOptions
     from swarm_instrument.show.report import hud_lines
-    from swarm_instrument.show.show import Show
 
     show = Show(ctx, Params({"count": 300}), ShowOptions(seed=1))
     near = [5]

@@ -304,6 +304,7 @@ def frames(loop: Loop, sink: Offscreen, count: int | None = None, until=None,
         loop.frame(*sink.target())
         loop.show.ctx.finish()
         times.append((time.thread_time() - work) * 1000.0)
+        loop.show.publish()  # the page handed the state once the frame is shown (idle)
         time.sleep(max(0.0, 1 / 60 - (time.perf_counter() - start)))
         if (count is not None and len(times) >= count) or (until is not None and until()):
             break

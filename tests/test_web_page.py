@@ -59,7 +59,9 @@ class Stage:
         return self.remote.url_for("127.0.0.1")
 
     def frame(self) -> None:
+        """A frame, then the page handed the show's state, as the live run's idle does."""
         self.loop.frame(*self.sink.target())
+        self.show.publish()
 
     def play_until(self, condition, timeout: float = 10.0, frames_between: int = 3) -> bool:
         """Frames (about 60 a second) until `condition()` holds; False at the timeout."""

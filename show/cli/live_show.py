@@ -192,11 +192,13 @@ class LiveShow:
             self.progress.frame(self.show.frame)
 
     def idle(self) -> None:
-        """After a frame is shown, outside it: the telemetry files (once a second), the
-        console's status line (every 5 s), the garbage (show/idle_gc.py)."""
+        """After a frame is shown, outside it: the web page's and the control window's state
+        (Show.publish), the telemetry files (once a second), the console's status line (every
+        5 s), the garbage (show/idle_gc.py)."""
         now = time.perf_counter()
         if self.show.frame == 1:
             mark("show: first frame")
+        self.show.publish()
         if self.latest is not None:
             self.latest.maybe_write(now, self.show.telemetry)
         if self.telemetry is not None:

@@ -4,8 +4,10 @@ gestures become the frame's actions through the same checks as OSC and the web r
 
     poll()               once a frame, beside OSC and the web remote (show/show.py): the
                          window's messages -> Actions (at most 256 a frame, as OSC)
-    publish(show, now)   the window's state at most every PUSH_SECONDS: each parameter's
-                         position on its slider and its text, the knobs waiting for pickup,
+    publish(show, now)   once the frame is shown (Show.publish, in the live run's idle),
+                         the window's state at most every PUSH_SECONDS: each parameter's
+                         position on its slider and its text (`Rows`: made again only for
+                         the values that changed), the knobs waiting for pickup,
                          the learn, the slots and the one playing, the meters
                          (show/inputs/web_input.py's ShowView, as the web page reads them), the
                          autopilot, MIDI and OSC activity, the HUD's lines; and one step of the
@@ -225,6 +227,32 @@ class ThumbnailJob:
         self.images.release()
 
 
+class Rows:
+    """Each parameter's row as the window draws it: (position on its bar, its text, a
+    colour's channels), made again only for the values that changed since the last push."""
+
+    def __init__(self) -> None:
+        self._made: dict[str, tuple[Any, tuple]] = {}  # name -> (value, row)
+
+    def rows(self, values: dict[str, Any]) -> dict[str, tuple]:
+        made, rows = self._made, {}
+        for spec in REGISTRY:
+            name = spec.name
+            value = values[name]
+            known = made.get(name)
+            if known is None or known[0] != value:
+                known = made[name] = (value, row(spec, value))
+            rows[name] = known[1]
+        return rows
+
+
+def row(spec: Any, value: Any) -> tuple:
+    """One parameter's row: (position on its bar, its text, a colour's channels)."""
+    if spec.kind == "color":
+        return (None, shown(value), tuple(float(c) for c in value))
+    return (spec.to_norm(value), shown(value), None)
+
+
 class FrameTakers:
     """Several frame takers of the one loop as one (the video outputs, the preview)."""
 
@@ -252,6 +280,7 @@ class ControlSurface:
         self._next_push = -1e9
         self._midi = Activity()
         self._osc = Activity()
+        self._rows = Rows()
 
     # ---- in ---------------------------------------------------------------------------------
 
@@ -290,13 +319,7 @@ class ControlSurface:
         view = self.view
         view.update_slots(show)
         params = show.params
-        rows = {}
-        for spec in REGISTRY:
-            value = params[spec.name]
-            if spec.kind == "color":
-                rows[spec.name] = (None, shown(value), tuple(float(c) for c in value))
-            else:
-                rows[spec.name] = (spec.to_norm(value), shown(value), None)
+        rows = self._rows.rows(params.as_dict())
         ghost, learning, midi_count = {}, None, None
         if show.midi is not None:
             midi = show.midi.state()

@@ -1,8 +1,10 @@
 """The show's inputs read: MIDI, OSC, the web remote and the control surfaces, their actions
 carried out by `Show.act`. Twice a frame (show/show.py): at the update, for what the simulation
 steps with, and again just before the draw (late latching: a knob turned, a pad hit or a
-message sent while the simulation stepped reaches this frame's picture, not the next). Main
-thread only.
+message sent while the simulation stepped reaches this frame's picture, not the next). The
+show's state goes the other way, to the web page and the control window, once a frame is
+shown (`publish_state`, from Show.publish in the live run's idle): outside the frame, whose
+inputs it does not touch. Main thread only.
 """
 
 from __future__ import annotations
@@ -16,9 +18,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def read_inputs(show: Show, now: float, publish: bool = True) -> bool:
-    """Every input's new messages carried out; `publish`: hand the web page and the control
-    surfaces the show's state too (once a frame is enough). True when anything came."""
+def read_inputs(show: Show, now: float) -> bool:
+    """Every input's new messages carried out. True when anything came."""
     came = False
     midi = show.midi
     if midi is not None:
@@ -38,19 +39,24 @@ def read_inputs(show: Show, now: float, publish: bool = True) -> bool:
             came = True
         say_osc_refusals(show)
     web = show.web
-    if web is not None:  # the web remote: its actions, and the meters handed back
+    if web is not None:  # the web remote
         for action in web.poll():
             show.act(action)
             came = True
-        if publish:
-            web.publish(show, now)
     for surface in show.surfaces:
         for action in surface.poll(show.params.as_dict()):
             show.act(action)
             came = True
-        if publish:
-            surface.publish(show, now)
     return came
+
+
+def publish_state(show: Show, now: float) -> None:
+    """The web page and the control surfaces handed the show's state (meters, values, the
+    HUD's lines; each at its own rate), and a control window's thumbnails and preview."""
+    if show.web is not None:
+        show.web.publish(show, now)
+    for surface in show.surfaces:
+        surface.publish(show, now)
 
 
 def say_osc_refusals(show: Show) -> None:
