@@ -10,6 +10,10 @@ read the medians. Main thread only.
     draw      cull, draw, post chain (their dispatches and uniform blocks); live on software
               GL, the inputs read once more before the post chain (Show.draw's `late`)
     after     video outputs, the frame clock, the governor, heartbeat and telemetry
+
+and, outside the frame, `between`: from one frame's end to the next one's start (the HUD, the
+swap, the idle's work: the web page's and the control window's state, telemetry files, the
+garbage; the control window's drawing), so that work moved out of the frame stays counted.
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ class FrameCpu:
         self._ms = np.zeros((keep, len(STAGES)))
         self._row = 0
         self.frames = 0  # frames recorded so far
+        self._between = np.zeros(keep)  # the main thread's CPU from a frame's end to the next's
+        self._ended: float | None = None  # the last frame's end, by `clock`
         self._medians: tuple[int, dict[str, float] | None] = (-1, None)  # (frames, medians)
 
     def record(self, stamps: list[float]) -> None:
@@ -42,6 +48,10 @@ class FrameCpu:
         row = self._ms[self._row]
         for index in range(len(STAGES)):
             row[index] = (stamps[index + 1] - stamps[index]) * 1000.0
+        if self._ended is not None:  # the first frame has no time before it
+            self._between[(self.frames - 1) % len(self._between)] = \
+                (stamps[0] - self._ended) * 1000.0
+        self._ended = stamps[-1]
         self._row = (self._row + 1) % len(self._ms)
         self.frames += 1
 
@@ -61,6 +71,9 @@ class FrameCpu:
         medians = np.median(rows, axis=0)
         result = {name: round(float(value), 4) for name, value in zip(STAGES, medians)}
         result["frame"] = round(float(np.median(rows.sum(axis=1))), 4)
+        between = self._between[:min(self.frames - 1, len(self._between))]
+        if len(between):
+            result["between"] = round(float(np.median(between)), 4)
         self._medians = (self.frames, result)
         return result
 

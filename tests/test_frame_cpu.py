@@ -166,7 +166,7 @@ def test_telemetry_reports_the_cpu_time_of_each_stage(played):
     for _ in range(5):
         frame()
     cpu = show.telemetry()["cpu_ms"]
-    assert set(cpu) == {*STAGES, "frame"} and cpu["frame"] > 0.0
+    assert set(cpu) == {*STAGES, "frame", "between"} and cpu["frame"] > 0.0
     assert cpu["update"] > 0.0 and cpu["draw"] > 0.0
     assert "CPU ms" in show.hud_lines()[1]
 
@@ -220,6 +220,23 @@ def test_the_stage_record_is_the_clock_s_differences():
                                            "draw": 3.0, "after": 4.0, "frame": 10.5})
     assert cpu.last_ms() == pytest.approx(10.5)
 
+
+def test_the_cpu_between_frames_is_counted_beside_the_frame_s():
+    """What the main thread does between one frame's end and the next one's start (the HUD,
+    the swap, the idle's work, the control window) is counted as `between`, not in the
+    frame: work moved out of the frame is not lost from the figures."""
+    now = [0.0]
+    cpu = FrameCpu(keep=8, clock=lambda: now[0])
+    for between in (0.002, 0.004, 0.003, 0.0):  # after each frame
+        stamps = []
+        for _ in range(len(STAGES) + 1):
+            stamps.append(now[0])
+            now[0] += 0.001  # each stage 1 ms
+        cpu.record(stamps)
+        now[0] += between - 0.001  # the last stamp was the frame's end
+    medians = cpu.medians()
+    assert medians["frame"] == pytest.approx(5.0)
+    assert medians["between"] == pytest.approx(3.0)  # 2, 4 and 3 ms: the last frame's none
 
 
 def test_frames_waited_for_read_back_without_a_gl_fence(ctx):
