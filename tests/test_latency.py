@@ -89,8 +89,10 @@ def test_an_osc_message_sent_while_the_swarm_steps_is_in_this_frame(ctx):
         show.release()
 
 
-# The whole post chain on (software GL leaves bloom and feedback off by default).
+# The whole post chain on (software GL leaves bloom and feedback off by default), and off
+# (a GPU runs them by default).
 POST_ON = {"post": "on", "bloom": 0.8, "feedback": 0.85, "feedback_zoom": 0.01}
+POST_OFF = {"post": "off"}
 
 
 @pytest.mark.parametrize("live, post", [(True, False), (False, False), (True, True)],
@@ -101,7 +103,7 @@ def test_live_a_message_sent_while_the_scene_draws_is_in_this_frames_post(ctx, l
     (here the exposure) takes what came: the message shows in this frame. A render reads
     them once a frame (the next frame shows it)."""
     osc = QueuedOsc()
-    show = Show(ctx, Params({**DARK, **(POST_ON if post else {})}),
+    show = Show(ctx, Params({**DARK, **(POST_ON if post else POST_OFF)}),
                 ShowOptions(seed=3, live=live), osc=osc)
     try:
         twice = latches_twice(show)
