@@ -2,8 +2,9 @@
 become the frame's actions, and the show's state goes back to the page a few times a second.
 
 `WebInput.poll()` is read once a frame next to OSC (show/show.py); `publish(show, now)`, once
-the frame is shown (Show.publish, in the live run's idle), hands the server a fresh snapshot (the meters and slots read by `ShowView`, which the control
-window reads too: show/inputs/control_surface.py) at most every PUSH_SECONDS
+the frame is shown (Show.publish, in the live run's idle), hands the server a fresh snapshot
+(the meters and slots read by `ShowView`, which the control window reads too:
+show/inputs/control_surface.py) at most every PUSH_SECONDS
 (control/web/web_session.py): the meters (level, bands, onset, tempo and beat, frame time), the
 preset slots with their names, the preset playing and its morph, the autopilot (its section, next
 change and who is in control), and every parameter's value.
