@@ -52,6 +52,13 @@ for path in (ROOT, TESTS):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
+# The Ctrl+C tests send SIGINT as a terminal does. A shell without job control starts a
+# background command (`pytest &`) with SIGINT ignored, which Python keeps (no
+# KeyboardInterrupt) and every program it starts inherits: those tests then failed, as any
+# program started that way ignores Ctrl+C. The suite sets up a terminal's default instead.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 
 # ---- the tiers -----------------------------------------------------------------------------
 
