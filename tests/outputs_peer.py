@@ -108,7 +108,8 @@ def to_rgb(frame) -> np.ndarray:
 
 
 class Recorded:
-    """A backend that keeps every frame it sends (a copy) and passes it on."""
+    """A backend that keeps every frame it sends (a copy) and passes it on, with the CPU time
+    the backend's send took on the output's thread."""
 
     def __init__(self, backend) -> None:
         self.backend = backend
@@ -116,13 +117,16 @@ class Recorded:
         self.carries_alpha, self.even_size = backend.carries_alpha, backend.even_size
         self.frames: list[np.ndarray] = []
         self.times: list[float] = []
+        self.send_cpu: list[float] = []
         self.started = time.monotonic()
 
     def open(self, size, rate):
         self.backend.open(size, rate)
 
     def send(self, frame, seconds):
+        cpu = time.thread_time()
         self.backend.send(frame, seconds)
+        self.send_cpu.append(time.thread_time() - cpu)
         self.frames.append(frame.copy())
         self.times.append(time.monotonic() - self.started)
 
@@ -164,7 +168,8 @@ def ndi_show(out_dir: Path) -> None:
     receiver.wait(30)
     np.savez(out_dir / "sent.npz", frames=np.stack(recorded.frames),
              times=np.asarray(recorded.times), show_frames=frames, elapsed=elapsed,
-             sent=output.sent, dropped=output.dropped, detail=detail)
+             sent=output.sent, dropped=output.dropped, captured=output.captured,
+             send_cpu=np.asarray(recorded.send_cpu), detail=detail)
     show.release()
     ctx.release()
     if receiver.returncode:

@@ -711,7 +711,7 @@ def test_a_tcp_receiver_that_stops_reading(ctx, said):
 def test_ndi_round_trip_in_a_private_network(tmp_path):
     """An NDI source and a cyndilib receiver in a network namespace with only loopback (NDI
     finds sources by multicast): the receiver gets the show's frames, in order, at its rate,
-    with their alpha."""
+    with their alpha; none is lost uncounted."""
     config = write_ndi_config(tmp_path / "ndi")
     env = {**os.environ, "NDI_CONFIG_DIR": str(config), "PYTHONPATH": str(ROOT)}
     command = ["unshare", "-n", "sh", "-c", 'ip link set lo up && exec "$0" "$@"',
@@ -722,7 +722,15 @@ def test_ndi_round_trip_in_a_private_network(tmp_path):
     sent, got = np.load(tmp_path / "sent.npz"), np.load(tmp_path / "received.npz")
     assert str(got["source"]).endswith(")") and "swarm-test" in str(got["source"])
     assert str(sent["detail"]).endswith("1 receiver"), sent["detail"]  # libndi counted it
-    assert int(sent["sent"]) >= 0.7 * int(sent["show_frames"])
+    # Every frame captured was sent or counted as dropped (a few may be in the ring at the
+    # end); how many of the show's frames were captured depends on when libndi's sender opened
+    # and how much CPU the output's (lower-priority) thread got on this machine: not asked.
+    captured, accounted = int(sent["captured"]), int(sent["sent"]) + int(sent["dropped"])
+    assert accounted <= captured <= accounted + RING_DEPTH, (captured, accounted)
+    assert captured <= int(sent["show_frames"])
+    # What a send costs the output's thread (CPU time, median) leaves it its rate, 30 fps,
+    # with room: libndi compresses and queues to receivers on its own threads.
+    assert np.median(sent["send_cpu"]) < 0.25 / 30, sent["send_cpu"]
     frames = got["frames"]
     assert frames.shape[1:] == (*SIZE[::-1], 4)
     assert np.all(frames[..., 3] == 255)  # the alpha crossed: the show's frames are opaque
